@@ -1,0 +1,184 @@
+// Package audit writes the gate's decision log: one JSON line per decision,
+// approval, guard refusal and policy reload, always with the same keys, so
+// that a security team can query it without guessing.
+//
+// Argument values never reach the log, only a digest of them: arguments
+// carry secrets (tokens, file contents) and the audit log is often shipped
+// elsewhere. The digest still ties an approval to the exact call it covered.
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Keys used in audit records. They are part of the gate's interface.
+const (
+	KeyEvent      = "event"
+	KeyDecisionID = "decision_id"
+	KeySession    = "session"
+	KeyServer     = "server"
+	KeyTool       = "tool"
+	KeyWireName   = "wire_name"
+	KeyVerdict    = "verdict"
+	KeyRule       = "rule"
+	KeyReason     = "reason"
+	KeyRevision   = "revision"
+	KeyArgsDigest = "args_digest"
+	KeyLatencyUS  = "latency_us"
+	KeyOutcome    = "outcome"
+	KeyKind       = "kind"
+	KeyDetail     = "detail"
+	KeyCount      = "count"
+)
+
+// Event names (the value of KeyEvent).
+const (
+	EventDecision    = "decision"     // a verdict on a tools/call, prompt, resource or sampling request
+	EventApproval    = "approval"     // the gate asked a human, and what came back
+	EventGuard       = "guard"        // an upstream payload refused or changed by the result guard
+	EventElicitation = "elicitation"  // an upstream elicitation relayed or refused
+	EventReload      = "policy_reload" // written by package policy through Logger.Slog
+)
+
+// A Logger writes audit records. It is safe for concurrent use.
+type Logger struct {
+	l *slog.Logger
+}
+
+// New returns a Logger that writes JSON lines to w.
+func New(w io.Writer) *Logger {
+	return &Logger{l: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+}
+
+// NewHandler returns a Logger over any slog handler (tests use this).
+func NewHandler(h slog.Handler) *Logger { return &Logger{l: slog.New(h)} }
+
+// Discard returns a Logger that writes nothing.
+func Discard() *Logger { return &Logger{l: slog.New(slog.DiscardHandler)} }
+
+// Slog returns the underlying logger, for packages (policy reloads) that log
+// their own audit events with these keys.
+func (a *Logger) Slog() *slog.Logger { return a.l }
+
+// Decision is one verdict.
+type Decision struct {
+	ID         string
+	Session    string
+	Server     string
+	Tool       string // tool or prompt name, resource URI, or empty for sampling
+	Kind       string // "tool", "prompt", "resource", "sampling"
+	WireName   string
+	Verdict    string
+	Rule       string
+	Reason     string
+	Revision   string
+	ArgsDigest string
+	Latency    time.Duration
+}
+
+// Decision records a verdict.
+func (a *Logger) Decision(d Decision) {
+	a.l.LogAttrs(context.Background(), slog.LevelInfo, "decision",
+		slog.String(KeyEvent, EventDecision),
+		slog.String(KeyDecisionID, d.ID),
+		slog.String(KeySession, d.Session),
+		slog.String(KeyKind, d.Kind),
+		slog.String(KeyServer, d.Server),
+		slog.String(KeyTool, d.Tool),
+		slog.String(KeyWireName, d.WireName),
+		slog.String(KeyVerdict, d.Verdict),
+		slog.String(KeyRule, d.Rule),
+		slog.String(KeyReason, d.Reason),
+		slog.String(KeyRevision, d.Revision),
+		slog.String(KeyArgsDigest, d.ArgsDigest),
+		slog.Int64(KeyLatencyUS, d.Latency.Microseconds()),
+	)
+}
+
+// Approval is the record of one question put to a human.
+type Approval struct {
+	DecisionID string
+	Session    string
+	Server     string
+	Tool       string
+	ArgsDigest string
+	Outcome    string // "approved", "approved_session", "declined", "cancelled", "timeout", "error", "unsupported", "withdrawn", "remembered"
+	Detail     string
+	Latency    time.Duration // how long the human took
+}
+
+// Approval records an ask and its answer.
+func (a *Logger) Approval(r Approval) {
+	a.l.LogAttrs(context.Background(), slog.LevelInfo, "approval",
+		slog.String(KeyEvent, EventApproval),
+		slog.String(KeyDecisionID, r.DecisionID),
+		slog.String(KeySession, r.Session),
+		slog.String(KeyServer, r.Server),
+		slog.String(KeyTool, r.Tool),
+		slog.String(KeyArgsDigest, r.ArgsDigest),
+		slog.String(KeyOutcome, r.Outcome),
+		slog.String(KeyDetail, r.Detail),
+		slog.Int64(KeyLatencyUS, r.Latency.Microseconds()),
+	)
+}
+
+// Guard is a payload the result guard refused or changed.
+type Guard struct {
+	DecisionID string
+	Session    string
+	Server     string
+	Tool       string
+	Outcome    string // "refused", "logged" (log-only mode), "neutralised"
+	Kind       string // what was found
+	Detail     string
+	Count      int // characters neutralised
+}
+
+// Guard records a guard event.
+func (a *Logger) Guard(g Guard) {
+	a.l.LogAttrs(context.Background(), slog.LevelWarn, "guard",
+		slog.String(KeyEvent, EventGuard),
+		slog.String(KeyDecisionID, g.DecisionID),
+		slog.String(KeySession, g.Session),
+		slog.String(KeyServer, g.Server),
+		slog.String(KeyTool, g.Tool),
+		slog.String(KeyOutcome, g.Outcome),
+		slog.String(KeyKind, g.Kind),
+		slog.String(KeyDetail, g.Detail),
+		slog.Int(KeyCount, g.Count),
+	)
+}
+
+// Elicitation is an upstream's request to ask the user something.
+type Elicitation struct {
+	Session string
+	Server  string
+	Outcome string // "relayed", "refused"
+	Kind    string
+	Detail  string
+}
+
+// Elicitation records an upstream elicitation relayed or refused.
+func (a *Logger) Elicitation(e Elicitation) {
+	a.l.LogAttrs(context.Background(), slog.LevelInfo, "elicitation",
+		slog.String(KeyEvent, EventElicitation),
+		slog.String(KeySession, e.Session),
+		slog.String(KeyServer, e.Server),
+		slog.String(KeyOutcome, e.Outcome),
+		slog.String(KeyKind, e.Kind),
+		slog.String(KeyDetail, e.Detail),
+	)
+}
+
+// Digest returns a short digest of a call's raw arguments: the first 16 hex
+// digits of their SHA-256. The same bytes always give the same digest, so an
+// approval record and the call it covered can be matched.
+func Digest(args []byte) string {
+	sum := sha256.Sum256(args)
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}

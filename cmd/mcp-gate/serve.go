@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/proxy"
+	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		serversPath = fs.String("servers", "", "servers file in the mcpServers JSON format (default $XDG_CONFIG_HOME/mcp-gate/servers.json)")
+		policyPath  = fs.String("policy", "", "policy file (default $XDG_CONFIG_HOME/mcp-gate/policy.yaml if it exists, else the embedded default)")
+		name        = fs.String("name", "gate", "the name the host gives the gate; tool names must fit 64 - len(\"mcp__NAME__\")")
+		auditPath   = fs.String("audit-log", "", "append the decision audit (JSON lines) to this file (default: stderr)")
+		logLevel    = fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
+		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
+		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
+	)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return usageError{err}
+	}
+	auditLog, closeAudit, err := openAudit(*auditPath, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+
+	servers, err := loadServers(*serversPath)
+	if err != nil {
+		return err
+	}
+	_ = policyPath // wired in by the policy issue
+	gate, err := proxy.New(proxy.Options{
+		Name:            *name,
+		Servers:         servers,
+		Launcher:        &upstream.ExecLauncher{Logger: logger},
+		StartTimeout:    *startTO,
+		IdleTimeout:     *idleTO,
+		MaxMessageBytes: *maxMsg,
+		Logger:          logger,
+		Audit:           auditLog,
+	})
+	if err != nil {
+		return err
+	}
+	return gate.Serve(ctx, stdin, stdout)
+}
+
+// loadServers reads the servers file: the one given, else the default one.
+// There is no embedded default: a gate with no servers would be a silent
+// no-op, so a missing file is an error that says where the gate looked.
+func loadServers(path string) ([]upstream.Config, error) {
+	if path == "" {
+		path = defaultServersPath()
+		if !fileExists(path) {
+			return nil, fmt.Errorf("no servers file: give --servers FILE (the mcpServers JSON of Claude Desktop or a .mcp.json), or create %s", path)
+		}
+	}
+	return upstream.LoadServers(path, os.LookupEnv)
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: expected debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// openAudit opens the audit destination: a file opened for appending, or
+// stderr. stdout is never used: it belongs to the protocol.
+func openAudit(path string, stderr io.Writer) (*audit.Logger, func(), error) {
+	if path == "" {
+		return audit.New(stderr), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--audit-log: %w", err)
+	}
+	return audit.New(f), func() { f.Close() }, nil
+}
+
+var _ = strings.TrimSpace

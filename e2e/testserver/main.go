@@ -1,0 +1,65 @@
+// Command testserver is an MCP server for mcp-gate's end-to-end tests and
+// benchmarks. Its modes are the behaviours the gate must cope with:
+//
+//	honest    a well-behaved go-sdk server: echo, blob, slow (progress,
+//	          cancellation), ask (elicitation), sample, roots, toggle
+//	          (list_changed), crash, a prompt and resources
+//	fidelity  a hand-written server whose schemas and results use every
+//	          corner of JSON that a lossy proxy would change
+//	garbage   writes non-JSON lines, malformed and duplicate responses
+//	exit      writes to stderr and exits at once
+//	hostile   tool results, elicitations and descriptions that try to
+//	          forge consent or hide characters (the result guard's tests)
+//
+// With --events FILE it appends one line per notable event (a cancelled
+// call, say) so a test can see what reached the server.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	mode := flag.String("mode", "honest", "honest, fidelity, garbage, exit or hostile")
+	events := flag.String("events", "", "append event lines to this file")
+	flag.Parse()
+	ev := newEventLog(*events)
+	var err error
+	switch *mode {
+	case "honest":
+		err = runHonest(ev)
+	case "fidelity":
+		err = runRaw(fidelityHandlers(), ev)
+	case "garbage":
+		err = runRaw(garbageHandlers(), ev)
+	case "hostile":
+		err = runRaw(hostileHandlers(), ev)
+	case "exit":
+		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
+		os.Exit(3)
+	default:
+		err = fmt.Errorf("unknown mode %q", *mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(1)
+	}
+}
+
+type eventLog struct{ path string }
+
+func newEventLog(path string) *eventLog { return &eventLog{path: path} }
+
+func (e *eventLog) add(format string, args ...any) {
+	if e.path == "" {
+		return
+	}
+	f, err := os.OpenFile(e.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, format+"\n", args...)
+}

@@ -1,0 +1,371 @@
+// Package rawjson reads and edits JSON objects as bytes.
+//
+// The gate relays upstream payloads byte for byte and changes only what it
+// must (a tool name, a progress token, an elicitation message). Decoding a
+// payload into Go values and encoding it again would reorder keys, reformat
+// numbers and drop whatever a Go type does not know, so this package works on
+// the bytes instead: it finds a member's value and splices a new one in,
+// leaving every other byte exactly as it was.
+//
+// The functions expect syntactically valid JSON (callers validate a message
+// once, when it is read). On invalid input they return an error or report the
+// member as absent; they never panic.
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ErrNotObject is returned when the input is not a JSON object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// Member is one member of an object: its decoded key and the byte spans of
+// its value within the object.
+type Member struct {
+	Key        string
+	Value      []byte // the raw value, a sub-slice of the object
+	Start, End int    // Value == obj[Start:End]
+}
+
+// Members calls fn for each member of the object obj, in order, until fn
+// returns false. Keys are decoded (escapes resolved), so `"n\u0061me"` is
+// reported as "name".
+func Members(obj []byte, fn func(m Member) bool) error {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return ErrNotObject
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return fmt.Errorf("rawjson: expected a member name at offset %d", i)
+		}
+		keyEnd, err := skipString(obj, i)
+		if err != nil {
+			return err
+		}
+		key, err := decodeKey(obj[i:keyEnd])
+		if err != nil {
+			return err
+		}
+		i = skipSpace(obj, keyEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return fmt.Errorf("rawjson: expected ':' at offset %d", i)
+		}
+		start := skipSpace(obj, i+1)
+		end, err := skipValue(obj, start)
+		if err != nil {
+			return err
+		}
+		if !fn(Member{Key: key, Value: obj[start:end], Start: start, End: end}) {
+			return nil
+		}
+		i = skipSpace(obj, end)
+		if i >= len(obj) {
+			return fmt.Errorf("rawjson: unterminated object")
+		}
+		switch obj[i] {
+		case ',':
+			i = skipSpace(obj, i+1)
+		case '}':
+			return nil
+		default:
+			return fmt.Errorf("rawjson: unexpected %q at offset %d", obj[i], i)
+		}
+	}
+}
+
+// Get returns the raw value of the member key of obj. If the key occurs more
+// than once, Get returns the last occurrence, as encoding/json and
+// JavaScript's JSON.parse do; callers that must not be ambiguous check
+// [UniqueKeys] first.
+func Get(obj []byte, key string) ([]byte, bool) {
+	var v []byte
+	found := false
+	_ = Members(obj, func(m Member) bool {
+		if m.Key == key {
+			v, found = m.Value, true
+		}
+		return true
+	})
+	return v, found
+}
+
+// GetString returns the member key of obj decoded as a JSON string.
+func GetString(obj []byte, key string) (string, bool) {
+	v, ok := Get(obj, key)
+	if !ok || len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	s, err := decodeKey(v)
+	if err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Set returns a copy of obj in which the value of member key is value. If the
+// key occurs more than once every occurrence is replaced; if it is absent the
+// member is appended. obj itself is not modified.
+func Set(obj []byte, key string, value []byte) ([]byte, error) {
+	var spans [][2]int
+	last := -1 // offset of the closing brace
+	err := Members(obj, func(m Member) bool {
+		if m.Key == key {
+			spans = append(spans, [2]int{m.Start, m.End})
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 {
+		last = bytes.LastIndexByte(obj, '}')
+		if last < 0 {
+			return nil, ErrNotObject
+		}
+		empty := bytes.TrimSpace(obj[bytes.IndexByte(obj, '{')+1 : last])
+		out := make([]byte, 0, len(obj)+len(key)+len(value)+4)
+		out = append(out, obj[:last]...)
+		if len(empty) > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, key) // keys we set are plain ASCII
+		out = append(out, ':')
+		out = append(out, value...)
+		out = append(out, obj[last:]...)
+		return out, nil
+	}
+	out := make([]byte, 0, len(obj)+len(spans)*(len(value)+8))
+	prev := 0
+	for _, s := range spans {
+		out = append(out, obj[prev:s[0]]...)
+		out = append(out, value...)
+		prev = s[1]
+	}
+	out = append(out, obj[prev:]...)
+	return out, nil
+}
+
+// SetPath sets the member at path (a chain of object keys) to value, creating
+// intermediate objects as needed.
+func SetPath(obj []byte, path []string, value []byte) ([]byte, error) {
+	if len(path) == 0 {
+		return nil, errors.New("rawjson: empty path")
+	}
+	if len(path) == 1 {
+		return Set(obj, path[0], value)
+	}
+	inner, ok := Get(obj, path[0])
+	if !ok || len(inner) == 0 || inner[0] != '{' {
+		inner = []byte("{}")
+	}
+	newInner, err := SetPath(inner, path[1:], value)
+	if err != nil {
+		return nil, err
+	}
+	return Set(obj, path[0], newInner)
+}
+
+// UniqueKeys reports an error if any object in v, at any depth, has the same
+// key twice. JSON parsers disagree on which duplicate wins; a security
+// decision taken on one reading must not be executed on another.
+func UniqueKeys(v []byte) error {
+	_, err := checkUnique(v, skipSpace(v, 0), 0)
+	return err
+}
+
+const maxDepth = 1000
+
+func checkUnique(v []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errors.New("rawjson: nesting too deep")
+	}
+	if i >= len(v) {
+		return 0, errors.New("rawjson: unexpected end of input")
+	}
+	switch v[i] {
+	case '{':
+		seen := map[string]struct{}{}
+		i = skipSpace(v, i+1)
+		if i < len(v) && v[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(v) || v[i] != '"' {
+				return 0, fmt.Errorf("rawjson: expected a member name at offset %d", i)
+			}
+			end, err := skipString(v, i)
+			if err != nil {
+				return 0, err
+			}
+			key, err := decodeKey(v[i:end])
+			if err != nil {
+				return 0, err
+			}
+			if _, dup := seen[key]; dup {
+				return 0, fmt.Errorf("duplicate key %q", key)
+			}
+			seen[key] = struct{}{}
+			i = skipSpace(v, end)
+			if i >= len(v) || v[i] != ':' {
+				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
+			}
+			i, err = checkUnique(v, skipSpace(v, i+1), depth+1)
+			if err != nil {
+				return 0, err
+			}
+			i = skipSpace(v, i)
+			if i >= len(v) {
+				return 0, errors.New("rawjson: unterminated object")
+			}
+			if v[i] == '}' {
+				return i + 1, nil
+			}
+			if v[i] != ',' {
+				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
+			}
+			i = skipSpace(v, i+1)
+		}
+	case '[':
+		i = skipSpace(v, i+1)
+		if i < len(v) && v[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			i, err = checkUnique(v, i, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			i = skipSpace(v, i)
+			if i >= len(v) {
+				return 0, errors.New("rawjson: unterminated array")
+			}
+			if v[i] == ']' {
+				return i + 1, nil
+			}
+			if v[i] != ',' {
+				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
+			}
+			i = skipSpace(v, i+1)
+		}
+	default:
+		return skipValue(v, i)
+	}
+}
+
+// AppendString appends s to dst as a JSON string, escaping what JSON
+// requires and also <, > and & no further (the output is not HTML).
+func AppendString(dst []byte, s string) []byte {
+	b, _ := marshalNoEscape(s)
+	return append(dst, b...)
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+func decodeKey(quoted []byte) (string, error) {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return "", fmt.Errorf("rawjson: bad string: %w", err)
+	}
+	return s, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the offset just past the string that starts at b[i].
+func skipString(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, errors.New("rawjson: unterminated string")
+		}
+		j += k
+		// Count the backslashes before the quote: an odd number escapes it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1, nil
+		}
+		j++
+	}
+}
+
+// skipValue returns the offset just past the value that starts at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errors.New("rawjson: unexpected end of input")
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errors.New("rawjson: unterminated object or array")
+	default:
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return 0, fmt.Errorf("rawjson: expected a value at offset %d", i)
+				}
+				return j, nil
+			}
+			j++
+		}
+		if j == i {
+			return 0, fmt.Errorf("rawjson: expected a value at offset %d", i)
+		}
+		return j, nil
+	}
+}

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+func (g *Gate) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return g.listNamed(ctx, &g.tools, params, nil)
+}
+
+func (g *Gate) listPrompts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return g.listNamed(ctx, &g.prompts, params, nil)
+}
+
+// callParams is what the gate reads of a tools/call or prompts/get; the
+// rest of the params travels untouched.
+type callParams struct {
+	name string
+	args json.RawMessage // nil when absent
+}
+
+func parseCallParams(method string, params json.RawMessage, argsKey string) (callParams, error) {
+	if len(params) == 0 || params[0] != '{' {
+		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params must be an object with a %q", method, "name")
+	}
+	// Parsers disagree on which duplicate key wins; the gate must decide on
+	// exactly what the upstream will execute.
+	if err := rawjson.UniqueKeys(params); err != nil {
+		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
+	}
+	name, ok := rawjson.GetString(params, "name")
+	if !ok || name == "" {
+		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params need a non-empty string %q", method, "name")
+	}
+	args, ok := rawjson.Get(params, argsKey)
+	if ok && args[0] != '{' && string(args) != "null" {
+		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %q must be an object", method, argsKey)
+	}
+	return callParams{name: name, args: args}, nil
+}
+
+func (g *Gate) callTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	p, err := parseCallParams("tools/call", params, "arguments")
+	if err != nil {
+		return nil, err
+	}
+	key, ok := g.resolve(ctx, &g.tools, p.name)
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown tool %q: it is not in this gate's tools/list", p.name)
+	}
+	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "tools/call: %v", err)
+	}
+	res, err := g.forward(ctx, key.Server, "tools/call", fwd)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 0 || res[0] != '{' {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", key.Server)
+	}
+	return res, nil
+}
+
+func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	p, err := parseCallParams("prompts/get", params, "arguments")
+	if err != nil {
+		return nil, err
+	}
+	key, ok := g.resolve(ctx, &g.prompts, p.name)
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown prompt %q: it is not in this gate's prompts/list", p.name)
+	}
+	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "prompts/get: %v", err)
+	}
+	return g.forward(ctx, key.Server, "prompts/get", fwd)
+}
+
+// complete routes completion/complete by its reference: a prompt (renamed
+// back to the upstream's name) or a resource URI.
+func (g *Gate) complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	ref, _ := rawjson.Get(params, "ref")
+	typ, _ := rawjson.GetString(ref, "type")
+	switch typ {
+	case "ref/prompt":
+		name, _ := rawjson.GetString(ref, "name")
+		key, ok := g.resolve(ctx, &g.prompts, name)
+		if !ok {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %q", name)
+		}
+		fwd, err := rawjson.SetPath(params, []string{"ref", "name"}, rawjson.AppendString(nil, key.Name))
+		if err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		return g.forward(ctx, key.Server, "completion/complete", fwd)
+	case "ref/resource":
+		uri, _ := rawjson.GetString(ref, "uri")
+		server, err := g.resourceOwner(ctx, uri)
+		if err != nil {
+			return nil, err
+		}
+		return g.forward(ctx, server, "completion/complete", params)
+	}
+	return nil, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %q`, typ)
+}
+
+// forward sends a request to an upstream, starting it if needed, with the
+// host's progress token swapped for one of the gate's own so that progress
+// can be routed back (and an upstream cannot speak for another's request).
+func (g *Gate) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+	s, err := g.pool.Session(ctx, server)
+	if err != nil {
+		return nil, upstreamError(server, method, err)
+	}
+	if meta, ok := rawjson.Get(params, "_meta"); ok {
+		if tok, ok := rawjson.Get(meta, "progressToken"); ok {
+			gateTok, release := g.progress.add(server, tok)
+			defer release()
+			params, err = rawjson.SetPath(params, []string{"_meta", "progressToken"}, gateTok)
+			if err != nil {
+				return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
+			}
+		}
+	}
+	res, err := s.Call(ctx, method, params)
+	if err != nil {
+		return nil, upstreamError(server, method, err)
+	}
+	return res, nil
+}
+
+// decisionID names one decision in the audit log.
+func (g *Gate) decisionID() string {
+	return fmt.Sprintf("%s-%d", g.session, g.seq.Add(1))
+}

@@ -1,0 +1,360 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// Version is reported to hosts and upstreams; the command sets it at build.
+var Version = "dev"
+
+// DefaultPageSize is how many entries one list page carries. Large enough
+// that hosts which ignore nextCursor still see every tool of any realistic
+// setup; the gate paginates only past it.
+const DefaultPageSize = 1000
+
+// Options configure a Gate.
+type Options struct {
+	// Name is the name the host gives the gate (default "gate"); it sets the
+	// wire-name budget, since hosts prefix tool names with mcp__<name>__.
+	Name    string
+	Servers []upstream.Config
+	// Launcher starts upstream processes (upstream.ExecLauncher in production).
+	Launcher     upstream.Launcher
+	StartTimeout time.Duration
+	IdleTimeout  time.Duration
+	// MaxMessageBytes bounds one message in either direction.
+	MaxMessageBytes int
+	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
+	PageSize int
+	Logger   *slog.Logger
+	Audit    *audit.Logger
+}
+
+// A Gate serves one host session: it answers the host's initialize itself,
+// aggregates the upstream servers' tools, prompts and resources under
+// host-safe names, and relays everything else between the host and the
+// upstream that owns it.
+type Gate struct {
+	// Set at construction.
+	opts    Options
+	budget  int
+	log     *slog.Logger
+	audit   *audit.Logger
+	pool    *upstream.Pool
+	session string // identifies this host session in the audit log
+
+	host     *rpc.Conn // set by Serve before the first message is read
+	progress progressRoutes
+	seq      atomic.Uint64 // decision IDs
+
+	mu           sync.Mutex // guards hostInfo and the catalogs
+	hostInfo     hostInfo
+	tools        catalog
+	prompts      catalog
+	resources    resourceIndex
+	logLevel     json.RawMessage // the host's last logging/setLevel params
+	listLoadMu   sync.Mutex      // one catalog load at a time
+	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
+}
+
+// hostInfo is what the host said about itself in initialize.
+type hostInfo struct {
+	initialized     bool
+	protocolVersion string
+	capsForUpstream json.RawMessage // the host's elicitation, sampling and roots capabilities
+	elicitForm      bool
+	elicitURL       bool
+	sampling        bool
+	roots           bool
+}
+
+// New returns a Gate. It validates the names against the wire-name budget
+// but starts nothing.
+func New(opts Options) (*Gate, error) {
+	if opts.Name == "" {
+		opts.Name = "gate"
+	}
+	if err := naming.ValidateGateName(opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Audit == nil {
+		opts.Audit = audit.Discard()
+	}
+	budget := naming.Budget(opts.Name)
+	for _, s := range opts.Servers {
+		if err := naming.ValidateServerKey(s.Name, budget); err != nil {
+			return nil, fmt.Errorf("server %q: %w", s.Name, err)
+		}
+	}
+	g := &Gate{
+		opts:         opts,
+		budget:       budget,
+		log:          opts.Logger,
+		audit:        opts.Audit,
+		session:      newSessionID(),
+		listedByHost: map[string]bool{},
+	}
+	g.tools = newCatalog(kindTool, budget)
+	g.prompts = newCatalog(kindPrompt, budget)
+	g.resources = newResourceIndex()
+	g.progress.routes = map[string]progressRoute{}
+	g.pool = upstream.NewPool(opts.Servers, upstream.PoolOptions{
+		Launcher:        opts.Launcher,
+		Logger:          opts.Logger,
+		StartTimeout:    opts.StartTimeout,
+		IdleTimeout:     opts.IdleTimeout,
+		MaxMessageBytes: opts.MaxMessageBytes,
+		InitParams:      g.upstreamInitParams,
+		Handler:         func(server string) rpc.Handler { return &upstreamHandler{g: g, server: server} },
+		OnStart:         g.upstreamStarted,
+	})
+	return g, nil
+}
+
+func newSessionID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Serve runs the host session over r and w until the host closes its end or
+// ctx is done, then stops every upstream. It returns nil when the host ended
+// the session normally.
+func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	g.host = rpc.New(r, w, nil, hostHandler{g}, rpc.Options{
+		Peer:            "host",
+		Logger:          g.log,
+		MaxMessageBytes: g.opts.MaxMessageBytes,
+		AnswerBadInput:  true,
+	})
+	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names())
+	err := g.host.Run(ctx)
+	g.pool.Close()
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	g.log.Info("host session ended", "session", g.session)
+	return err
+}
+
+// hostHandler serves the host's messages.
+type hostHandler struct{ g *Gate }
+
+func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	g := h.g
+	switch req.Method {
+	case "initialize":
+		return g.initialize(req.Params)
+	case "ping":
+		return json.RawMessage("{}"), nil
+	}
+	g.mu.Lock()
+	initialized := g.hostInfo.initialized
+	g.mu.Unlock()
+	if !initialized {
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
+	}
+	switch req.Method {
+	case "tools/list":
+		return g.listTools(ctx, req.Params)
+	case "tools/call":
+		return g.callTool(ctx, req.Params)
+	case "prompts/list":
+		return g.listPrompts(ctx, req.Params)
+	case "prompts/get":
+		return g.getPrompt(ctx, req.Params)
+	case "resources/list":
+		return g.listResources(ctx, req.Params)
+	case "resources/templates/list":
+		return g.listResourceTemplates(ctx, req.Params)
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return g.resourceRequest(ctx, req.Method, req.Params)
+	case "completion/complete":
+		return g.complete(ctx, req.Params)
+	case "logging/setLevel":
+		return g.setLogLevel(req.Params)
+	}
+	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+}
+
+func (h hostHandler) HandleNotification(msg *rpc.Message) {
+	g := h.g
+	switch msg.Method {
+	case "notifications/initialized":
+	case "notifications/roots/list_changed":
+		// Upstreams that care will ask for roots again; each asks the host.
+		for _, s := range g.pool.Running() {
+			_ = s.Notify(msg.Method, msg.Params)
+		}
+	default:
+		g.log.Debug("host notification ignored", "method", msg.Method)
+	}
+}
+
+// initialize answers the host itself: the gate is the host's server, and
+// the upstreams are not even running yet.
+func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Elicitation *struct {
+				Form *json.RawMessage `json:"form"`
+				URL  *json.RawMessage `json:"url"`
+			} `json:"elicitation"`
+			Sampling *json.RawMessage `json:"sampling"`
+			Roots    *json.RawMessage `json:"roots"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "initialize: %v", err)
+	}
+	version := p.ProtocolVersion
+	if !slices.Contains(upstream.KnownProtocolVersions, version) {
+		// MCP: answer with the latest version we support; the host decides.
+		version = upstream.KnownProtocolVersions[0]
+	}
+	caps, _ := rawjson.Get(params, "capabilities")
+	forUp := []byte("{}")
+	for _, k := range []string{"elicitation", "sampling", "roots"} {
+		if v, ok := rawjson.Get(caps, k); ok {
+			forUp, _ = rawjson.Set(forUp, k, v)
+		}
+	}
+	g.mu.Lock()
+	g.hostInfo = hostInfo{
+		initialized:     true,
+		protocolVersion: version,
+		capsForUpstream: forUp,
+		sampling:        p.Capabilities.Sampling != nil,
+		roots:           p.Capabilities.Roots != nil,
+	}
+	if e := p.Capabilities.Elicitation; e != nil {
+		// An empty elicitation object means form mode (2025-11-25 keeps the
+		// older meaning for compatibility).
+		g.hostInfo.elicitForm = e.Form != nil || e.URL == nil
+		g.hostInfo.elicitURL = e.URL != nil
+	}
+	g.mu.Unlock()
+	res := map[string]any{
+		"protocolVersion": version,
+		"capabilities": map[string]any{
+			"tools":       map[string]any{"listChanged": true},
+			"prompts":     map[string]any{"listChanged": true},
+			"resources":   map[string]any{"listChanged": true, "subscribe": true},
+			"completions": map[string]any{},
+			"logging":     map[string]any{},
+		},
+		"serverInfo": map[string]any{"name": "mcp-gate", "version": Version},
+		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
+			"A tool's name starts with its server's name and two underscores. "+
+			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
+	}
+	return json.Marshal(res)
+}
+
+// upstreamInitParams builds the initialize request for an upstream: the
+// host's own elicitation, sampling and roots capabilities, so that servers
+// which register tools only for capable clients do so (issue #2).
+func (g *Gate) upstreamInitParams(string) json.RawMessage {
+	g.mu.Lock()
+	caps := g.hostInfo.capsForUpstream
+	g.mu.Unlock()
+	if caps == nil {
+		caps = json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]any{
+		"protocolVersion": upstream.ProtocolVersion,
+		"capabilities":    caps,
+		"clientInfo":      map[string]any{"name": "mcp-gate", "version": Version},
+	})
+	return b
+}
+
+// upstreamStarted brings a newly started upstream up to date: the host's log
+// level, and a fresh look at its lists if the host has seen them (a restart
+// may have changed them).
+func (g *Gate) upstreamStarted(s *upstream.Session) {
+	g.mu.Lock()
+	level := g.logLevel
+	g.mu.Unlock()
+	if level != nil && s.Caps.Logging {
+		if _, err := s.Call(context.Background(), "logging/setLevel", level); err != nil {
+			g.log.Warn("setting upstream log level", "server", s.Name, "error", err)
+		}
+	}
+	g.refreshAfterRestart(s)
+}
+
+func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
+	if _, ok := rawjson.GetString(params, "level"); !ok {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, `logging/setLevel needs a "level" string`)
+	}
+	g.mu.Lock()
+	g.logLevel = params
+	g.mu.Unlock()
+	for _, s := range g.pool.Running() {
+		if s.Caps.Logging {
+			go func() {
+				if _, err := s.Call(context.Background(), "logging/setLevel", params); err != nil {
+					g.log.Warn("setting upstream log level", "server", s.Name, "error", err)
+				}
+			}()
+		}
+	}
+	return json.RawMessage("{}"), nil
+}
+
+// notifyHost sends a notification to the host, logging a failure.
+func (g *Gate) notifyHost(method string, params json.RawMessage) {
+	if err := g.host.Notify(method, params); err != nil {
+		g.log.Debug("notifying host", "method", method, "error", err)
+	}
+}
+
+// upstreamError turns a failure to reach an upstream into a JSON-RPC error
+// for the host. Errors the upstream itself returned pass through unchanged.
+func upstreamError(server, method string, err error) error {
+	var werr *rpc.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &rpc.Error{
+		Code:    rpc.CodeInternalError,
+		Message: fmt.Sprintf("%s: %v", method, err),
+		Data:    mustJSON(map[string]string{"server": server}),
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,165 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// progressRoutes maps the gate's progress tokens back to the host's. A
+// token is valid only while its request is in flight, and only for the
+// upstream it was given to.
+type progressRoutes struct {
+	mu     sync.Mutex
+	next   uint64
+	routes map[string]progressRoute // by the gate's token, as a decoded string
+}
+
+type progressRoute struct {
+	server    string
+	hostToken json.RawMessage
+}
+
+func (p *progressRoutes) add(server string, hostToken json.RawMessage) (json.RawMessage, func()) {
+	p.mu.Lock()
+	p.next++
+	tok := "mcp-gate-" + strconv.FormatUint(p.next, 10)
+	p.routes[tok] = progressRoute{server: server, hostToken: hostToken}
+	p.mu.Unlock()
+	return rawjson.AppendString(nil, tok), func() {
+		p.mu.Lock()
+		delete(p.routes, tok)
+		p.mu.Unlock()
+	}
+}
+
+func (p *progressRoutes) lookup(server string, token json.RawMessage) (json.RawMessage, bool) {
+	var tok string
+	if json.Unmarshal(token, &tok) != nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.routes[tok]
+	if !ok || r.server != server {
+		return nil, false
+	}
+	return r.hostToken, true
+}
+
+// upstreamHandler serves what one upstream sends on its own initiative.
+type upstreamHandler struct {
+	g      *Gate
+	server string
+}
+
+func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	g := h.g
+	g.mu.Lock()
+	host := g.hostInfo
+	g.mu.Unlock()
+	switch req.Method {
+	case "ping":
+		return json.RawMessage("{}"), nil
+	case "roots/list":
+		if !host.roots {
+			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support roots")
+		}
+		return g.askHost(ctx, req)
+	case "sampling/createMessage":
+		if !host.sampling {
+			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
+		}
+		return g.askHost(ctx, req)
+	case "elicitation/create":
+		return g.relayElicitation(ctx, h.server, host, req)
+	}
+	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+}
+
+// askHost relays an upstream's request to the host and the host's answer
+// back, result or error, unchanged.
+func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	return g.host.Call(ctx, req.Method, req.Params)
+}
+
+// relayElicitation passes an upstream's question to the user, with the
+// server's name in front so the human knows who is asking.
+func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+	mode, _ := rawjson.GetString(req.Params, "mode")
+	if mode == "" {
+		if _, hasURL := rawjson.Get(req.Params, "url"); hasURL {
+			mode = "url"
+		} else {
+			mode = "form"
+		}
+	}
+	switch {
+	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "the host does not support %s elicitation", mode)
+	case mode != "form" && mode != "url":
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown elicitation mode %q", mode)
+	}
+	msg, _ := rawjson.GetString(req.Params, "message")
+	params, err := rawjson.Set(req.Params, "message", rawjson.AppendString(nil, "["+server+"] "+msg))
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
+	}
+	return g.host.Call(ctx, req.Method, params)
+}
+
+func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
+	g := h.g
+	switch msg.Method {
+	case "notifications/progress":
+		tok, ok := rawjson.Get(msg.Params, "progressToken")
+		if !ok {
+			return
+		}
+		hostTok, ok := g.progress.lookup(h.server, tok)
+		if !ok {
+			g.log.Debug("progress for no request in flight; dropped", "server", h.server)
+			return
+		}
+		params, err := rawjson.Set(msg.Params, "progressToken", hostTok)
+		if err == nil {
+			g.notifyHost(msg.Method, params)
+		}
+	case "notifications/message", "notifications/resources/updated", "notifications/elicitation/complete":
+		g.notifyHost(msg.Method, msg.Params)
+	case "notifications/tools/list_changed":
+		h.refresh(&g.tools)
+	case "notifications/prompts/list_changed":
+		h.refresh(&g.prompts)
+	case "notifications/resources/list_changed":
+		go func() {
+			if s := h.session(); s != nil {
+				g.refreshResources(s)
+			}
+		}()
+	default:
+		g.log.Debug("upstream notification ignored", "server", h.server, "method", msg.Method)
+	}
+}
+
+func (h *upstreamHandler) refresh(c *catalog) {
+	go func() {
+		if s := h.session(); s != nil {
+			h.g.refreshServer(s, c)
+		}
+	}()
+}
+
+func (h *upstreamHandler) session() *upstream.Session {
+	for _, s := range h.g.pool.Running() {
+		if s.Name == h.server {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+)
+
+// Error is a JSON-RPC error object: code, message and data, kept exactly as
+// the peer sent them. It is the go-sdk's wire error type, so errors from
+// go-sdk peers and from this package are the same values.
+type Error = jsonrpc.Error
+
+// Standard JSON-RPC error codes.
+const (
+	CodeParseError     = jsonrpc.CodeParseError
+	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
+	CodeInternalError  = jsonrpc.CodeInternalError
+)
+
+// Errorf returns a JSON-RPC error with the given code and a formatted message.
+func Errorf(code int64, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Message is one JSON-RPC 2.0 message with its payload left raw.
+//
+// ID is kept as the raw JSON the peer sent ("7", "\"abc\"") so that a
+// response echoes it byte for byte, whatever its type or size.
+type Message struct {
+	ID     json.RawMessage // nil for a notification
+	Method string          // empty for a response
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *Error
+}
+
+// IsCall reports whether m is a request that expects a response.
+func (m *Message) IsCall() bool { return m.Method != "" && m.ID != nil }
+
+// IsNotification reports whether m is a request without an ID.
+func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
+
+// IsResponse reports whether m is a response.
+func (m *Message) IsResponse() bool { return m.Method == "" }
+
+// decodeError is a message that could not be decoded. ID holds the request
+// ID when it could be recovered, so the error can be tied to its request.
+type decodeError struct {
+	code   int64
+	id     json.RawMessage
+	reason string
+}
+
+func (e *decodeError) Error() string { return e.reason }
+
+// Decode parses one message. The returned message's raw fields alias line.
+//
+// The whole line is validated as JSON first: nothing invalid is ever passed
+// on to the other side, where a parser would fail on the whole stream.
+func Decode(line []byte) (*Message, error) {
+	if !json.Valid(line) {
+		return nil, &decodeError{code: CodeParseError, id: salvageID(line), reason: "not valid JSON"}
+	}
+	first := line[skipSpace(line, 0)]
+	if first == '[' {
+		return nil, &decodeError{code: CodeInvalidRequest, reason: "JSON-RPC batches are not supported (MCP removed them in 2025-06-18)"}
+	}
+	if first != '{' {
+		return nil, &decodeError{code: CodeInvalidRequest, reason: "a JSON-RPC message must be an object"}
+	}
+	var (
+		m                          Message
+		version, method, errRaw    []byte
+		hasID, hasResult, hasError bool
+	)
+	err := rawjson.Members(line, func(mem rawjson.Member) bool {
+		switch mem.Key {
+		case "jsonrpc":
+			version = mem.Value
+		case "id":
+			m.ID, hasID = mem.Value, true
+		case "method":
+			method = mem.Value
+		case "params":
+			m.Params = mem.Value
+		case "result":
+			m.Result, hasResult = mem.Value, true
+		case "error":
+			errRaw, hasError = mem.Value, true
+		}
+		return true
+	})
+	if err != nil {
+		return nil, &decodeError{code: CodeParseError, reason: err.Error()}
+	}
+	fail := func(format string, args ...any) (*Message, error) {
+		var id json.RawMessage
+		if hasID && validID(m.ID) {
+			id = m.ID
+		}
+		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...)}
+	}
+	if !bytes.Equal(version, []byte(`"2.0"`)) {
+		return fail(`"jsonrpc" must be "2.0", found %s`, orMissing(version))
+	}
+	if hasID && !validID(m.ID) {
+		return fail(`"id" must be a string or a number, found %s`, m.ID)
+	}
+	if method != nil {
+		if method[0] != '"' {
+			return fail(`"method" must be a string, found %s`, method)
+		}
+		if err := json.Unmarshal(method, &m.Method); err != nil || m.Method == "" {
+			return fail(`"method" must be a non-empty string`)
+		}
+		if hasResult || hasError {
+			return fail("a message cannot have both a method and a result or error")
+		}
+		if m.Params != nil && m.Params[0] != '{' && m.Params[0] != '[' {
+			return fail(`"params" must be an object or array, found %s`, truncate(m.Params, 40))
+		}
+		if bytes.Equal(m.ID, []byte("null")) {
+			m.ID = nil
+		}
+		return &m, nil
+	}
+	// A response.
+	if !hasID {
+		return fail("a response must have an id")
+	}
+	if hasResult == hasError {
+		return fail("a response must have exactly one of result and error")
+	}
+	if hasError {
+		var e Error
+		if err := json.Unmarshal(errRaw, &e); err != nil || errRaw[0] != '{' {
+			return fail(`"error" must be an object with a code and a message`)
+		}
+		m.Error = &e
+	}
+	return &m, nil
+}
+
+func orMissing(b []byte) string {
+	if b == nil {
+		return "nothing"
+	}
+	return string(truncate(b, 40))
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return append(append([]byte{}, b[:n]...), "..."...)
+	}
+	return b
+}
+
+func validID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	case bytes.Equal(id, []byte("null")):
+		return true
+	}
+	return false
+}
+
+// salvageID looks for a top-level-looking "id" member at the start of an
+// unparseable or oversized message, so that the request it answers can be
+// failed instead of left waiting. Every common MCP SDK writes "id" before
+// "result" or "params".
+func salvageID(line []byte) json.RawMessage {
+	const window = 512
+	head := line
+	if len(head) > window {
+		head = head[:window]
+	}
+	k := bytes.Index(head, []byte(`"id"`))
+	if k < 0 {
+		return nil
+	}
+	i := skipSpace(head, k+4)
+	if i >= len(head) || head[i] != ':' {
+		return nil
+	}
+	i = skipSpace(head, i+1)
+	j := i
+	if j < len(head) && head[j] == '"' {
+		end := bytes.IndexByte(head[j+1:], '"')
+		if end < 0 {
+			return nil
+		}
+		return append(json.RawMessage{}, head[j:j+end+2]...)
+	}
+	for j < len(head) && (head[j] == '-' || head[j] >= '0' && head[j] <= '9') {
+		j++
+	}
+	if j == i {
+		return nil
+	}
+	return append(json.RawMessage{}, head[i:j]...)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// appendMessage appends m's wire form, without a trailing newline.
+//
+// The raw fields are written as they are (they were validated when they were
+// read or built by this program), which keeps a relayed payload byte-identical
+// and spares a second pass over a large result.
+func appendMessage(buf []byte, m *Message) ([]byte, error) {
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		buf = append(buf, `,"id":`...)
+		buf = append(buf, m.ID...)
+	}
+	switch {
+	case m.Method != "":
+		buf = append(buf, `,"method":`...)
+		buf = rawjson.AppendString(buf, m.Method)
+		if m.Params != nil {
+			buf = append(buf, `,"params":`...)
+			buf = append(buf, m.Params...)
+		}
+	case m.Error != nil:
+		if m.ID == nil {
+			buf = append(buf, `,"id":null`...)
+		}
+		e, err := json.Marshal(m.Error)
+		if err != nil {
+			return nil, fmt.Errorf("encoding error object: %w", err)
+		}
+		buf = append(buf, `,"error":`...)
+		buf = append(buf, e...)
+	default:
+		if m.Result == nil {
+			return nil, errors.New("rpc: response without result or error")
+		}
+		buf = append(buf, `,"result":`...)
+		buf = append(buf, m.Result...)
+	}
+	return append(buf, '}'), nil
+}
+
+// idKey turns a raw ID into a map key. Numbers are normalised so that a peer
+// answering request 7 with id 7.0 is still matched.
+func idKey(id json.RawMessage) string {
+	if len(id) > 0 && id[0] != '"' {
+		if f, err := strconv.ParseFloat(string(id), 64); err == nil && f == float64(int64(f)) {
+			return strconv.FormatInt(int64(f), 10)
+		}
+	}
+	return string(id)
+}

@@ -1,0 +1,10 @@
+// Package upstream runs the MCP servers behind the gate: it reads the
+// servers file, starts each server lazily on first need (one start however
+// many callers ask), initialises it, restarts it after a crash with backoff,
+// and stops it when idle.
+//
+// A server's environment is the gate's own minus secret-looking variables,
+// plus what the servers file gives it explicitly. A server that fails to
+// start or dies is reported with its exit status and the tail of its stderr,
+// and never takes the other servers down with it.
+package upstream

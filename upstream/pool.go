@@ -1,0 +1,375 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// PoolOptions configure a Pool.
+type PoolOptions struct {
+	Launcher Launcher
+	Logger   *slog.Logger
+	// StartTimeout bounds launching and initialising one server.
+	StartTimeout time.Duration
+	// IdleTimeout stops a server that has had nothing in flight for this
+	// long. Zero keeps servers running.
+	IdleTimeout time.Duration
+	// StopGrace is how long a stopping server gets between closing its input,
+	// SIGTERM and SIGKILL.
+	StopGrace time.Duration
+	// MaxMessageBytes bounds one message from an upstream.
+	MaxMessageBytes int
+	// InitParams returns the params of the initialize request for a server.
+	// It is called on every start, so an upstream always sees the host's
+	// current capabilities.
+	InitParams func(server string) json.RawMessage
+	// Handler serves what an upstream sends on its own initiative
+	// (elicitation, sampling, roots, notifications).
+	Handler func(server string) rpc.Handler
+	// OnStart is called, on its own goroutine, after a server has started
+	// and initialised.
+	OnStart func(*Session)
+	// OnExit is called, on its own goroutine, after a running server has
+	// ended; err is nil when the gate stopped it.
+	OnExit func(s *Session, err error)
+}
+
+// A Pool starts upstream servers lazily and keeps at most one session per
+// server. All methods are safe for concurrent use.
+type Pool struct {
+	// Set at construction.
+	opts    PoolOptions
+	configs map[string]Config
+	names   []string
+	log     *slog.Logger
+	stopIdl chan struct{}
+
+	mu     sync.Mutex // guards the fields below
+	slots  map[string]*slot
+	closed bool
+}
+
+// slot is the life of one server across restarts.
+type slot struct {
+	sess     *Session      // the live session, or nil
+	starting chan struct{} // non-nil while a start is under way; closed when it ends
+	lastErr  error         // why the last start failed or the last session died
+	failures int           // consecutive failed starts or early crashes
+	retryAt  time.Time     // no new start before this
+	stopping bool          // the gate is stopping sess on purpose
+}
+
+// NewPool returns a Pool for the given servers. Nothing is started.
+func NewPool(configs []Config, opts PoolOptions) *Pool {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
+	p := &Pool{
+		opts:    opts,
+		configs: map[string]Config{},
+		log:     opts.Logger,
+		slots:   map[string]*slot{},
+		stopIdl: make(chan struct{}),
+	}
+	for _, c := range configs {
+		p.configs[c.Name] = c
+		p.names = append(p.names, c.Name)
+		p.slots[c.Name] = &slot{}
+	}
+	if opts.IdleTimeout > 0 {
+		go p.reapIdle()
+	}
+	return p
+}
+
+// Names returns the configured server keys, sorted.
+func (p *Pool) Names() []string { return p.names }
+
+// Has reports whether server is configured.
+func (p *Pool) Has(server string) bool {
+	_, ok := p.configs[server]
+	return ok
+}
+
+// Running returns the sessions that are up now, without starting any.
+func (p *Pool) Running() []*Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Session
+	for _, n := range p.names {
+		if s := p.slots[n].sess; s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Session returns server's running session, starting it if needed. However
+// many callers ask at once, a server is started once; the start is bounded by
+// StartTimeout and is not abandoned when one caller gives up, since others
+// may be waiting for it. After a failed start, or a crash soon after one,
+// the server is not retried before a backoff delay; until then Session
+// returns the last error.
+func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
+	cfg, ok := p.configs[server]
+	if !ok {
+		return nil, fmt.Errorf("no upstream server named %q", server)
+	}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errors.New("the gate is shutting down")
+		}
+		sl := p.slots[server]
+		if sl.sess != nil {
+			s := sl.sess
+			p.mu.Unlock()
+			return s, nil
+		}
+		if wait := sl.starting; wait != nil {
+			p.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		if now := time.Now(); now.Before(sl.retryAt) {
+			err := fmt.Errorf("upstream %q is unavailable (%v); next start attempt in %s", server, sl.lastErr, sl.retryAt.Sub(now).Round(100*time.Millisecond))
+			p.mu.Unlock()
+			return nil, err
+		}
+		done := make(chan struct{})
+		sl.starting = done
+		p.mu.Unlock()
+
+		s, err := p.start(cfg)
+
+		p.mu.Lock()
+		sl.starting = nil
+		if err != nil {
+			sl.lastErr = err
+			sl.failures++
+			sl.retryAt = time.Now().Add(backoff(sl.failures))
+		} else if p.closed {
+			err = errors.New("the gate is shutting down")
+			go s.proc.Stop(p.opts.StopGrace)
+		} else {
+			sl.sess = s
+			sl.stopping = false
+		}
+		p.mu.Unlock()
+		close(done)
+		if err != nil {
+			p.log.Error("upstream failed to start", "server", server, "error", err)
+			return nil, fmt.Errorf("upstream %q failed to start: %w", server, err)
+		}
+		p.log.Info("upstream started", "server", server, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
+		go p.watch(sl, s)
+		if p.opts.OnStart != nil {
+			go p.opts.OnStart(s)
+		}
+		return s, nil
+	}
+}
+
+func backoff(failures int) time.Duration {
+	d := time.Second << min(failures-1, 5)
+	return min(d, 30*time.Second)
+}
+
+func (p *Pool) start(cfg Config) (*Session, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.StartTimeout)
+	defer cancel()
+	proc, err := p.opts.Launcher.Launch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Name: cfg.Name, proc: proc, started: time.Now()}
+	s.lastUsed.Store(time.Now().UnixNano())
+	var h rpc.Handler = rejectAll{}
+	if p.opts.Handler != nil {
+		h = p.opts.Handler(cfg.Name)
+	}
+	s.conn = rpc.New(proc, proc, nil, countingHandler{s: s, h: h}, rpc.Options{
+		Peer:            fmt.Sprintf("upstream %q", cfg.Name),
+		Logger:          p.log.With("server", cfg.Name),
+		MaxMessageBytes: p.opts.MaxMessageBytes,
+		// The stream ending usually means the process died: wait a moment
+		// for its exit status and stderr, which explain far more than "EOF".
+		ReadErrorCause: func(err error) error {
+			select {
+			case <-proc.Exited():
+				return fmt.Errorf("the server exited: %w", proc.ExitErr())
+			case <-time.After(2 * time.Second):
+				return fmt.Errorf("the server closed its output: %w", err)
+			}
+		},
+	})
+	go func() {
+		_ = s.conn.Run(context.Background())
+		proc.Stop(p.opts.StopGrace)
+	}()
+	go func() {
+		// A process that exits while its output is still held open (by a
+		// grandchild) must still end the session.
+		<-proc.Exited()
+		s.conn.CloseWithError(fmt.Errorf("the server exited: %w", proc.ExitErr()))
+	}()
+	var params json.RawMessage
+	if p.opts.InitParams != nil {
+		params = p.opts.InitParams(cfg.Name)
+	}
+	initErr := make(chan error, 1)
+	go func() { initErr <- s.initialize(ctx, params) }()
+	select {
+	case err = <-initErr:
+	case <-s.conn.Done():
+		err = s.conn.Cause()
+	}
+	if err == nil {
+		return s, nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer to initialize within %s", p.opts.StartTimeout)
+	}
+	s.conn.CloseWithError(err)
+	proc.Stop(p.opts.StopGrace)
+	return nil, err
+}
+
+// watch waits for a session to end and clears its slot.
+func (p *Pool) watch(sl *slot, s *Session) {
+	<-s.Done()
+	p.mu.Lock()
+	deliberate := sl.stopping || sl.sess != s // not in the slot: retired on purpose
+	if sl.sess == s {
+		sl.sess = nil
+		sl.stopping = false
+		if !deliberate {
+			sl.lastErr = s.Err()
+			// A server that crashes right after starting is crash-looping:
+			// back off. One that ran a while is simply restarted on next need.
+			if time.Since(s.started) < 10*time.Second {
+				sl.failures++
+				sl.retryAt = time.Now().Add(backoff(sl.failures))
+			} else {
+				sl.failures = 0
+			}
+		}
+	}
+	p.mu.Unlock()
+	var err error
+	if !deliberate {
+		err = s.Err()
+		p.log.Error("upstream exited", "server", s.Name, "error", err)
+	} else {
+		p.log.Info("upstream stopped", "server", s.Name)
+	}
+	if p.opts.OnExit != nil {
+		p.opts.OnExit(s, err)
+	}
+}
+
+// Stop stops server's session, if any.
+func (p *Pool) Stop(server string, why string) {
+	p.mu.Lock()
+	sl, ok := p.slots[server]
+	if !ok || sl.sess == nil {
+		p.mu.Unlock()
+		return
+	}
+	s := sl.sess
+	sl.stopping = true
+	p.mu.Unlock()
+	s.conn.CloseWithError(errors.New(why))
+	s.proc.Stop(p.opts.StopGrace)
+}
+
+// Close stops every server and waits for them to exit.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.stopIdl)
+	var running []*Session
+	for _, sl := range p.slots {
+		if sl.sess != nil {
+			sl.stopping = true
+			running = append(running, sl.sess)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.conn.CloseWithError(errors.New("the gate is shutting down"))
+			s.proc.Stop(p.opts.StopGrace)
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *Pool) reapIdle() {
+	every := max(p.opts.IdleTimeout/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopIdl:
+			return
+		case now := <-t.C:
+			for _, s := range p.Running() {
+				if s.idleFor(now) >= p.opts.IdleTimeout {
+					p.retireIdle(s)
+				}
+			}
+		}
+	}
+}
+
+// retireIdle stops an idle session. It leaves the slot first, so that a call
+// arriving meanwhile starts a fresh process instead of racing the stop, and
+// lets anything that slipped in finish before the process is stopped.
+func (p *Pool) retireIdle(s *Session) {
+	p.mu.Lock()
+	sl := p.slots[s.Name]
+	if sl.sess != s || s.inflight.Load() > 0 {
+		p.mu.Unlock()
+		return
+	}
+	sl.sess = nil
+	p.mu.Unlock()
+	deadline := time.Now().Add(p.opts.StopGrace)
+	for s.inflight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.conn.CloseWithError(fmt.Errorf("stopped after %s idle", p.opts.IdleTimeout))
+	s.proc.Stop(p.opts.StopGrace)
+}
+
+// rejectAll answers every upstream request with "method not found".
+type rejectAll struct{}
+
+func (rejectAll) HandleCall(_ context.Context, req *rpc.Message) (json.RawMessage, error) {
+	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported", req.Method)
+}
+
+func (rejectAll) HandleNotification(*rpc.Message) {}

@@ -1,0 +1,229 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Launcher starts upstream processes. Implementations must be safe for
+// concurrent use.
+type Launcher interface {
+	Launch(ctx context.Context, cfg Config) (Process, error)
+}
+
+// A Process is a running upstream: a stream of messages to it and from it.
+// Read and Write are each used by one goroutine at a time; Stop, Exited and
+// ExitErr are safe for concurrent use.
+type Process interface {
+	io.Reader // the server's stdout
+	io.Writer // the server's stdin
+	// Stop ends the process: it closes its input, waits up to grace for it
+	// to exit, then terminates it. Stop may be called more than once.
+	Stop(grace time.Duration)
+	// Exited is closed once the process has exited.
+	Exited() <-chan struct{}
+	// ExitErr describes how the process exited, with the tail of what it
+	// wrote to stderr. Valid after Exited is closed.
+	ExitErr() error
+}
+
+// ExecLauncher starts servers as child processes.
+type ExecLauncher struct {
+	Logger *slog.Logger
+	// Environ is the environment the child's is built from (os.Environ when nil).
+	Environ func() []string
+}
+
+// Launch starts cfg's command with stdin and stdout as the message stream.
+func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) {
+	if cfg.Type != TypeStdio {
+		return nil, fmt.Errorf("transport %q is not supported yet; only stdio servers can be started", cfg.Type)
+	}
+	environ := os.Environ
+	if l.Environ != nil {
+		environ = l.Environ
+	}
+	// Our own pipes rather than cmd.StdoutPipe: exec closes its pipes in Wait,
+	// racing with a reader still draining the last response.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env = ChildEnv(environ(), cfg.Env)
+	cmd.Dir = cfg.Cwd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	setProcessGroup(cmd)
+	startErr := cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("starting %q: %w", cfg.Command, startErr)
+	}
+	p := &execProcess{
+		name:   cfg.Name,
+		cmd:    cmd,
+		stdin:  inW,
+		stdout: outR,
+		exited: make(chan struct{}),
+		tail:   &tailBuffer{max: 4 << 10},
+		log:    l.Logger,
+	}
+	stderrDone := make(chan struct{})
+	go p.readStderr(errR, stderrDone)
+	go func() {
+		err := cmd.Wait()
+		// Give stderr a moment to drain so the exit error carries the last
+		// words of a crashing server.
+		select {
+		case <-stderrDone:
+		case <-time.After(500 * time.Millisecond):
+		}
+		killGroup(cmd) // grandchildren (npx → node) must not outlive it
+		exitErr := p.describeExit(err)
+		p.mu.Lock()
+		p.exitErr = exitErr
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+type execProcess struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	exited chan struct{}
+	tail   *tailBuffer
+	log    *slog.Logger
+
+	stopOnce sync.Once
+	mu       sync.Mutex
+	exitErr  error
+	stopped  bool
+}
+
+func (p *execProcess) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
+func (p *execProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+func (p *execProcess) Exited() <-chan struct{}     { return p.exited }
+
+func (p *execProcess) ExitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitErr
+}
+
+func (p *execProcess) Stop(grace time.Duration) {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		p.stopped = true
+		p.mu.Unlock()
+		// MCP's stdio shutdown: close the server's input, then escalate.
+		p.stdin.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			terminate(p.cmd)
+			select {
+			case <-p.exited:
+			case <-time.After(grace):
+				killGroup(p.cmd)
+				<-p.exited
+			}
+		}
+		p.stdout.Close()
+	})
+}
+
+func (p *execProcess) describeExit(err error) error {
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	var what string
+	switch {
+	case err == nil:
+		what = "exited with status 0"
+	default:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			what = ee.ProcessState.String() // "exit status 1", "signal: killed"
+		} else {
+			what = err.Error()
+		}
+	}
+	if stopped {
+		what += " after the gate stopped it"
+	}
+	if t := p.tail.String(); t != "" {
+		return fmt.Errorf("%s; stderr: %s", what, t)
+	}
+	return errors.New(what)
+}
+
+func (p *execProcess) readStderr(r io.ReadCloser, done chan<- struct{}) {
+	defer close(done)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		p.tail.add(line)
+		p.log.Debug("upstream stderr", "server", p.name, "line", line)
+	}
+}
+
+// tailBuffer keeps the last max bytes of stderr, by whole lines.
+type tailBuffer struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+	size  int
+}
+
+func (t *tailBuffer) add(line string) {
+	if len(line) > t.max {
+		line = line[len(line)-t.max:]
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	t.size += len(line) + 1
+	for t.size > t.max && len(t.lines) > 1 {
+		t.size -= len(t.lines[0]) + 1
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(strings.Join(t.lines, "\n"))
+}

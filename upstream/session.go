@@ -1,0 +1,153 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// ProtocolVersion is the MCP version the gate asks upstreams for. Pinning it
+// makes go-sdk-based and TypeScript servers skip discovery probes and keeps
+// behaviour reproducible (DESIGN.md §7).
+const ProtocolVersion = "2025-11-25"
+
+// KnownProtocolVersions are the versions whose messages the gate relays.
+var KnownProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Capabilities is what an upstream declared in its initialize result.
+type Capabilities struct {
+	Tools, ToolsListChanged         bool
+	Prompts, PromptsListChanged     bool
+	Resources, ResourcesListChanged bool
+	ResourcesSubscribe              bool
+	Completions, Logging            bool
+}
+
+// A Session is one running, initialised upstream. Its methods are safe for
+// concurrent use. A Session is never restarted: when its process exits the
+// Pool makes a new one.
+type Session struct {
+	// Set at construction.
+	Name            string
+	ProtocolVersion string
+	Caps            Capabilities
+	InitResult      json.RawMessage // the raw initialize result
+	conn            *rpc.Conn
+	proc            Process
+	started         time.Time
+
+	inflight atomic.Int64 // calls in either direction
+	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+// Call sends a request to the upstream. An error from the upstream is
+// returned as *rpc.Error, unchanged; a dead upstream gives an error that
+// names it and says how it died.
+func (s *Session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	s.begin()
+	defer s.end()
+	res, err := s.conn.Call(ctx, method, params)
+	if err != nil && errors.Is(err, rpc.ErrClosed) {
+		return nil, &rpc.Error{
+			Code:    rpc.CodeInternalError,
+			Message: fmt.Sprintf("upstream %q is not available for %s: %v", s.Name, method, s.conn.Cause()),
+		}
+	}
+	return res, err
+}
+
+// Notify sends a notification to the upstream.
+func (s *Session) Notify(method string, params json.RawMessage) error {
+	s.lastUsed.Store(time.Now().UnixNano())
+	return s.conn.Notify(method, params)
+}
+
+// Done is closed when the session has ended.
+func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
+
+// Err says why the session ended.
+func (s *Session) Err() error { return s.conn.Cause() }
+
+func (s *Session) begin() {
+	s.inflight.Add(1)
+	s.lastUsed.Store(time.Now().UnixNano())
+}
+
+func (s *Session) end() {
+	s.lastUsed.Store(time.Now().UnixNano())
+	s.inflight.Add(-1)
+}
+
+func (s *Session) idleFor(now time.Time) time.Duration {
+	if s.inflight.Load() > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, s.lastUsed.Load()))
+}
+
+// countingHandler counts the upstream's own requests (an elicitation waiting
+// for a human) as activity, so an idle timer never stops a server mid-question.
+type countingHandler struct {
+	s *Session
+	h rpc.Handler
+}
+
+func (c countingHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	c.s.begin()
+	defer c.s.end()
+	return c.h.HandleCall(ctx, req)
+}
+
+func (c countingHandler) HandleNotification(msg *rpc.Message) { c.h.HandleNotification(msg) }
+
+// initialize performs the MCP handshake on a new connection.
+func (s *Session) initialize(ctx context.Context, params json.RawMessage) error {
+	res, err := s.conn.Call(ctx, "initialize", params)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Tools *struct {
+				ListChanged bool `json:"listChanged"`
+			} `json:"tools"`
+			Prompts *struct {
+				ListChanged bool `json:"listChanged"`
+			} `json:"prompts"`
+			Resources *struct {
+				ListChanged bool `json:"listChanged"`
+				Subscribe   bool `json:"subscribe"`
+			} `json:"resources"`
+			Completions *struct{} `json:"completions"`
+			Logging     *struct{} `json:"logging"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("initialize: the result is not an initialize result: %w", err)
+	}
+	if !slices.Contains(KnownProtocolVersions, r.ProtocolVersion) {
+		return fmt.Errorf("initialize: the server answered with protocol version %q; the gate speaks %v", r.ProtocolVersion, KnownProtocolVersions)
+	}
+	c := r.Capabilities
+	s.ProtocolVersion = r.ProtocolVersion
+	s.InitResult = res
+	s.Caps = Capabilities{
+		Tools:                c.Tools != nil,
+		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
+		Prompts:              c.Prompts != nil,
+		PromptsListChanged:   c.Prompts != nil && c.Prompts.ListChanged,
+		Resources:            c.Resources != nil,
+		ResourcesListChanged: c.Resources != nil && c.Resources.ListChanged,
+		ResourcesSubscribe:   c.Resources != nil && c.Resources.Subscribe,
+		Completions:          c.Completions != nil,
+		Logging:              c.Logging != nil,
+	}
+	return s.conn.Notify("notifications/initialized", nil)
+}
