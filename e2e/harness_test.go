@@ -1,0 +1,284 @@
+// Package e2e drives the real mcp-gate binary with a real MCP client (the
+// go-sdk's) against real upstream servers: the official reference servers,
+// pinned in package.json, and small Go servers for hostile or broken
+// behaviour (testserver/). The binaries are built once per test run.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	binDir        string
+	gateBin       string
+	testserverBin string
+	nodeModules   string // absolute path of e2e/node_modules
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "mcp-gate-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	gateBin = filepath.Join(dir, "mcp-gate")
+	testserverBin = filepath.Join(dir, "testserver")
+	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
+		args := []string{"build", "-o", out}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
+			return 1
+		}
+	}
+	wd, _ := os.Getwd()
+	nodeModules = filepath.Join(wd, "node_modules")
+	return m.Run()
+}
+
+// needNode skips nothing: the reference servers are part of the suite. It
+// fails with the set-up step when they are missing.
+func needNode(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(nodeModules, "@modelcontextprotocol", "server-everything", "dist", "index.js")); err != nil {
+		t.Fatalf("the pinned reference servers are not installed: run `npm ci` in e2e/ (the README's test command does): %v", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not on PATH: %v", err)
+	}
+}
+
+// server is one entry of a servers file.
+type server struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+func everything() server {
+	return server{
+		Command: "node",
+		Args:    []string{filepath.Join(nodeModules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
+		// Its gzip tool's default argument is an internet URL: make an
+		// accidental call fail at once instead of touching the network.
+		Env: map[string]string{"GZIP_ALLOWED_DOMAINS": "example.invalid"},
+	}
+}
+
+func filesystem(dir string) server {
+	return server{
+		Command: "node",
+		Args:    []string{filepath.Join(nodeModules, "@modelcontextprotocol", "server-filesystem", "dist", "index.js"), dir},
+	}
+}
+
+func testserver(mode string, extra ...string) server {
+	return server{Command: testserverBin, Args: append([]string{"--mode", mode}, extra...)}
+}
+
+// gate is a running mcp-gate binary.
+type gate struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	audit  string
+	dir    string
+}
+
+func writeServers(t *testing.T, dir string, servers map[string]server) string {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "servers.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gateCommand prepares the binary with a servers file and extra flags.
+func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate {
+	t.Helper()
+	dir := t.TempDir()
+	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir}
+	args := append([]string{"serve", "--servers", writeServers(t, dir, servers), "--audit-log", g.audit,
+		"--start-timeout", "60s", "--log-level", "debug"}, flags...)
+	g.cmd = exec.Command(gateBin, args...)
+	g.cmd.Stderr = g.stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gate stderr:\n%s", g.stderr.String())
+		}
+	})
+	return g
+}
+
+// connect starts the gate and connects a go-sdk client to it.
+func (g *gate) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, opts)
+	return g.connectClient(t, client)
+}
+
+func (g *gate) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: g.cmd, TerminateDuration: 10 * time.Second},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connecting to the gate: %v\n%s", err, g.stderr.String())
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+// auditLines returns the audit records written so far.
+func (g *gate) auditLines(t *testing.T) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(g.audit)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line is not JSON: %q", sc.Text())
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func toolNames(t *testing.T, sess *mcp.ClientSession) map[string]*mcp.Tool {
+	t.Helper()
+	res, err := sess.ListTools(ctxT(t, 90*time.Second), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	out := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		out[tool.Name] = tool
+	}
+	return out
+}
+
+func call(t *testing.T, sess *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := sess.CallTool(ctxT(t, 60*time.Second), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return res
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// children returns the PIDs of pid's child processes (Linux /proc).
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("process listing uses /proc")
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces and parentheses.
+		s := string(stat)
+		rest := s[strings.LastIndexByte(s, ')')+2:]
+		f := strings.Fields(rest)
+		if len(f) > 1 {
+			if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
