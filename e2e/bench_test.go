@@ -48,7 +48,9 @@ func BenchmarkRelay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cmd := exec.Command(gateBin, "serve", "--servers", servers, "--audit-log", filepath.Join(dir, "audit"), "--log-level", "error")
+			wd, _ := os.Getwd()
+			cmd := exec.Command(gateBin, "serve", "--servers", servers, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"),
+				"--audit-log", filepath.Join(dir, "audit"), "--log-level", "error")
 			sess := benchConnect(b, cmd)
 			p50 := benchCalls(b, sess, "up__"+c.tool, c.args, c.size)
 			if directP50 > 0 {

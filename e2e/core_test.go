@@ -218,7 +218,13 @@ func TestProgressAndCancellation(t *testing.T) {
 // host and its answers go back; the elicitation names the server.
 func TestUpstreamRequestsRelayed(t *testing.T) {
 	needNode(t)
-	g := gateCommand(t, map[string]server{"everything": everything()})
+	// server-everything's elicitation tool echoes the user's answer,
+	// {"action":"accept","content":...}, into its result: an elicitation
+	// result inside a tool result, which the result guard refuses (issue #5).
+	// Here the guard is set to log-only for that server, as a security team
+	// would for a server it trusts, and the audit must say so.
+	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\", \"sampling:**\"]\nguard:\n  log_only: [everything]\n")
+	g := gateCommand(t, map[string]server{"everything": everything()}, "--policy", pol)
 	var elicitMsg atomic.Value
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -243,6 +249,13 @@ func TestUpstreamRequestsRelayed(t *testing.T) {
 	}
 	if m, _ := elicitMsg.Load().(string); !strings.HasPrefix(m, "[everything] ") {
 		t.Errorf("the elicitation message does not name its server: %q", m)
+	}
+	logged := false
+	for _, l := range g.auditLines(t) {
+		logged = logged || (l["event"] == "guard" && l["outcome"] == "logged" && l["server"] == "everything")
+	}
+	if !logged {
+		t.Errorf("the audit log has no log-only guard record for the elicitation result")
 	}
 	if got := resultText(call(t, sess, "everything__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5})); !strings.Contains(got, "e2e-model") {
 		t.Errorf("sampling result: %q", got)

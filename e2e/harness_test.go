@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,13 +123,28 @@ func writeServers(t *testing.T, dir string, servers map[string]server) string {
 	return p
 }
 
+// writePolicy writes a policy file for one test and returns its path.
+func writePolicy(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // gateCommand prepares the binary with a servers file and extra flags.
 func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate {
 	t.Helper()
 	dir := t.TempDir()
 	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir}
-	args := append([]string{"serve", "--servers", writeServers(t, dir, servers), "--audit-log", g.audit,
-		"--start-timeout", "60s", "--log-level", "debug"}, flags...)
+	args := []string{"serve", "--servers", writeServers(t, dir, servers), "--audit-log", g.audit,
+		"--start-timeout", "60s", "--log-level", "debug"}
+	if !slices.Contains(flags, "--policy") {
+		wd, _ := os.Getwd()
+		args = append(args, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
+	}
+	args = append(args, flags...)
 	g.cmd = exec.Command(gateBin, args...)
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {

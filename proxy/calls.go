@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
+// A tool or prompt that an unconditional deny covers is not listed: the
+// model should not be offered what it can never call (DESIGN.md §4).
 func (g *Gate) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	return g.listNamed(ctx, &g.tools, params, nil)
+	pol := g.policy.Current()
+	return g.listNamed(ctx, &g.tools, params, func(server, name string) bool { return !pol.Hidden(policy.KindTool, server, name) })
 }
 
 func (g *Gate) listPrompts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	return g.listNamed(ctx, &g.prompts, params, nil)
+	pol := g.policy.Current()
+	return g.listNamed(ctx, &g.prompts, params, func(server, name string) bool { return !pol.Hidden(policy.KindPrompt, server, name) })
 }
 
 // callParams is what the gate reads of a tools/call or prompts/get; the
@@ -53,6 +60,18 @@ func (g *Gate) callTool(ctx context.Context, params json.RawMessage) (json.RawMe
 	if !ok {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown tool %q: it is not in this gate's tools/list", p.name)
 	}
+	// One snapshot for the whole call: the decision, the approval timeout
+	// and the guard's settings all come from the same revision.
+	pol := g.policy.Current()
+	v := g.decide(ctx, pol, policy.Call{Kind: policy.KindTool, Server: key.Server, Name: key.Name, Args: p.args}, p.name)
+	if err := ctx.Err(); err != nil {
+		return nil, err // withdrawn while a human was asked: nothing is sent
+	}
+	if !v.allow {
+		return refusal("mcp-gate denied this call: " + v.reason), nil
+	}
+	// The upstream gets exactly the params that were decided on, with only
+	// the name changed back to its own.
 	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "tools/call: %v", err)
@@ -64,7 +83,7 @@ func (g *Gate) callTool(ctx context.Context, params json.RawMessage) (json.RawMe
 	if len(res) == 0 || res[0] != '{' {
 		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", key.Server)
 	}
-	return res, nil
+	return g.guardResult(pol, key.Server, key.Name, res), nil
 }
 
 func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -76,11 +95,32 @@ func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawM
 	if !ok {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown prompt %q: it is not in this gate's prompts/list", p.name)
 	}
+	pol := g.policy.Current()
+	if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindPrompt, Server: key.Server, Name: key.Name, Args: p.args}, p.name); !v.allow {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, deniedError("the prompt "+p.name, v)
+	}
 	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "prompts/get: %v", err)
 	}
-	return g.forward(ctx, key.Server, "prompts/get", fwd)
+	res, err := g.forward(ctx, key.Server, "prompts/get", fwd)
+	if err != nil {
+		return nil, err
+	}
+	return g.neutralizeText(key.Server, key.Name, res), nil
+}
+
+// neutralizeText makes hidden characters in a result's text visible.
+func (g *Gate) neutralizeText(server, name string, res json.RawMessage) json.RawMessage {
+	out, n, err := guard.NeutralizeJSON(res, isTextKey)
+	if err != nil || n == 0 {
+		return res
+	}
+	g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Count: n})
+	return out
 }
 
 // complete routes completion/complete by its reference: a prompt (renamed

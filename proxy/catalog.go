@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -80,15 +82,20 @@ func (c *catalog) rebuild(budget int, order []string) {
 // Gate.mu.
 func (c *catalog) lookup(wire string) (naming.Key, bool) { return c.table.Lookup(wire) }
 
-// ensureLoaded fetches the lists of every server not listed yet, starting
-// those servers concurrently. A server that fails to start or to list is
-// logged and left out; it is tried again on the next list.
-func (g *Gate) ensureLoaded(ctx context.Context, c *catalog) {
+// ensureLoaded fetches the lists of the given servers (every server when
+// none is given) that are not listed yet, starting them concurrently. A
+// server that fails to start or to list is logged and left out; it is tried
+// again on the next list.
+func (g *Gate) ensureLoaded(ctx context.Context, c *catalog, only ...string) {
 	g.listLoadMu.Lock()
 	defer g.listLoadMu.Unlock()
 	var todo []string
+	names := g.pool.Names()
+	if len(only) > 0 {
+		names = only
+	}
 	g.mu.Lock()
-	for _, s := range g.pool.Names() {
+	for _, s := range names {
 		if l := c.servers[s]; l == nil || !l.loaded {
 			todo = append(todo, s)
 		}
@@ -148,6 +155,14 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 			return
 		}
 		seen[name] = true
+		// Titles and descriptions, the schemas' included, reach the model
+		// and the human: escape sequences and invisible characters in them
+		// are made visible (issue #5). Everything else stays byte for byte.
+		clean, n, err := guard.NeutralizeJSON(item, isDescriptionKey)
+		if err == nil && n > 0 {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: k.noun + " definition", Count: n})
+			item = clean
+		}
 		out = append(out, entry{name: name, raw: item})
 	})
 	return out, err
@@ -350,13 +365,28 @@ func (g *Gate) listNamed(ctx context.Context, c *catalog, params json.RawMessage
 }
 
 // resolve maps a wire name from the host to its server and original name,
-// loading the catalog first if the host calls before listing.
+// loading the catalog first if the host calls before listing (hosts cache
+// tool lists across sessions).
+//
+// The mapping is the table's alone. The name's prefix only picks which
+// server to list first, so that a call starts that one server and not all
+// of them (issue #2: "the first call to a server starts that one"); every
+// wire name begins with its server key and "__", and keys contain no "_".
 func (g *Gate) resolve(ctx context.Context, c *catalog, wire string) (naming.Key, bool) {
 	g.mu.Lock()
 	k, ok := c.lookup(wire)
 	g.mu.Unlock()
 	if ok {
 		return k, true
+	}
+	if server, _, found := strings.Cut(wire, "__"); found && g.pool.Has(server) {
+		g.ensureLoaded(ctx, c, server)
+		g.mu.Lock()
+		k, ok = c.lookup(wire)
+		g.mu.Unlock()
+		if ok {
+			return k, true
+		}
 	}
 	g.ensureLoaded(ctx, c)
 	g.mu.Lock()

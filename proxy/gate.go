@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -43,8 +45,10 @@ type Options struct {
 	MaxMessageBytes int
 	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
 	PageSize int
-	Logger   *slog.Logger
-	Audit    *audit.Logger
+	// Policy holds the policy in force (the embedded default when nil).
+	Policy *policy.Store
+	Logger *slog.Logger
+	Audit  *audit.Logger
 }
 
 // A Gate serves one host session: it answers the host's initialize itself,
@@ -61,8 +65,10 @@ type Gate struct {
 	session string // identifies this host session in the audit log
 
 	host     *rpc.Conn // set by Serve before the first message is read
+	policy   *policy.Store
 	progress progressRoutes
-	seq      atomic.Uint64 // decision IDs
+	grants   elicitation.Grants // "approve for this session" answers
+	seq      atomic.Uint64      // decision IDs
 
 	mu           sync.Mutex // guards hostInfo and the catalogs
 	hostInfo     hostInfo
@@ -103,6 +109,9 @@ func New(opts Options) (*Gate, error) {
 	if opts.Audit == nil {
 		opts.Audit = audit.Discard()
 	}
+	if opts.Policy == nil {
+		opts.Policy = policy.NewStatic(policy.Default())
+	}
 	budget := naming.Budget(opts.Name)
 	for _, s := range opts.Servers {
 		if err := naming.ValidateServerKey(s.Name, budget); err != nil {
@@ -114,6 +123,7 @@ func New(opts Options) (*Gate, error) {
 		budget:       budget,
 		log:          opts.Logger,
 		audit:        opts.Audit,
+		policy:       opts.Policy,
 		session:      newSessionID(),
 		listedByHost: map[string]bool{},
 	}
@@ -150,7 +160,8 @@ func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		MaxMessageBytes: g.opts.MaxMessageBytes,
 		AnswerBadInput:  true,
 	})
-	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names())
+	pol := g.policy.Current()
+	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
 	err := g.host.Run(ctx)
 	g.pool.Close()
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {

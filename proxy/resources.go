@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -185,12 +186,13 @@ func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	pol := g.policy.Current()
 	g.mu.Lock()
 	var items []json.RawMessage
 	for _, s := range g.pool.Names() {
 		if l := g.resources.servers[s]; l != nil {
 			for _, r := range l.resources {
-				if g.resources.owner[r.uri] == s {
+				if g.resources.owner[r.uri] == s && !pol.Hidden(policy.KindResource, s, r.uri) {
 					items = append(items, r.raw)
 				}
 			}
@@ -264,5 +266,18 @@ func (g *Gate) resourceRequest(ctx context.Context, method string, params json.R
 	if err != nil {
 		return nil, err
 	}
-	return g.forward(ctx, server, method, params)
+	if method == "resources/read" || method == "resources/subscribe" {
+		pol := g.policy.Current()
+		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, deniedError("the resource "+uri, v)
+		}
+	}
+	res, err := g.forward(ctx, server, method, params)
+	if err != nil || method != "resources/read" {
+		return res, err
+	}
+	return g.neutralizeText(server, uri, res), nil
 }

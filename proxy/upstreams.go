@@ -3,10 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
 
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -75,6 +79,15 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		if !host.sampling {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 		}
+		// A server must not spend the user's model silently: sampling is
+		// decided like a tool call, and denied unless the policy allows it.
+		pol := g.policy.Current()
+		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindSampling, Server: h.server, Args: req.Params}, ""); !v.allow {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, deniedError("this sampling request", v)
+		}
 		return g.askHost(ctx, req)
 	case "elicitation/create":
 		return g.relayElicitation(ctx, h.server, host, req)
@@ -88,9 +101,24 @@ func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, 
 	return g.host.Call(ctx, req.Method, req.Params)
 }
 
+// declined is the answer an upstream gets when the gate refuses to put its
+// question to the user. To the upstream it is indistinguishable from a user
+// who said no, which is all it needs to know.
+var declined = json.RawMessage(`{"action":"decline"}`)
+
 // relayElicitation passes an upstream's question to the user, with the
-// server's name in front so the human knows who is asking.
+// server's name in front so the human knows who is asking. A question shaped
+// like the gate's own approval prompt, or carrying approval markers, is
+// refused: an upstream must never obtain or influence an approval (issue #5).
 func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+	refuse := func(kind, detail string) (json.RawMessage, error) {
+		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
+		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", detail)
+		return declined, nil
+	}
+	if req.Params == nil || req.Params[0] != '{' {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: params must be an object")
+	}
 	mode, _ := rawjson.GetString(req.Params, "mode")
 	if mode == "" {
 		if _, hasURL := rawjson.Get(req.Params, "url"); hasURL {
@@ -100,16 +128,22 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 		}
 	}
 	switch {
-	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, "the host does not support %s elicitation", mode)
 	case mode != "form" && mode != "url":
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown elicitation mode %q", mode)
+		return refuse("unknown_mode", fmt.Sprintf("mode %q", mode))
+	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
+		return refuse("unsupported_mode", "the host did not declare "+mode+" elicitation")
+	}
+	if findings := guard.InspectElicitation(req.Params); len(findings) > 0 {
+		f := findings[0]
+		return refuse(f.Kind, f.Path+": "+f.Detail)
 	}
 	msg, _ := rawjson.GetString(req.Params, "message")
+	msg, _ = guard.Neutralize(msg)
 	params, err := rawjson.Set(req.Params, "message", rawjson.AppendString(nil, "["+server+"] "+msg))
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
 	}
+	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
 	return g.host.Call(ctx, req.Method, params)
 }
 

@@ -6,12 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -50,21 +51,68 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	_ = policyPath // wired in by the policy issue
-	gate, err := proxy.New(proxy.Options{
+	// Reloads are audit events and operator news: both logs get them.
+	reloadLog := slog.New(slog.NewMultiHandler(auditLog.Slog().Handler(), logger.Handler()))
+	var gate atomic.Pointer[proxy.Gate]
+	store, err := openPolicy(ctx, *policyPath, serverNames(servers), reloadLog, func(old, new *policy.Policy) {
+		if g := gate.Load(); g != nil {
+			g.PolicyChanged(old, new)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	g, err := proxy.New(proxy.Options{
 		Name:            *name,
 		Servers:         servers,
 		Launcher:        &upstream.ExecLauncher{Logger: logger},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
+		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,
 	})
 	if err != nil {
 		return err
 	}
-	return gate.Serve(ctx, stdin, stdout)
+	gate.Store(g)
+	return g.Serve(ctx, stdin, stdout)
+}
+
+// openPolicy loads the policy: the file given, else the default file if it
+// exists, else the embedded default. A file is watched and hot-reloaded; a
+// file that is missing or invalid at start-up is a refusal to start, with
+// every problem listed.
+func openPolicy(ctx context.Context, path string, known []string, log *slog.Logger, onChange func(old, new *policy.Policy)) (*policy.Store, error) {
+	if path == "" {
+		if def := defaultPolicyPath(); fileExists(def) {
+			path = def
+		}
+	}
+	if path == "" {
+		p := policy.Default()
+		log.Info("no policy file; the embedded default serves", "revision", p.Revision(), "fallback", p.Fallback().String())
+		return policy.NewStatic(p), nil
+	}
+	store, err := policy.Watch(ctx, path, policy.Options{KnownServers: known}, log, onChange)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	p := store.Current()
+	for _, w := range p.Warnings() {
+		log.Warn("policy warning", "warning", w.String())
+	}
+	log.Info("policy loaded", "policy_file", p.Source(), "revision", p.Revision())
+	return store, nil
+}
+
+func serverNames(servers []upstream.Config) []string {
+	names := make([]string, 0, len(servers))
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 // loadServers reads the servers file: the one given, else the default one.
@@ -101,4 +149,3 @@ func openAudit(path string, stderr io.Writer) (*audit.Logger, func(), error) {
 	return audit.New(f), func() { f.Close() }, nil
 }
 
-var _ = strings.TrimSpace
