@@ -38,10 +38,10 @@ const (
 
 // Event names (the value of KeyEvent).
 const (
-	EventDecision    = "decision"     // a verdict on a tools/call, prompt, resource or sampling request
-	EventApproval    = "approval"     // the gate asked a human, and what came back
-	EventGuard       = "guard"        // an upstream payload refused or changed by the result guard
-	EventElicitation = "elicitation"  // an upstream elicitation relayed or refused
+	EventDecision    = "decision"      // a verdict on a tools/call, prompt, resource or sampling request
+	EventApproval    = "approval"      // the gate asked a human, and what came back
+	EventGuard       = "guard"         // an upstream payload refused or changed by the result guard
+	EventElicitation = "elicitation"   // an upstream elicitation relayed or refused
 	EventReload      = "policy_reload" // written by package policy through Logger.Slog
 )
 

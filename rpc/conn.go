@@ -148,9 +148,10 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 		if tooBig > 0 {
 			c.badInput(&decodeError{
-				code:   CodeInvalidRequest,
-				id:     salvageID(line),
-				reason: fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", tooBig, c.opts.MaxMessageBytes),
+				code:    CodeInvalidRequest,
+				id:      salvageID(line),
+				reason:  fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", tooBig, c.opts.MaxMessageBytes),
+				request: looksLikeRequest(line),
 			}, line)
 			continue
 		}
@@ -212,7 +213,7 @@ func (c *Conn) badInput(err error, line []byte) {
 		de = &decodeError{code: CodeParseError, reason: err.Error()}
 	}
 	c.log.Warn("bad message", "peer", c.opts.Peer, "error", de.reason, "head", string(truncate(line, 200)))
-	if de.id != nil {
+	if de.id != nil && !de.request {
 		c.mu.Lock()
 		p, ok := c.pending[idKey(de.id)]
 		if ok {

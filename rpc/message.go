@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -54,10 +55,14 @@ func (m *Message) IsResponse() bool { return m.Method == "" }
 
 // decodeError is a message that could not be decoded. ID holds the request
 // ID when it could be recovered, so the error can be tied to its request.
+//
+// request tells a broken request from a broken response: the peer's request
+// IDs and ours are separate spaces, so only a response may fail a pending call.
 type decodeError struct {
-	code   int64
-	id     json.RawMessage
-	reason string
+	code    int64
+	id      json.RawMessage
+	reason  string
+	request bool
 }
 
 func (e *decodeError) Error() string { return e.reason }
@@ -68,7 +73,7 @@ func (e *decodeError) Error() string { return e.reason }
 // on to the other side, where a parser would fail on the whole stream.
 func Decode(line []byte) (*Message, error) {
 	if !json.Valid(line) {
-		return nil, &decodeError{code: CodeParseError, id: salvageID(line), reason: "not valid JSON"}
+		return nil, &decodeError{code: CodeParseError, id: salvageID(line), reason: "not valid JSON", request: looksLikeRequest(line)}
 	}
 	first := line[skipSpace(line, 0)]
 	if first == '[' {
@@ -107,7 +112,7 @@ func Decode(line []byte) (*Message, error) {
 		if hasID && validID(m.ID) {
 			id = m.ID
 		}
-		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...)}
+		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...), request: method != nil}
 	}
 	if !bytes.Equal(version, []byte(`"2.0"`)) {
 		return fail(`"jsonrpc" must be "2.0", found %s`, orMissing(version))
@@ -213,6 +218,23 @@ func salvageID(line []byte) json.RawMessage {
 	return append(json.RawMessage{}, head[i:j]...)
 }
 
+// looksLikeRequest reports whether the head of an unparseable message has a
+// "method" member, which only requests and notifications have, before any
+// "result" or "error" (a response's result may well mention "method").
+func looksLikeRequest(line []byte) bool {
+	head := line[:min(len(line), 512)]
+	m := bytes.Index(head, []byte(`"method"`))
+	if m < 0 {
+		return false
+	}
+	for _, k := range []string{`"result"`, `"error"`} {
+		if i := bytes.Index(head, []byte(k)); i >= 0 && i < m {
+			return false
+		}
+	}
+	return true
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
@@ -243,12 +265,20 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 		if m.ID == nil {
 			buf = append(buf, `,"id":null`...)
 		}
-		e, err := json.Marshal(m.Error)
-		if err != nil {
-			return nil, fmt.Errorf("encoding error object: %w", err)
+		// By hand rather than json.Marshal, which would compact the data
+		// and HTML-escape it: a relayed error keeps its data byte for byte.
+		buf = append(buf, `,"error":{"code":`...)
+		buf = strconv.AppendInt(buf, m.Error.Code, 10)
+		buf = append(buf, `,"message":`...)
+		buf = rawjson.AppendString(buf, m.Error.Message)
+		if len(m.Error.Data) > 0 {
+			if !json.Valid(m.Error.Data) {
+				return nil, fmt.Errorf("rpc: error data is not valid JSON: %s", truncate(m.Error.Data, 40))
+			}
+			buf = append(buf, `,"data":`...)
+			buf = append(buf, m.Error.Data...)
 		}
-		buf = append(buf, `,"error":`...)
-		buf = append(buf, e...)
+		buf = append(buf, '}')
 	default:
 		if m.Result == nil {
 			return nil, errors.New("rpc: response without result or error")
@@ -261,9 +291,13 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 
 // idKey turns a raw ID into a map key. Numbers are normalised so that a peer
 // answering request 7 with id 7.0 is still matched.
+//
+// Only fractions and exponents are normalised, and only within float64's
+// exact integers: 9007199254740993 and 9007199254740992 are one float64 but
+// two requests.
 func idKey(id json.RawMessage) string {
-	if len(id) > 0 && id[0] != '"' {
-		if f, err := strconv.ParseFloat(string(id), 64); err == nil && f == float64(int64(f)) {
+	if len(id) > 0 && id[0] != '"' && bytes.ContainsAny(id, ".eE") {
+		if f, err := strconv.ParseFloat(string(id), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
 			return strconv.FormatInt(int64(f), 10)
 		}
 	}

@@ -50,6 +50,9 @@ type Pool struct {
 	names   []string
 	log     *slog.Logger
 	stopIdl chan struct{}
+	ctx     context.Context // parent of every start; cancelled by Close
+	cancel  context.CancelFunc
+	starts  sync.WaitGroup // starts under way; Close waits for them
 
 	mu     sync.Mutex // guards the fields below
 	slots  map[string]*slot
@@ -59,11 +62,17 @@ type Pool struct {
 // slot is the life of one server across restarts.
 type slot struct {
 	sess     *Session      // the live session, or nil
-	starting chan struct{} // non-nil while a start is under way; closed when it ends
+	starting *startAttempt // non-nil while a start is under way
 	lastErr  error         // why the last start failed or the last session died
 	failures int           // consecutive failed starts or early crashes
 	retryAt  time.Time     // no new start before this
 	stopping bool          // the gate is stopping sess on purpose
+}
+
+// startAttempt is one start of a server, shared by everyone waiting for it.
+type startAttempt struct {
+	done chan struct{} // closed when the attempt has ended
+	err  error         // why it failed; written before done is closed
 }
 
 // NewPool returns a Pool for the given servers. Nothing is started.
@@ -81,6 +90,7 @@ func NewPool(configs []Config, opts PoolOptions) *Pool {
 		slots:   map[string]*slot{},
 		stopIdl: make(chan struct{}),
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for _, c := range configs {
 		p.configs[c.Name] = c
 		p.names = append(p.names, c.Name)
@@ -137,10 +147,13 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 			p.mu.Unlock()
 			return s, nil
 		}
-		if wait := sl.starting; wait != nil {
+		if a := sl.starting; a != nil {
 			p.mu.Unlock()
 			select {
-			case <-wait:
+			case <-a.done:
+				if a.err != nil {
+					return nil, a.err
+				}
 				continue
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
@@ -151,37 +164,58 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 			p.mu.Unlock()
 			return nil, err
 		}
-		done := make(chan struct{})
-		sl.starting = done
+		a := &startAttempt{done: make(chan struct{})}
+		sl.starting = a
+		p.starts.Add(1)
 		p.mu.Unlock()
+		// The start runs on its own goroutine and this caller waits for it
+		// like any other: one that gives up returns at once, and the start
+		// goes on for the others.
+		go p.runStart(sl, cfg, a)
+	}
+}
 
-		s, err := p.start(cfg)
+// runStart starts cfg's server for the attempt a and settles its slot.
+func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
+	defer p.starts.Done()
+	s, err := p.start(cfg)
 
-		p.mu.Lock()
-		sl.starting = nil
-		if err != nil {
-			sl.lastErr = err
-			sl.failures++
-			sl.retryAt = time.Now().Add(backoff(sl.failures))
-		} else if p.closed {
-			err = errors.New("the gate is shutting down")
-			go s.proc.Stop(p.opts.StopGrace)
-		} else {
-			sl.sess = s
-			sl.stopping = false
+	p.mu.Lock()
+	sl.starting = nil
+	closed := p.closed
+	switch {
+	case closed:
+	case err != nil:
+		sl.lastErr = err
+		sl.failures++
+		sl.retryAt = time.Now().Add(backoff(sl.failures))
+	default:
+		sl.sess = s
+		sl.stopping = false
+	}
+	p.mu.Unlock()
+	switch {
+	case closed:
+		if err == nil {
+			// Stopped before done is closed, so that Close, which waits for
+			// starts, leaves no process behind.
+			s.conn.CloseWithError(errors.New("the gate is shutting down"))
+			s.proc.Stop(p.opts.StopGrace)
 		}
-		p.mu.Unlock()
-		close(done)
-		if err != nil {
-			p.log.Error("upstream failed to start", "server", server, "error", err)
-			return nil, fmt.Errorf("upstream %q failed to start: %w", server, err)
-		}
-		p.log.Info("upstream started", "server", server, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
-		go p.watch(sl, s)
-		if p.opts.OnStart != nil {
-			go p.opts.OnStart(s)
-		}
-		return s, nil
+		err = errors.New("the gate is shutting down")
+	case err != nil:
+		p.log.Error("upstream failed to start", "server", cfg.Name, "error", err)
+		err = fmt.Errorf("upstream %q failed to start: %w", cfg.Name, err)
+	}
+	a.err = err
+	close(a.done)
+	if err != nil {
+		return
+	}
+	p.log.Info("upstream started", "server", cfg.Name, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
+	go p.watch(sl, s)
+	if p.opts.OnStart != nil {
+		go p.opts.OnStart(s)
 	}
 }
 
@@ -191,7 +225,7 @@ func backoff(failures int) time.Duration {
 }
 
 func (p *Pool) start(cfg Config) (*Session, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.StartTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.StartTimeout)
 	defer cancel()
 	proc, err := p.opts.Launcher.Launch(ctx, cfg)
 	if err != nil {
@@ -238,6 +272,10 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 	case err = <-initErr:
 	case <-s.conn.Done():
 		err = s.conn.Cause()
+	case <-ctx.Done():
+		// The initialize request may not even be written yet: a server
+		// that does not read its input blocks the write, not the Call.
+		err = context.Cause(ctx)
 	}
 	if err == nil {
 		return s, nil
@@ -307,6 +345,7 @@ func (p *Pool) Close() {
 	}
 	p.closed = true
 	close(p.stopIdl)
+	p.cancel() // starts under way give up and stop what they launched
 	var running []*Session
 	for _, sl := range p.slots {
 		if sl.sess != nil {
@@ -325,6 +364,7 @@ func (p *Pool) Close() {
 		}()
 	}
 	wg.Wait()
+	p.starts.Wait()
 }
 
 func (p *Pool) reapIdle() {

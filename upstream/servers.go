@@ -250,9 +250,11 @@ func describeJSONError(data []byte, err error) error {
 	return err
 }
 
+// position turns a SyntaxError's offset into a line and column. The offset
+// counts the bytes read, the offending one included.
 func position(data []byte, offset int64) (line, col int) {
 	line, col = 1, 1
-	for i := 0; i < int(offset) && i < len(data); i++ {
+	for i := 0; i < int(offset)-1 && i < len(data); i++ {
 		if data[i] == '\n' {
 			line, col = line+1, 1
 		} else {

@@ -148,4 +148,3 @@ func openAudit(path string, stderr io.Writer) (*audit.Logger, func(), error) {
 	}
 	return audit.New(f), func() { f.Close() }, nil
 }
-

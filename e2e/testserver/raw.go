@@ -12,10 +12,10 @@ import (
 // rawHandlers is a server written byte by byte: what it sends is exactly
 // what a test expects to see, with no SDK in between to normalise it.
 type rawHandlers struct {
-	init      string                                        // initialize result
-	toolsList string                                        // tools/list result
+	init      string                                         // initialize result
+	toolsList string                                         // tools/list result
 	calls     map[string]func(c *rawConn, id, params string) // tools/call by tool name
-	onInit    func(c *rawConn)                              // after notifications/initialized
+	onInit    func(c *rawConn)                               // after notifications/initialized
 }
 
 // rawConn writes lines to stdout and routes responses to the server's own
@@ -120,7 +120,7 @@ const rawInit = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listC
 // would change: a root anyOf with no type, vendor keys, unknown fields,
 // 2^53+1, a number written 1.0e+2, an unknown content type, odd spacing.
 const (
-	FidelityTool = `{"name":"weird","description":"schema without a type","inputSchema":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"b":{"type":"integer","maximum":9007199254740993}}}],"x-vendor":{"keep":true, "n":9007199254740993},"$schema":"https://json-schema.org/draft/2020-12/schema"},"x-unknown-field":[1,2.50,"three"],"annotations":{"readOnlyHint":true,"x-extra":null}}`
+	FidelityTool   = `{"name":"weird","description":"schema without a type","inputSchema":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"b":{"type":"integer","maximum":9007199254740993}}}],"x-vendor":{"keep":true, "n":9007199254740993},"$schema":"https://json-schema.org/draft/2020-12/schema"},"x-unknown-field":[1,2.50,"three"],"annotations":{"readOnlyHint":true,"x-extra":null}}`
 	FidelityTool2  = `{"name":"fails","inputSchema":{"type":"object","additionalProperties":false}}`
 	FidelityResult = `{"content":[{"type":"hologram","data":{"z":1},"x":9007199254740993},{"type":"text","text":"big: 9007199254740993 \u00e9\u2028"}],"structuredContent":{"n":9007199254740993,"f":1.0e+2},"isError":false,"_meta":{"x-trace":"abc"}}`
 	FidelityError  = `{"code":-32602,"message":"bad arguments: a must be a string","data":{"field":"a","got":9007199254740993,"hint":["x",null]}}`

@@ -17,7 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"unicode/utf8"
 )
 
 // ErrNotObject is returned when the input is not a JSON object.
@@ -137,7 +137,9 @@ func Set(obj []byte, key string, value []byte) ([]byte, error) {
 		if len(empty) > 0 {
 			out = append(out, ',')
 		}
-		out = strconv.AppendQuote(out, key) // keys we set are plain ASCII
+		// JSON's escapes, not Go's: strconv.Quote would write \x01 or \U0001f600,
+		// which no JSON parser accepts.
+		out = AppendString(out, key)
 		out = append(out, ':')
 		out = append(out, value...)
 		out = append(out, obj[last:]...)
@@ -280,7 +282,10 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 func decodeKey(quoted []byte) (string, error) {
-	if bytes.IndexByte(quoted, '\\') < 0 {
+	// The fast path only for what encoding/json would read the same way:
+	// it turns invalid UTF-8 into U+FFFD, and keys must compare as it sees
+	// them (UniqueKeys guards against readings that differ).
+	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
 		return string(quoted[1 : len(quoted)-1]), nil
 	}
 	var s string
@@ -352,15 +357,10 @@ func skipValue(b []byte, i int) (int, error) {
 		}
 		return 0, errors.New("rawjson: unterminated object or array")
 	default:
+		// A number or a literal: stop at the first byte that cannot be part
+		// of one, so that `1;"b":2` is not taken for a value.
 		j := i
-		for j < len(b) {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				if j == i {
-					return 0, fmt.Errorf("rawjson: expected a value at offset %d", i)
-				}
-				return j, nil
-			}
+		for j < len(b) && isScalarByte(b[j]) {
 			j++
 		}
 		if j == i {
@@ -368,4 +368,10 @@ func skipValue(b []byte, i int) (int, error) {
 		}
 		return j, nil
 	}
+}
+
+// isScalarByte reports whether c can occur in a JSON number or in true,
+// false or null.
+func isScalarByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-' || c == '+' || c == '.' || c == 'E'
 }
