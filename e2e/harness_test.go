@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gate/mcp-gate/policy"
 )
 
 var (
@@ -297,4 +299,22 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+type ctxType = context.Context
+
+// runCmd runs a command and returns its combined output.
+func runCmd(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// revisionOf is the revision the gate reports for a policy file.
+func revisionOf(t *testing.T, path string) string {
+	t.Helper()
+	p, _, err := policy.LoadFile(path, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Revision()
 }

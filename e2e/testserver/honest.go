@@ -43,6 +43,7 @@ func runHonest(ev *eventLog) error {
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			ev.add("echo %s", in.Text)
 			return text(in.Text), nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "blob", Description: "Returns a text of the requested size."},
@@ -51,6 +52,7 @@ func runHonest(ev *eventLog) error {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Reports progress each step; stops when cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			ev.add("slow started")
 			for i := range in.Steps {
 				if tok := req.Params.GetProgressToken(); tok != nil {
 					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
