@@ -1,0 +1,46 @@
+// Package policy decides every call that passes through mcp-gate: it parses
+// the security team's policy file strictly, compiles it once into an
+// immutable, indexed snapshot, and answers allow, ask or deny for a call
+// named in one of four namespaces:
+//
+//	mcp:<server>:<tool>            a tool call (the upstream's original tool name)
+//	prompt:<server>:<prompt name>  a prompt
+//	resource:<server>:<uri>        a resource
+//	sampling:<server>              an upstream's request to use the host's model
+//
+// # Semantics
+//
+// The most restrictive matching rule wins (deny > ask > allow), whatever the
+// order of the lines, so an allow can never override a deny. When nothing
+// matches, a tool call gets the policy's fallback (ask or deny, chosen on
+// purpose: there is no default), a sampling request is denied, and a prompt
+// or resource is allowed: those two are governed only by unconditional deny,
+// which also hides them from lists. Conditions are CEL expressions over args,
+// server and tool with a bounded cost; a condition that fails to evaluate
+// counts as true for deny and ask rules and as false for allow rules, so
+// errors fail closed.
+//
+// A [Decision] is a pure function of the snapshot and the [Call] (apart from
+// path.within, which looks at the file system's symlinks) and names the rule
+// that decided it, the reason, and the snapshot's revision.
+//
+// # Speed
+//
+// Patterns are indexed at load by namespace and literal server key, exact
+// tool names are looked up in a map, and the search stops at the first
+// unconditional rule of the most restrictive level. A decision over
+// glob-only rules does not allocate; the arguments are decoded only when a
+// rule with a condition matches the name, and then once per decision.
+//
+// # Reload
+//
+// A [Store] holds the current snapshot behind an atomic pointer; [Watch]
+// keeps it in step with the file, validating every new version fully before
+// swapping it in, so a reader never sees a half-built policy.
+//
+// # Tests as data
+//
+// [ParseCases] reads a YAML file of calls and expected verdicts that runs
+// through the real parser; the package's own cases live in testdata/cases and
+// users run theirs with `mcp-gate check --tests FILE`.
+package policy

@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-gate/mcp-gate/policies"
+)
+
+// withoutComments drops comment lines: the fuzzer minimizes every new
+// input it finds, at a cost that grows with the square of its size, and the
+// comments of the examples teach it nothing.
+func withoutComments(data []byte) []byte {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			out = append(out, l)
+		}
+	}
+	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+func addPolicySeeds(f *testing.F) {
+	entries, _ := policies.FS.ReadDir(".")
+	for _, e := range entries {
+		data, _ := policies.FS.ReadFile(e.Name())
+		f.Add(withoutComments(data))
+	}
+	files, _ := filepath.Glob("testdata/cases/*.yaml")
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		if cf, err := ParseCases(file, data); err == nil && cf.HasPolicy() {
+			f.Add([]byte(cf.policy))
+		}
+	}
+	f.Add([]byte("version: 1\nfallback: ask\nrules:\n  - {match: \"mcp:{a,b}:[x-z]*\", when: args.n > 1, action: deny}\n"))
+	f.Add([]byte("version: 1\nfallback: deny\ndeny: &a [x]\nask: *a\n"))
+}
+
+var fuzzCalls = []Call{
+	{Server: "github", Name: "delete_repo", Args: json.RawMessage(`{"path":"/home/me/work/x","n":3}`)},
+	{Server: "filesystem", Name: "write_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)},
+	{Server: "a:b", Name: "c"},
+	{Kind: KindPrompt, Server: "github", Name: "p"},
+	{Kind: KindResource, Server: "fs", Name: "file:///etc/x"},
+	{Kind: KindSampling, Server: "github"},
+	{Server: "x", Name: "y", Args: json.RawMessage(`[`)},
+}
+
+// FuzzParse: no input makes the parser panic or hang, and a policy it
+// accepts decides calls without panicking.
+func FuzzParse(f *testing.F) {
+	addPolicySeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, _, err := Parse("fuzz.yaml", data, Options{KnownServers: []string{"github"}})
+		if err != nil {
+			if p != nil {
+				t.Fatal("a policy and an error")
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error without the file name: %v", err)
+			}
+			return
+		}
+		for _, c := range fuzzCalls {
+			d := p.Decide(c)
+			if d.Verdict > Deny || d.Rule == "" || d.Reason == "" || d.Revision != p.Revision() {
+				t.Fatalf("decision %+v", d)
+			}
+			p.Hidden(c.Kind, c.Server, c.Name)
+		}
+	})
+}
+
+// FuzzPattern: compiling any glob does not panic, and the index's
+// decomposed match agrees with matching the whole policy name.
+func FuzzPattern(f *testing.F) {
+	for _, s := range []string{"mcp:github:get_*", "mcp:*:x", "mcp:{a,b}:c", "mcp:[a:]:x", "mcp:a\\:b:c", "sampling:*", "sampling:a:b", "mcp:**", "**", "resource:fs:file:///**", "mcp:a*:{x:y,z}", "mcp::x", "prompt:?:*"} {
+		for _, c := range []struct{ server, name string }{{"github", "get_me"}, {"a:b", "c"}, {"a", "b:c"}, {"", ""}, {"fs", "file:///etc"}} {
+			f.Add(s, c.server, c.name, uint8(0))
+		}
+	}
+	f.Fuzz(func(t *testing.T, text, server, name string, k uint8) {
+		kind := Kind(k % numKinds)
+		if kind == KindSampling {
+			name = ""
+		}
+		p, err := compilePattern(text)
+		if err != nil {
+			return
+		}
+		c := Call{Kind: kind, Server: server, Name: name}
+		want := p.matchFull(c.PolicyName())
+		if !p.all && p.kind != kind {
+			if want {
+				t.Fatalf("%q matches %q of another namespace", text, c.PolicyName())
+			}
+			return
+		}
+		if !p.split && !p.all {
+			return // matched on the whole name by the index too
+		}
+		if kind != KindSampling && strings.Contains(server, ":") {
+			return // the index matches the whole name then
+		}
+		if got := p.matchParts(server, name); got != want {
+			t.Fatalf("pattern %q, call %s: parts say %v, the whole name says %v", text, c.PolicyName(), got, want)
+		}
+		// And through a one-rule policy, which also exercises the buckets.
+		var ix index
+		r := &rule{name: "r", action: Deny}
+		ix.staged = append(ix.staged, &entry{pat: p, rule: r, sev: Deny})
+		ix.finish(maxMerged)
+		if got := ix.search(kind, server, name, nil).e != nil; got != want {
+			t.Fatalf("pattern %q, call %s: the index says %v, the whole name says %v", text, c.PolicyName(), got, want)
+		}
+	})
+}
+
+// FuzzParseCases: no input makes the case parser panic, and accepted cases
+// run.
+func FuzzParseCases(f *testing.F) {
+	files, _ := filepath.Glob("testdata/cases/*.yaml")
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		f.Add(withoutComments(data))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cf, err := ParseCases("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		p := Default()
+		if cf.HasPolicy() {
+			if ip, _, err := cf.InlinePolicy(Options{}); err == nil {
+				p = ip
+			}
+		}
+		if res := cf.Run(p); len(res) != len(cf.Cases) {
+			t.Fatalf("%d results for %d cases", len(res), len(cf.Cases))
+		}
+	})
+}
+
+// FuzzDecodeArgs: any bytes decode or fail without panicking, and what
+// decodes is an object.
+func FuzzDecodeArgs(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `null`, ``, `[1]`, `{"a":{"b":[1,2.5,"x",null,true]}}`, `{"a":1,"a":2}`, `{"n":18446744073709551616}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := decodeArgs(data)
+		if err == nil && m == nil {
+			t.Fatal("nil object without an error")
+		}
+		if err == nil && json.Valid(data) == false && len(strings.Trim(string(data), " \t\r\n")) > 0 {
+			t.Fatalf("decoded invalid JSON %q", data)
+		}
+	})
+}
