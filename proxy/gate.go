@@ -159,6 +159,10 @@ func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		Logger:          g.log,
 		MaxMessageBytes: g.opts.MaxMessageBytes,
 		AnswerBadInput:  true,
+		// A host that sends a request and closes stdin (a script, a pipe)
+		// still gets its answer; MCP hosts close stdin to shut down and
+		// send SIGTERM if they will not wait.
+		Drain: 10 * time.Second,
 	})
 	pol := g.policy.Current()
 	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // DefaultMaxMessageBytes bounds one message when Options.MaxMessageBytes is 0.
@@ -51,6 +52,11 @@ type Options struct {
 	// a JSON-RPC error, as a server must. A client (the gate facing an
 	// upstream) only logs them.
 	AnswerBadInput bool
+	// Drain is how long, after the peer ends its stream, the Conn waits for
+	// calls in progress to finish and send their responses before closing.
+	// A host that writes a request and closes its end (a pipe, a script)
+	// still gets its answer. Zero closes at once.
+	Drain time.Duration
 	// ReadErrorCause, if set, turns the error that ended the stream into the
 	// cause that pending calls report (an upstream's exit status says more
 	// than "EOF").
@@ -72,7 +78,8 @@ type Conn struct {
 	log     *slog.Logger
 	done    chan struct{}
 
-	wmu sync.Mutex // serialises writes to w; held for one whole message
+	wmu      sync.Mutex     // serialises writes to w; held for one whole message
+	handlers sync.WaitGroup // calls being served
 
 	mu       sync.Mutex // guards the fields below
 	nextID   int64
@@ -136,8 +143,9 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		line, tooBig, err := c.readLine()
+		line, tail, tooBig, err := c.readLine()
 		if err != nil {
+			c.drain()
 			if c.opts.ReadErrorCause != nil {
 				err = c.opts.ReadErrorCause(err)
 			} else {
@@ -149,7 +157,7 @@ func (c *Conn) Run(ctx context.Context) error {
 		if tooBig > 0 {
 			c.badInput(&decodeError{
 				code:    CodeInvalidRequest,
-				id:      salvageID(line),
+				id:      salvageID(line, tail),
 				reason:  fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", tooBig, c.opts.MaxMessageBytes),
 				request: looksLikeRequest(line),
 			}, line)
@@ -167,24 +175,46 @@ func (c *Conn) Run(ctx context.Context) error {
 	}
 }
 
+// drain waits, up to Options.Drain, for the calls being served to finish.
+func (c *Conn) drain() {
+	if c.opts.Drain <= 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		c.handlers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(c.opts.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-c.done:
+	}
+}
+
 // readLine returns the next line without its terminator. A line longer than
 // the limit is consumed to its end and reported by its size, with only its
-// head kept (for salvaging its ID).
-func (c *Conn) readLine() (line []byte, tooBig int, err error) {
+// head and tail kept (for salvaging its ID).
+func (c *Conn) readLine() (line, tail []byte, tooBig int, err error) {
 	var buf []byte
 	for {
 		frag, err := c.r.ReadSlice('\n')
-		if tooBig == 0 {
-			if len(buf)+len(frag) > c.opts.MaxMessageBytes+2 {
-				tooBig = len(buf) + len(frag)
-				if len(buf) < 512 {
-					buf = append(buf, frag[:min(len(frag), 512-len(buf))]...)
-				}
+		switch {
+		case tooBig == 0 && len(buf)+len(frag) <= c.opts.MaxMessageBytes+2:
+			buf = append(buf, frag...)
+		case tooBig == 0:
+			tooBig = len(buf) + len(frag)
+			if len(buf) > salvageWindow {
+				buf = buf[:salvageWindow:salvageWindow]
 			} else {
-				buf = append(buf, frag...)
+				buf = append(buf, frag[:min(len(frag), salvageWindow-len(buf))]...)
 			}
-		} else {
+			tail = keepTail(tail, frag)
+		default:
 			tooBig += len(frag)
+			tail = keepTail(tail, frag)
 		}
 		if err == nil {
 			break
@@ -194,14 +224,26 @@ func (c *Conn) readLine() (line []byte, tooBig int, err error) {
 		}
 		if errors.Is(err, io.EOF) && len(buf) > 0 && tooBig == 0 {
 			// A last message without a newline still counts.
-			return bytes.TrimRight(buf, "\r\n"), 0, nil
+			return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
 		}
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if tooBig > 0 {
-		return buf, tooBig, nil
+		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
-	return bytes.TrimRight(buf, "\r\n"), 0, nil
+	return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
+}
+
+// keepTail appends frag to tail and keeps the last salvageWindow bytes.
+func keepTail(tail, frag []byte) []byte {
+	if len(frag) >= salvageWindow {
+		return append(tail[:0], frag[len(frag)-salvageWindow:]...)
+	}
+	tail = append(tail, frag...)
+	if len(tail) > salvageWindow {
+		tail = append(tail[:0], tail[len(tail)-salvageWindow:]...)
+	}
+	return tail
 }
 
 // badInput deals with a message that could not be used. A request gets an
@@ -288,7 +330,9 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		_ = c.write(&Message{ID: req.ID, Error: Errorf(CodeInvalidRequest, "request id %s is already in use by a request in progress", req.ID)})
 		return
 	}
+	c.handlers.Add(1)
 	go func() {
+		defer c.handlers.Done()
 		defer cancel()
 		result, err := c.callHandler(cctx, req)
 		c.mu.Lock()

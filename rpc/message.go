@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	// The go-sdk's own JSON codec; its validator is several times faster
+	// than encoding/json's, and every relayed byte passes through it once.
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
@@ -72,8 +76,8 @@ func (e *decodeError) Error() string { return e.reason }
 // The whole line is validated as JSON first: nothing invalid is ever passed
 // on to the other side, where a parser would fail on the whole stream.
 func Decode(line []byte) (*Message, error) {
-	if !json.Valid(line) {
-		return nil, &decodeError{code: CodeParseError, id: salvageID(line), reason: "not valid JSON", request: looksLikeRequest(line)}
+	if !segjson.Valid(line) {
+		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON", request: looksLikeRequest(line)}
 	}
 	first := line[skipSpace(line, 0)]
 	if first == '[' {
@@ -182,40 +186,139 @@ func validID(id []byte) bool {
 	return false
 }
 
-// salvageID looks for a top-level-looking "id" member at the start of an
-// unparseable or oversized message, so that the request it answers can be
-// failed instead of left waiting. Every common MCP SDK writes "id" before
-// "result" or "params".
-func salvageID(line []byte) json.RawMessage {
-	const window = 512
-	head := line
-	if len(head) > window {
-		head = head[:window]
+// salvageWindow is how much of the start and of the end of a broken or
+// oversized message is kept to find its ID.
+const salvageWindow = 512
+
+// salvageID finds the top-level "id" of a message that cannot be used (not
+// JSON, or too large to read), so that the request it answers can be failed
+// instead of left waiting. SDKs differ: go-sdk and Python write the ID near
+// the start, the TypeScript SDK last. head is the start of the message and
+// tail its end (nil when head holds all of it). Only a member that is
+// provably at the top level counts: an "id" nested in a result must never
+// fail some other call.
+func salvageID(head, tail []byte) json.RawMessage {
+	if len(head) > salvageWindow {
+		head = head[:salvageWindow]
 	}
-	k := bytes.Index(head, []byte(`"id"`))
-	if k < 0 {
+	if id := headID(head); id != nil {
+		return id
+	}
+	if tail == nil {
+		tail = head
+	}
+	return tailID(tail)
+}
+
+// headID walks the top-level members from the start for as long as they are
+// complete within head.
+func headID(head []byte) json.RawMessage {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
 		return nil
 	}
-	i := skipSpace(head, k+4)
-	if i >= len(head) || head[i] != ':' {
-		return nil
-	}
-	i = skipSpace(head, i+1)
-	j := i
-	if j < len(head) && head[j] == '"' {
-		end := bytes.IndexByte(head[j+1:], '"')
+	i++
+	for {
+		i = skipSpace(head, i)
+		if i >= len(head) || head[i] != '"' {
+			return nil
+		}
+		keyEnd := stringEnd(head, i)
+		if keyEnd < 0 {
+			return nil
+		}
+		key := head[i:keyEnd]
+		i = skipSpace(head, keyEnd)
+		if i >= len(head) || head[i] != ':' {
+			return nil
+		}
+		i = skipSpace(head, i+1)
+		end := valueEnd(head, i)
 		if end < 0 {
 			return nil
 		}
-		return append(json.RawMessage{}, head[j:j+end+2]...)
+		if string(key) == `"id"` {
+			return validID2(head[i:end])
+		}
+		i = skipSpace(head, end)
+		if i >= len(head) || head[i] != ',' {
+			return nil
+		}
+		i++
 	}
-	for j < len(head) && (head[j] == '-' || head[j] >= '0' && head[j] <= '9') {
-		j++
-	}
-	if j == i {
+}
+
+// tailIDPattern is an "id" member that closes the top-level object.
+var tailIDPattern = regexp.MustCompile(`[,{]\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+
+func tailID(tail []byte) json.RawMessage {
+	m := tailIDPattern.FindSubmatch(tail)
+	if m == nil {
 		return nil
 	}
-	return append(json.RawMessage{}, head[i:j]...)
+	return validID2(m[1])
+}
+
+// validID2 returns a copy of id if it is a JSON string or number.
+func validID2(id []byte) json.RawMessage {
+	if len(id) == 0 || !json.Valid(id) || !validID(id) || string(id) == "null" {
+		return nil
+	}
+	return append(json.RawMessage{}, id...)
+}
+
+// stringEnd returns the offset past the string starting at b[i], or -1.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd returns the offset past the value starting at b[i], or -1 when it
+// does not end within b.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
+			j++
+		}
+		if j == len(b) {
+			return -1
+		}
+		return j
+	}
 }
 
 // looksLikeRequest reports whether the head of an unparseable message has a

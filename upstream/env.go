@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -18,9 +19,10 @@ var secretWords = map[string]bool{
 }
 
 // SecretLooking reports whether an environment variable name looks like it
-// holds a secret: a secret word anywhere, KEY after another word (API_KEY,
-// AWS_ACCESS_KEY_ID), or the SSH_ prefix (SSH_AUTH_SOCK reaches an agent
-// that signs for the user).
+// holds a secret: a secret word anywhere, a word that ends in one
+// (PGPASSWORD), KEY or PWD after another word (API_KEY, AWS_ACCESS_KEY_ID,
+// MYSQL_PWD), or the SSH_ prefix (SSH_AUTH_SOCK reaches an agent that signs
+// for the user).
 func SecretLooking(name string) bool {
 	up := strings.ToUpper(name)
 	if strings.HasPrefix(up, "SSH_") {
@@ -31,12 +33,25 @@ func SecretLooking(name string) bool {
 		if secretWords[w] {
 			return true
 		}
-		if w == "KEY" && i > 0 {
+		if (w == "KEY" || w == "PWD") && i > 0 {
 			return true
+		}
+		for _, suffix := range []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN"} {
+			if strings.HasSuffix(w, suffix) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+// credentialURL matches a URL that carries a password (scheme://user:pass@),
+// as DATABASE_URL and REDIS_URL often do.
+var credentialURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
+
+// SecretValue reports whether a variable's value looks like a secret
+// whatever its name: a URL with a password in it.
+func SecretValue(value string) bool { return credentialURL.MatchString(value) }
 
 // ChildEnv builds an upstream's environment: the gate's own environment
 // without secret-looking variables, then the server's explicit env on top.
@@ -45,8 +60,8 @@ func SecretLooking(name string) bool {
 func ChildEnv(parent []string, explicit map[string]string) []string {
 	out := make([]string, 0, len(parent)+len(explicit))
 	for _, kv := range parent {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || SecretLooking(name) {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || SecretLooking(name) || SecretValue(value) {
 			continue
 		}
 		if _, override := explicit[name]; override {

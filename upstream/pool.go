@@ -66,7 +66,6 @@ type slot struct {
 	lastErr  error         // why the last start failed or the last session died
 	failures int           // consecutive failed starts or early crashes
 	retryAt  time.Time     // no new start before this
-	stopping bool          // the gate is stopping sess on purpose
 }
 
 // startAttempt is one start of a server, shared by everyone waiting for it.
@@ -142,10 +141,16 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 			return nil, errors.New("the gate is shutting down")
 		}
 		sl := p.slots[server]
-		if sl.sess != nil {
-			s := sl.sess
-			p.mu.Unlock()
-			return s, nil
+		if s := sl.sess; s != nil {
+			select {
+			case <-s.Done():
+				// Dead, and its watcher has not caught up yet: never hand
+				// out a session that can only fail.
+				p.retireLocked(sl, s)
+			default:
+				p.mu.Unlock()
+				return s, nil
+			}
 		}
 		if a := sl.starting; a != nil {
 			p.mu.Unlock()
@@ -191,7 +196,6 @@ func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
 		sl.retryAt = time.Now().Add(backoff(sl.failures))
 	default:
 		sl.sess = s
-		sl.stopping = false
 	}
 	p.mu.Unlock()
 	switch {
@@ -292,32 +296,39 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 func (p *Pool) watch(sl *slot, s *Session) {
 	<-s.Done()
 	p.mu.Lock()
-	deliberate := sl.stopping || sl.sess != s // not in the slot: retired on purpose
-	if sl.sess == s {
-		sl.sess = nil
-		sl.stopping = false
-		if !deliberate {
-			sl.lastErr = s.Err()
-			// A server that crashes right after starting is crash-looping:
-			// back off. One that ran a while is simply restarted on next need.
-			if time.Since(s.started) < 10*time.Second {
-				sl.failures++
-				sl.retryAt = time.Now().Add(backoff(sl.failures))
-			} else {
-				sl.failures = 0
-			}
-		}
-	}
+	p.retireLocked(sl, s)
 	p.mu.Unlock()
 	var err error
-	if !deliberate {
+	if !s.deliberate.Load() {
 		err = s.Err()
 		p.log.Error("upstream exited", "server", s.Name, "error", err)
 	} else {
-		p.log.Info("upstream stopped", "server", s.Name)
+		p.log.Info("upstream stopped", "server", s.Name, "why", s.Err())
 	}
 	if p.opts.OnExit != nil {
 		p.opts.OnExit(s, err)
+	}
+}
+
+// retireLocked takes an ended session out of its slot, once, and accounts
+// for a crash. Both the session's watcher and a caller that finds it dead
+// first may call it. The caller holds p.mu.
+func (p *Pool) retireLocked(sl *slot, s *Session) {
+	if sl.sess != s {
+		return
+	}
+	sl.sess = nil
+	if s.deliberate.Load() {
+		return
+	}
+	sl.lastErr = s.Err()
+	// A server that crashes right after starting is crash-looping: back
+	// off. One that ran a while is simply restarted on next need.
+	if time.Since(s.started) < 10*time.Second {
+		sl.failures++
+		sl.retryAt = time.Now().Add(backoff(sl.failures))
+	} else {
+		sl.failures = 0
 	}
 }
 
@@ -330,7 +341,7 @@ func (p *Pool) Stop(server string, why string) {
 		return
 	}
 	s := sl.sess
-	sl.stopping = true
+	s.deliberate.Store(true)
 	p.mu.Unlock()
 	s.conn.CloseWithError(errors.New(why))
 	s.proc.Stop(p.opts.StopGrace)
@@ -349,7 +360,7 @@ func (p *Pool) Close() {
 	var running []*Session
 	for _, sl := range p.slots {
 		if sl.sess != nil {
-			sl.stopping = true
+			sl.sess.deliberate.Store(true)
 			running = append(running, sl.sess)
 		}
 	}
@@ -395,6 +406,7 @@ func (p *Pool) retireIdle(s *Session) {
 		p.mu.Unlock()
 		return
 	}
+	s.deliberate.Store(true)
 	sl.sess = nil
 	p.mu.Unlock()
 	deadline := time.Now().Add(p.opts.StopGrace)

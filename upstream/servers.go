@@ -107,6 +107,10 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 	if !ServerKeyPattern.MatchString(name) {
 		bad("the key must match %s (lowercase letters, digits and '-'); rename it, e.g. %q", ServerKeyPattern, suggestKey(name))
 	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		bad("the entry is %s; expected an object with type, command, args, env, cwd (stdio) or url, headers (http, sse)", jsonKind(t))
+		return Config{}, errors.Join(errs...)
+	}
 	var e entry
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -129,8 +133,8 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 	case TypeStdio:
 		if e.Command == nil || strings.TrimSpace(*e.Command) == "" {
 			bad(`a stdio server needs a non-empty "command"`)
-		} else {
-			cfg.Command = expand("command", *e.Command)
+		} else if cfg.Command = expand("command", *e.Command); strings.TrimSpace(cfg.Command) == "" && strings.Contains(*e.Command, "${") {
+			bad(`"command" %q expands to nothing`, *e.Command)
 		}
 		if e.URL != nil || e.Headers != nil {
 			bad(`"url" and "headers" belong to http and sse servers, not stdio`)
@@ -234,6 +238,24 @@ func suggestKey(name string) string {
 		return "server"
 	}
 	return s
+}
+
+// jsonKind names the kind of a JSON value for an error message.
+func jsonKind(v []byte) string {
+	if len(v) == 0 {
+		return "empty"
+	}
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // describeJSONError adds a line and column to a syntax error.

@@ -42,8 +42,9 @@ type Session struct {
 	proc            Process
 	started         time.Time
 
-	inflight atomic.Int64 // calls in either direction
-	lastUsed atomic.Int64 // unix nanoseconds
+	inflight   atomic.Int64 // calls in either direction
+	lastUsed   atomic.Int64 // unix nanoseconds
+	deliberate atomic.Bool  // the gate stopped it; its end is not a crash
 }
 
 // Call sends a request to the upstream. An error from the upstream is

@@ -1,0 +1,841 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hang bounds every wait in these tests. It only detects hangs: no test
+// asserts how long anything took.
+const hang = 10 * time.Second
+
+// funcs is a Handler built from functions; nil ones echo params / drop.
+type funcs struct {
+	call   func(ctx context.Context, req *Message) (json.RawMessage, error)
+	notify func(msg *Message)
+}
+
+func (f funcs) HandleCall(ctx context.Context, req *Message) (json.RawMessage, error) {
+	if f.call == nil {
+		return req.Params, nil
+	}
+	return f.call(ctx, req)
+}
+
+func (f funcs) HandleNotification(msg *Message) {
+	if f.notify != nil {
+		f.notify(msg)
+	}
+}
+
+// peer is the other end of a Conn, driven line by line by the test.
+type peer struct {
+	t     *testing.T
+	conn  *Conn
+	in    *io.PipeWriter // what the peer writes; the Conn reads it
+	lines chan string    // what the Conn wrote, line by line
+	ran   chan struct{}  // closed when Run has returned
+	err   error          // what Run returned; read after ran is closed
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// tWriter sends log lines to t.Log, so they show only for failing tests.
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func newPeer(t *testing.T, h Handler, opts Options) *peer {
+	t.Helper()
+	if h == nil {
+		h = funcs{}
+	}
+	if opts.Peer == "" {
+		opts.Peer = "test peer"
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	connR, peerW := io.Pipe()
+	peerR, connW := io.Pipe()
+	p := &peer{t: t, in: peerW, lines: make(chan string, 1000), ran: make(chan struct{})}
+	p.conn = New(connR, connW, closerFunc(func() error {
+		connR.Close()
+		connW.Close()
+		return nil
+	}), h, opts)
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(peerR)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	go func() {
+		p.err = p.conn.Run(context.Background())
+		close(p.ran)
+	}()
+	t.Cleanup(func() {
+		p.conn.Close()
+		peerW.Close()
+		select {
+		case <-p.ran:
+		case <-time.After(hang):
+			t.Error("Run did not return after Close")
+		}
+	})
+	return p
+}
+
+// runErr waits for Run to return and returns its result.
+func (p *peer) runErr() error {
+	p.t.Helper()
+	wait(p.t, p.ran, "Run")
+	return p.err
+}
+
+// send writes one line to the Conn.
+func (p *peer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.t.Fatalf("peer write: %v", err)
+	}
+}
+
+// recv returns the next line the Conn wrote.
+func (p *peer) recv() string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("the Conn closed its output; expected a message")
+		}
+		return l
+	case <-time.After(hang):
+		p.t.Fatal("no message from the Conn")
+	}
+	return ""
+}
+
+// recvMsg returns the next message the Conn wrote, decoded.
+func (p *peer) recvMsg() *Message {
+	p.t.Helper()
+	l := p.recv()
+	m, err := Decode([]byte(l))
+	if err != nil {
+		p.t.Fatalf("the Conn wrote an invalid message %s: %v", l, err)
+	}
+	return m
+}
+
+// roundTrip checks that the connection still serves requests: a ping is
+// answered, and it is the next thing written.
+func (p *peer) roundTrip(id string) {
+	p.t.Helper()
+	p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping","params":{"alive":true}}`)
+	m := p.recvMsg()
+	if string(m.ID) != id || string(m.Result) != `{"alive":true}` {
+		p.t.Fatalf("after the previous message, a ping got %+v; want its result with id %s", m, id)
+	}
+}
+
+// drain closes the Conn and returns every line it wrote until then.
+func (p *peer) drain() []string {
+	p.t.Helper()
+	p.conn.Close()
+	var out []string
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		case <-time.After(hang):
+			p.t.Fatal("the Conn's output did not end after Close")
+		}
+	}
+}
+
+// callAsync runs Call on its own goroutine.
+func (p *peer) callAsync(ctx context.Context, method, params string) <-chan callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		res, err := p.conn.Call(ctx, method, json.RawMessage(params))
+		ch <- callResult{res, err}
+	}()
+	return ch
+}
+
+type callResult struct {
+	res json.RawMessage
+	err error
+}
+
+func wait[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hang):
+		t.Fatalf("%s: no result", what)
+	}
+	var zero T
+	return zero
+}
+
+func TestResponseEchoesRawID(t *testing.T) {
+	p := newPeer(t, nil, Options{AnswerBadInput: true})
+	for _, id := range []string{`"abc"`, `"n\u0061me"`, `""`, `9007199254740993`, `-5`, `0`, `1.50`, `12345678901234567890123`} {
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"echo","params":{"id":` + id + `}}`)
+		want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"id":` + id + `}}`
+		if got := p.recv(); got != want {
+			t.Errorf("response to id %s:\n got %s\nwant %s", id, got, want)
+		}
+	}
+}
+
+// Ids that are distinct as JSON but equal as float64 must not be confused.
+func TestBigIntegerIDsAreDistinct(t *testing.T) {
+	arrived := make(chan string, 2)
+	release := make(chan struct{})
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		arrived <- string(req.ID)
+		<-release
+		return json.RawMessage(`{"id":` + string(req.ID) + `}`), nil
+	}}, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}`)
+	p.send(`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`)
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case id := <-arrived:
+			got[id] = true
+		case l := <-p.lines:
+			t.Fatalf("a request was refused while the other was in progress: %s", l)
+		case <-time.After(hang):
+			t.Fatal("the handler did not see both requests")
+		}
+	}
+	close(release)
+	for range 2 {
+		m := p.recvMsg()
+		if m.Error != nil || string(m.Result) != `{"id":`+string(m.ID)+`}` {
+			t.Errorf("response %+v (error %v); want the result for its own id", m, m.Error)
+		}
+	}
+	if !got["9007199254740992"] || !got["9007199254740993"] {
+		t.Errorf("handler saw ids %v", got)
+	}
+}
+
+func TestDuplicateInProgressID(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return json.RawMessage(`"first"`), nil
+	}}, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
+	wait(t, started, "first request")
+	p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
+	m := p.recvMsg()
+	if string(m.ID) != `"d"` || m.Error == nil || m.Error.Code != CodeInvalidRequest || !strings.Contains(m.Error.Message, "already in use") {
+		t.Errorf("second request with an id in use got %+v, %v; want -32600 naming the id", m, m.Error)
+	}
+	close(release)
+	if m := p.recvMsg(); string(m.Result) != `"first"` {
+		t.Errorf("first request got %+v", m)
+	}
+}
+
+func TestBadInputAnswered(t *testing.T) {
+	tests := []struct {
+		name, line string
+		code       int64
+		id         string // raw id expected in the error response
+		msg        string // part of the error message
+	}{
+		{"not JSON", `Server listening on stdio...`, CodeParseError, "null", "not valid JSON"},
+		{"cut JSON with id", `{"jsonrpc":"2.0","id":"cut","method":"x","params":{`, CodeParseError, `"cut"`, "not valid JSON"},
+		{"not JSON-RPC", `{"hello":"world"}`, CodeInvalidRequest, "null", `"jsonrpc" must be "2.0", found nothing`},
+		{"wrong version with id", `{"jsonrpc":"1.0","id":7,"method":"x"}`, CodeInvalidRequest, "7", `found "1.0"`},
+		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, CodeInvalidRequest, `"m"`, `"method" must be a string`},
+		{"bad params", `{"jsonrpc":"2.0","id":8,"method":"x","params":"p"}`, CodeInvalidRequest, "8", `"params" must be an object or array`},
+		{"bad id type", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "null", `"id" must be a string or a number`},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, CodeInvalidRequest, "null", "batches are not supported"},
+		{"string", `"hello"`, CodeInvalidRequest, "null", "must be an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPeer(t, nil, Options{AnswerBadInput: true})
+			p.send(tt.line)
+			m := p.recvMsg()
+			if m.Error == nil || m.Error.Code != tt.code || string(m.ID) != tt.id || !strings.Contains(m.Error.Message, tt.msg) {
+				t.Errorf("for %s got id %s error %+v; want id %s, code %d, message containing %q", tt.line, m.ID, m.Error, tt.id, tt.code, tt.msg)
+			}
+			p.roundTrip("2")
+		})
+	}
+}
+
+func TestBadInputIgnoredByClient(t *testing.T) {
+	p := newPeer(t, nil, Options{AnswerBadInput: false})
+	p.send(`not json at all`)
+	p.send(`{"hello":"world"}`)
+	p.send(`[1,2]`)
+	p.send(``)
+	p.send("  \r")
+	p.roundTrip(`"after"`) // nothing was written for the bad lines
+}
+
+func TestOversizedMessage(t *testing.T) {
+	for _, size := range []int{300, 200 << 10} { // one within, one beyond the read buffer
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			p := newPeer(t, nil, Options{AnswerBadInput: true, MaxMessageBytes: 100})
+			line := `{"jsonrpc":"2.0","id":42,"method":"x","params":{"p":"` + strings.Repeat("y", size) + `"}}`
+			p.send(line)
+			m := p.recvMsg()
+			wantMsg := fmt.Sprintf("message of %d bytes exceeds the limit of 100 bytes", len(line)+1)
+			if m.Error == nil || string(m.ID) != "42" || m.Error.Code != CodeInvalidRequest || m.Error.Message != wantMsg {
+				t.Errorf("oversized request got id %s error %+v; want id 42 and %q", m.ID, m.Error, wantMsg)
+			}
+			p.roundTrip("43")
+		})
+	}
+}
+
+func TestOversizedResponseFailsCall(t *testing.T) {
+	p := newPeer(t, nil, Options{Peer: `upstream "big"`, MaxMessageBytes: 100})
+	res := p.callAsync(context.Background(), "tools/call", `{}`)
+	req := p.recvMsg()
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"` + strings.Repeat("z", 1000) + `"}`)
+	r := wait(t, res, "Call")
+	if r.err == nil || !strings.Contains(r.err.Error(), `upstream "big"`) || !strings.Contains(r.err.Error(), "tools/call") || !strings.Contains(r.err.Error(), "exceeds the limit of 100 bytes") {
+		t.Errorf("Call = %s, %v; want an error naming the peer, the method and the size", r.res, r.err)
+	}
+}
+
+func TestMalformedResponseFailsCall(t *testing.T) {
+	for _, tt := range []struct{ name, tmpl string }{
+		{"cut", `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"cut`},
+		{"result and error", `{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":1,"message":"x"}}`},
+		{"error not an object", `{"jsonrpc":"2.0","id":%s,"error":"boom"}`},
+		{"neither", `{"jsonrpc":"2.0","id":%s}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPeer(t, nil, Options{Peer: `upstream "gh"`})
+			res := p.callAsync(context.Background(), "tools/call", `{"name":"x"}`)
+			req := p.recvMsg()
+			p.send(fmt.Sprintf(tt.tmpl, req.ID))
+			r := wait(t, res, "Call")
+			var werr *Error
+			if !errors.As(r.err, &werr) || werr.Code != CodeInternalError ||
+				!strings.Contains(werr.Message, `upstream "gh" sent a malformed response to tools/call`) {
+				t.Errorf("Call = %s, %v; want an internal error naming the peer and the method", r.res, r.err)
+			}
+			// The connection goes on.
+			res = p.callAsync(context.Background(), "again", `{}`)
+			req = p.recvMsg()
+			p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"ok"}`)
+			if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"ok"` {
+				t.Errorf("second Call = %s, %v", r.res, r.err)
+			}
+		})
+	}
+}
+
+// A malformed request from the peer that happens to carry the id of one of
+// our pending calls must not fail that call: the two id spaces are separate.
+func TestMalformedRequestDoesNotFailPendingCall(t *testing.T) {
+	p := newPeer(t, nil, Options{AnswerBadInput: true})
+	res := p.callAsync(context.Background(), "elicitation/create", `{}`)
+	req := p.recvMsg()
+	for _, bad := range []string{
+		`{"jsonrpc":"1.0","id":` + string(req.ID) + `,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"method":"x","params":{`,
+	} {
+		p.send(bad)
+		m := p.recvMsg()
+		if m.Error == nil || string(m.ID) != string(req.ID) {
+			t.Errorf("malformed request %s got %+v; want an error response with its id", bad, m)
+		}
+	}
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept"}}`)
+	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `{"action":"accept"}` {
+		t.Errorf("pending Call = %s, %v; want its own result", r.res, r.err)
+	}
+}
+
+func TestDuplicateResponseDropped(t *testing.T) {
+	p := newPeer(t, nil, Options{AnswerBadInput: true})
+	res := p.callAsync(context.Background(), "m", `{}`)
+	req := p.recvMsg()
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"first"}`)
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"second"}`)
+	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"first"` {
+		t.Errorf("Call = %s, %v; want the first response", r.res, r.err)
+	}
+	// The read loop is not stuck on the duplicate and the next call gets
+	// its own response, not the stray one.
+	res = p.callAsync(context.Background(), "m", `{}`)
+	req2 := p.recvMsg()
+	if string(req2.ID) == string(req.ID) {
+		t.Fatalf("request id %s reused", req.ID)
+	}
+	p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"third"}`)
+	if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"third"` {
+		t.Errorf("second Call = %s, %v; want its own response", r.res, r.err)
+	}
+	if rest := p.drain(); len(rest) != 0 {
+		t.Errorf("the Conn answered a response: %q", rest)
+	}
+}
+
+func TestUnknownResponseIgnored(t *testing.T) {
+	p := newPeer(t, nil, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","id":999,"result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":"nobody","error":{"code":-1,"message":"x"}}`)
+	p.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"your fault"}}`)
+	p.roundTrip("1") // nothing was written in reply
+}
+
+func TestResponseMatchesNumericForms(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	res := p.callAsync(context.Background(), "m", `{}`)
+	req := p.recvMsg()
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `.0,"result":"float id"}`)
+	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"float id"` {
+		t.Errorf("Call answered with id %s.0 = %s, %v", req.ID, r.res, r.err)
+	}
+}
+
+func TestPeerCancellation(t *testing.T) {
+	started := make(chan struct{})
+	cancelled := make(chan struct{})
+	returned := make(chan struct{})
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		if req.Method == "ping" {
+			return req.Params, nil
+		}
+		defer close(returned)
+		close(started)
+		select {
+		case <-ctx.Done():
+			close(cancelled)
+			return json.RawMessage(`"too late"`), nil // must not be sent
+		case <-time.After(hang):
+			return nil, errors.New("never cancelled")
+		}
+	}}, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call"}`)
+	wait(t, started, "handler start")
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}`)
+	wait(t, cancelled, "handler ctx cancellation")
+	wait(t, returned, "handler return")
+	p.roundTrip(`"p"`)
+	for _, l := range p.drain() {
+		if strings.Contains(l, `"slow"`) {
+			t.Errorf("a response was sent for the cancelled request: %s", l)
+		}
+	}
+}
+
+func TestCancellationOfUnknownRequestIgnored(t *testing.T) {
+	notified := make(chan string, 10)
+	p := newPeer(t, funcs{notify: func(m *Message) { notified <- m.Method }}, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)
+	p.roundTrip("1")
+	select {
+	case m := <-notified:
+		t.Errorf("notifications/cancelled reached the handler as %q", m)
+	default:
+	}
+}
+
+func TestNotificationsInOrder(t *testing.T) {
+	got := make(chan string, 10)
+	p := newPeer(t, funcs{notify: func(m *Message) { got <- m.Method + " " + string(m.Params) }}, Options{AnswerBadInput: true})
+	for i := range 5 {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d","params":{"i":%d}}`, i, i))
+	}
+	for i := range 5 {
+		if g, want := wait(t, got, "notification"), fmt.Sprintf(`notifications/n%d {"i":%d}`, i, i); g != want {
+			t.Errorf("notification %d = %q, want %q", i, g, want)
+		}
+	}
+	p.roundTrip("1") // notifications get no response
+}
+
+func TestCallCancelledByContext(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res := p.callAsync(ctx, "tools/call", `{"name":"slow"}`)
+	req := p.recvMsg()
+	cancel(errors.New("the host gave up"))
+	r := wait(t, res, "cancelled Call")
+	if r.err == nil || r.err.Error() != "the host gave up" {
+		t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
+	}
+	n := p.recvMsg()
+	if n.Method != MethodCancelled || n.ID != nil {
+		t.Fatalf("after cancelling, the Conn sent %+v; want notifications/cancelled", n)
+	}
+	var params struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	if err := json.Unmarshal(n.Params, &params); err != nil || string(params.RequestID) != string(req.ID) || params.Reason != "the host gave up" {
+		t.Errorf("cancellation params %s; want requestId %s and the reason", n.Params, req.ID)
+	}
+	// A late response to the cancelled call is dropped quietly.
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"late"}`)
+	res = p.callAsync(context.Background(), "next", `{}`)
+	req2 := p.recvMsg()
+	p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"next"}`)
+	if r := wait(t, res, "next Call"); string(r.res) != `"next"` {
+		t.Errorf("next Call = %s, %v", r.res, r.err)
+	}
+}
+
+func TestCloseFailsPendingCalls(t *testing.T) {
+	cause := errors.New("the upstream exited: exit status 7")
+	p := newPeer(t, nil, Options{})
+	res := p.callAsync(context.Background(), "tools/call", `{}`)
+	p.recvMsg()
+	p.conn.CloseWithError(cause)
+	p.conn.CloseWithError(errors.New("a later cause")) // only the first is kept
+	r := wait(t, res, "Call")
+	if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, cause) {
+		t.Errorf("pending Call = %v; want ErrClosed wrapping the cause", r.err)
+	}
+	if _, err := p.conn.Call(context.Background(), "x", nil); !errors.Is(err, ErrClosed) || !errors.Is(err, cause) {
+		t.Errorf("Call after close = %v; want ErrClosed wrapping the cause", err)
+	}
+	if err := p.conn.Notify("x", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Notify after close = %v; want ErrClosed", err)
+	}
+	if got := p.conn.Cause(); got != cause {
+		t.Errorf("Cause = %v, want %v", got, cause)
+	}
+	if err := p.runErr(); err != cause {
+		t.Errorf("Run returned %v, want the cause", err)
+	}
+	select {
+	case <-p.conn.Done():
+	default:
+		t.Error("Done is not closed")
+	}
+}
+
+func TestClose(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	if p.conn.Cause() != nil {
+		t.Errorf("Cause of an open Conn = %v", p.conn.Cause())
+	}
+	res := p.callAsync(context.Background(), "x", `{}`)
+	p.recvMsg()
+	p.conn.Close()
+	if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), "closed by the gate") {
+		t.Errorf("pending Call = %v", r.err)
+	}
+}
+
+func TestCloseCancelsHandlers(t *testing.T) {
+	cancelled := make(chan struct{})
+	started := make(chan struct{})
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	wait(t, started, "handler")
+	p.conn.Close()
+	wait(t, cancelled, "handler cancellation on close")
+}
+
+func TestStreamEndClosesWithReadErrorCause(t *testing.T) {
+	exited := errors.New("the server exited: exit status 3; stderr: missing API key")
+	p := newPeer(t, nil, Options{ReadErrorCause: func(err error) error {
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("ReadErrorCause got %v, want EOF", err)
+		}
+		return exited
+	}})
+	res := p.callAsync(context.Background(), "initialize", `{}`)
+	p.recvMsg()
+	p.in.Close()
+	if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, exited) {
+		t.Errorf("Call = %v; want ErrClosed wrapping the read error cause", r.err)
+	}
+	if err := p.runErr(); err != exited {
+		t.Errorf("Run = %v, want %v", err, exited)
+	}
+}
+
+func TestStreamEndDefaultCause(t *testing.T) {
+	p := newPeer(t, nil, Options{Peer: "host"})
+	p.in.Close()
+	err := p.runErr()
+	if !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "host closed the stream") {
+		t.Errorf("Run = %v; want an error naming the peer and wrapping EOF", err)
+	}
+}
+
+func TestRunContextCancelCloses(t *testing.T) {
+	connR, _ := io.Pipe()
+	c := New(connR, io.Discard, connR, funcs{}, Options{Peer: "p", Logger: testLogger(t)})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	cancel()
+	if err := wait(t, ran, "Run"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+func TestHandlerPanic(t *testing.T) {
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		if req.Method == "boom" {
+			panic("nil map")
+		}
+		return req.Params, nil
+	}}, Options{AnswerBadInput: true})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+	m := p.recvMsg()
+	if string(m.ID) != "1" || m.Error == nil || m.Error.Code != CodeInternalError || m.Error.Message != "internal error while handling boom" {
+		t.Errorf("panicking handler gave %+v, %+v", m, m.Error)
+	}
+	p.roundTrip("2")
+}
+
+func TestHandlerErrors(t *testing.T) {
+	const data = `{"field": "a",  "got":9007199254740993, "html":"<b>&amp;</b>", "esc":"\u00e9"}`
+	wire := &Error{Code: CodeInvalidParams, Message: "bad <args> & \"quotes\" é", Data: json.RawMessage(data)}
+	tests := []struct {
+		method string
+		err    error
+		want   string // the error object, byte for byte
+	}{
+		{"wire", wire, `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
+		{"wrapped", fmt.Errorf("calling upstream: %w", wire), `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
+		{"custom code", &Error{Code: 42, Message: ""}, `{"code":42,"message":""}`},
+		{"plain", errors.New("disk <full>"), `{"code":-32603,"message":"disk <full>"}`},
+	}
+	for i, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			p := newPeer(t, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, tt.err }}, Options{AnswerBadInput: true})
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, tt.method))
+			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":%s}`, i, tt.want)
+			if got := p.recv(); got != want {
+				t.Errorf("handler error %v sent as\n got %s\nwant %s", tt.err, got, want)
+			}
+		})
+	}
+}
+
+func TestHandlerNilResult(t *testing.T) {
+	p := newPeer(t, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, nil }}, Options{})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	if got, want := p.recv(), `{"jsonrpc":"2.0","id":1,"result":{}}`; got != want {
+		t.Errorf("nil result sent as %s, want %s", got, want)
+	}
+}
+
+// A JSON-RPC error from the peer reaches the caller as it was sent.
+func TestCallReturnsPeerError(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	res := p.callAsync(context.Background(), "tools/call", `{}`)
+	req := p.recvMsg()
+	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32602,"message":"bad","data": {"a" : [1, 2]}}}`)
+	r := wait(t, res, "Call")
+	var werr *Error
+	if !errors.As(r.err, &werr) || werr.Code != -32602 || werr.Message != "bad" || string(werr.Data) != `{"a" : [1, 2]}` {
+		t.Errorf("Call = %v; want the peer's error with its data byte for byte", r.err)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	const n = 50
+	// The peer answers in reverse order of arrival, once all have arrived.
+	go func() {
+		var reqs []*Message
+		for range n {
+			l, ok := <-p.lines
+			if !ok {
+				return
+			}
+			m, err := Decode([]byte(l))
+			if err != nil {
+				t.Errorf("bad request %s: %v", l, err)
+				return
+			}
+			reqs = append(reqs, m)
+		}
+		for i := len(reqs) - 1; i >= 0; i-- {
+			io.WriteString(p.in, `{"jsonrpc":"2.0","id":`+string(reqs[i].ID)+`,"result":`+string(reqs[i].Params)+"}\n")
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			want := fmt.Sprintf(`{"n":%d}`, i)
+			res, err := p.conn.Call(ctx, "echo", json.RawMessage(want))
+			if err != nil || string(res) != want {
+				t.Errorf("Call %d = %s, %v; want %s", i, res, err, want)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestConcurrentServe(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	const n = 50
+	go func() {
+		for i := range n {
+			io.WriteString(p.in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":[%d]}`+"\n", i, i))
+		}
+	}()
+	seen := map[string]bool{}
+	for range n {
+		m := p.recvMsg()
+		if "["+string(m.ID)+"]" != string(m.Result) {
+			t.Errorf("response %s carries %s", m.ID, m.Result)
+		}
+		seen[string(m.ID)] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct responses, want %d", len(seen), n)
+	}
+}
+
+func TestFinalLineWithoutNewline(t *testing.T) {
+	t.Run("notification", func(t *testing.T) {
+		got := make(chan string, 1)
+		p := newPeer(t, funcs{notify: func(m *Message) { got <- m.Method }}, Options{})
+		io.WriteString(p.in, `{"jsonrpc":"2.0","method":"notifications/last"}`)
+		p.in.Close()
+		if m := wait(t, got, "notification"); m != "notifications/last" {
+			t.Errorf("got %q", m)
+		}
+	})
+	t.Run("response", func(t *testing.T) {
+		p := newPeer(t, nil, Options{})
+		res := p.callAsync(context.Background(), "m", `{}`)
+		req := p.recvMsg()
+		io.WriteString(p.in, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"last"}`)
+		p.in.Close()
+		if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"last"` {
+			t.Errorf("Call = %s, %v; want the unterminated last response", r.res, r.err)
+		}
+	})
+	t.Run("CRLF", func(t *testing.T) {
+		p := newPeer(t, nil, Options{})
+		io.WriteString(p.in, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1]}\r\n")
+		if got := p.recv(); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
+			t.Errorf("got %s", got)
+		}
+	})
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestWriteErrorCloses(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close()
+	c := New(connR, failingWriter{}, connR, funcs{}, Options{Peer: "host", Logger: testLogger(t)})
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(context.Background()) }()
+	_, err := c.Call(context.Background(), "x", nil)
+	if err == nil || !strings.Contains(err.Error(), "writing to host: broken pipe") {
+		t.Errorf("Call with a failing writer = %v", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(hang):
+		t.Fatal("a write error did not close the connection")
+	}
+	if cause := c.Cause(); cause == nil || !strings.Contains(cause.Error(), "broken pipe") {
+		t.Errorf("Cause = %v", cause)
+	}
+	if err := wait(t, ran, "Run"); err == nil || !strings.Contains(err.Error(), "broken pipe") {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+func TestNotify(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	if err := p.conn.Notify("notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.conn.Notify("notifications/initialized", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		if got := p.recv(); got != want {
+			t.Errorf("Notify wrote %s, want %s", got, want)
+		}
+	}
+}
+
+// BenchmarkCallRoundTrip measures one Call answered by a peer that echoes the
+// params, over in-memory pipes.
+func BenchmarkCallRoundTrip(b *testing.B) {
+	for _, size := range []int{100, 1 << 20} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			aR, bW := io.Pipe()
+			bR, aW := io.Pipe()
+			log := slog.New(slog.DiscardHandler)
+			client := New(aR, aW, closerFunc(func() error { aR.Close(); aW.Close(); return nil }), funcs{}, Options{Peer: "server", Logger: log})
+			server := New(bR, bW, closerFunc(func() error { bR.Close(); bW.Close(); return nil }), funcs{}, Options{Peer: "client", Logger: log})
+			go client.Run(context.Background())
+			go server.Run(context.Background())
+			defer client.Close()
+			defer server.Close()
+			params := json.RawMessage(`{"text":"` + strings.Repeat("x", size) + `"}`)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := client.Call(context.Background(), "echo", params)
+				if err != nil || !bytes.Equal(res, params) {
+					b.Fatalf("Call = %.40s, %v", res, err)
+				}
+			}
+		})
+	}
+}
