@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -58,7 +59,7 @@ func (g *Gate) callTool(ctx context.Context, params json.RawMessage) (json.RawMe
 	}
 	key, ok := g.resolve(ctx, &g.tools, p.name)
 	if !ok {
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown tool %q: it is not in this gate's tools/list", p.name)
+		return nil, g.unknown("tool", p.name)
 	}
 	// One snapshot for the whole call: the decision, the approval timeout
 	// and the guard's settings all come from the same revision.
@@ -93,7 +94,7 @@ func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawM
 	}
 	key, ok := g.resolve(ctx, &g.prompts, p.name)
 	if !ok {
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown prompt %q: it is not in this gate's prompts/list", p.name)
+		return nil, g.unknown("prompt", p.name)
 	}
 	pol := g.policy.Current()
 	if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindPrompt, Server: key.Server, Name: key.Name, Args: p.args}, p.name); !v.allow {
@@ -111,6 +112,18 @@ func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawM
 		return nil, err
 	}
 	return g.neutralizeText(key.Server, key.Name, res), nil
+}
+
+// unknown is the error for a name not in the catalog. When the name's prefix
+// is a server that could not be listed, it says why, which is what the user
+// needs to hear.
+func (g *Gate) unknown(noun, name string) error {
+	if server, _, ok := strings.Cut(name, "__"); ok && g.pool.Has(server) {
+		if err := g.pool.LastError(server); err != nil {
+			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: its server %q is unavailable: %v", noun, name, server, err)
+		}
+	}
+	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: it is not in this gate's %ss/list", noun, name, noun)
 }
 
 // neutralizeText makes hidden characters in a result's text visible.

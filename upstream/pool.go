@@ -110,6 +110,17 @@ func (p *Pool) Has(server string) bool {
 	return ok
 }
 
+// LastError returns why server's last start failed or its last session
+// died, or nil.
+func (p *Pool) LastError(server string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sl, ok := p.slots[server]; ok && sl.sess == nil {
+		return sl.lastErr
+	}
+	return nil
+}
+
 // Running returns the sessions that are up now, without starting any.
 func (p *Pool) Running() []*Session {
 	p.mu.Lock()
