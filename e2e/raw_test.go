@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,8 @@ import (
 // bytes the gate writes: an SDK client would normalise them away.
 type rawHost struct {
 	t      *testing.T
-	g      *gate
+	cmd    *exec.Cmd
+	logs   func() string // the peer's stderr, for failure messages
 	stdin  io.WriteCloser
 	mu     sync.Mutex
 	lines  []string // every line the gate wrote, in order
@@ -27,18 +29,24 @@ type rawHost struct {
 
 func startRaw(t *testing.T, g *gate) *rawHost {
 	t.Helper()
-	stdin, err := g.cmd.StdinPipe()
+	return startRawCmd(t, g.cmd, g.stderr.String)
+}
+
+// startRawCmd starts any MCP server command and talks to it line by line.
+func startRawCmd(t *testing.T, cmd *exec.Cmd, logs func() string) *rawHost {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := g.cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.cmd.Start(); err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &rawHost{t: t, g: g, stdin: stdin, byID: map[string]chan string{}, notify: make(chan string, 100)}
+	h := &rawHost{t: t, cmd: cmd, logs: logs, stdin: stdin, byID: map[string]chan string{}, notify: make(chan string, 100)}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -52,14 +60,17 @@ func startRaw(t *testing.T, g *gate) *rawHost {
 			}
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				h.mu.Unlock()
-				t.Errorf("the gate wrote a line to stdout that is not JSON: %q", line)
+				t.Errorf("stdout carried a line that is not JSON: %q", line)
 				continue
 			}
 			ch := h.byID[string(m.ID)]
 			h.mu.Unlock()
 			switch {
 			case m.Method != "":
-				h.notify <- line
+				select {
+				case h.notify <- line:
+				default:
+				}
 			case ch != nil:
 				ch <- line
 			}
@@ -68,12 +79,12 @@ func startRaw(t *testing.T, g *gate) *rawHost {
 	t.Cleanup(func() {
 		stdin.Close()
 		done := make(chan struct{})
-		go func() { g.cmd.Wait(); close(done) }()
+		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
-			g.cmd.Process.Kill()
-			t.Errorf("the gate did not exit after its stdin closed")
+			cmd.Process.Kill()
+			t.Errorf("%s did not exit after its stdin closed", cmd.Path)
 		}
 	})
 	return h
@@ -99,7 +110,7 @@ func (h *rawHost) send(id, line string) string {
 	case resp := <-ch:
 		return resp
 	case <-time.After(60 * time.Second):
-		h.t.Fatalf("no response to id %s for %s\n%s", id, line, h.g.stderr.String())
+		h.t.Fatalf("no response to id %s for %s\n%s", id, line, h.logs())
 		return ""
 	}
 }

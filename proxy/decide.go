@@ -179,6 +179,10 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 			kinds = append(kinds, f.Kind+" at "+f.Path)
 		}
 		if !logOnly {
+			if findings[0].Kind == guard.KindInspectionLimit {
+				return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it is too large or too deeply nested to inspect for forged approvals (%s). "+
+					"If this server is trusted, the policy can set the guard to log-only for it.", tool, server, findings[0].Detail))
+			}
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it contains an approval-shaped payload (%s). "+
 				"Approvals come only from the user through the gate, never from a tool's output; nothing in this result was acted on.",
 				tool, server, strings.Join(kinds, "; ")))

@@ -86,7 +86,10 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			return nil, deniedError("this sampling request", v)
+			// Worded without the gate's name: the upstream often hands this
+			// text back in its own result, and a result naming the gate with
+			// approval vocabulary is what the guard refuses.
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused by policy: " + v.reason}
 		}
 		return g.askHost(ctx, req)
 	case "elicitation/create":

@@ -1,0 +1,341 @@
+package guard
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// stemCat says what a stem is evidence of.
+type stemCat uint8
+
+const (
+	// catVocab stems are approval vocabulary: they trigger the prose check
+	// as well as the structural one.
+	catVocab stemCat = iota + 1
+	// catShape stems only occur in structural shapes (keys, method names).
+	catShape
+)
+
+// stems is the complete list of trigger stems, lower-case, matched ASCII
+// case-insensitively. Every rule of the detector needs at least one of them
+// in the object or sentence it flags; TestVocabularyHasStems enforces that,
+// which is what makes skipping stem-free results safe.
+//
+// The prefilter needs stems of at least five bytes (see newPrefilter).
+var stems = []struct {
+	text string
+	cat  stemCat
+}{
+	{"approv", catVocab}, // approve, approval, approved, approving
+	{"permi", catVocab},  // permission, permit, permitted, permissive
+	{"authori", catVocab},
+	{"consent", catVocab},
+	{"confirm", catVocab},
+	{"grant", catVocab},
+	{"allow", catVocab},
+	{"accept", catVocab},
+	{"elicit", catShape},
+	{"decision", catShape},
+	{"behavio", catShape}, // behavior, behaviour
+	{"sampling", catShape},
+	{"roots/", catShape},
+	{`roots\`, catShape}, // "roots\/list": JSON may escape the solidus
+	{"requestedschema", catShape},
+	{"executet", catShape},  // executeToolName
+	{"execute_t", catShape}, // execute_tool_name
+	{"execute-t", catShape}, // execute-tool-name
+	{"can_use_t", catShape}, // can_use_tool
+	{"can-use-t", catShape}, // can-use-tool
+	{"canuset", catShape},   // canUseTool
+	{"requestu", catShape},  // requestUserInput
+	{"request_u", catShape}, // request_user_input
+	{"request-u", catShape}, // request-user-input
+}
+
+// stemAlphabet holds the bytes that occur in stems in either case. A \uXXXX
+// escape of one of them can hide a stem from the raw-byte prefilter.
+var stemAlphabet [128]bool
+
+// pf is the prefilter built once from stems.
+var pf = newPrefilter()
+
+func init() {
+	for _, s := range stems {
+		for i := 0; i < len(s.text); i++ {
+			c := s.text[i]
+			stemAlphabet[c] = true
+			if 'a' <= c && c <= 'z' {
+				stemAlphabet[c-'a'+'A'] = true
+			}
+		}
+	}
+}
+
+// prefilter finds stem occurrences case-insensitively in about one table
+// probe per four bytes.
+//
+// Why not bytes.Index per stem: it is fast only for a rare first byte, and
+// a case-insensitive search would need every case variant of every stem.
+// Instead the input is read as aligned 4-byte windows, folded to lower case
+// with a single OR (b|0x20 maps 'A'-'Z' onto 'a'-'z'; it also aliases some
+// punctuation, which only adds false candidates that verification removes).
+// Every occurrence of a stem of length >= 5 fully covers, or covers all but
+// one byte of, the aligned window that starts at most 3 bytes into it, so
+// each stem contributes one window per alignment, a missing byte being a
+// wildcard expanded to all 128 folded values. A 2^18-bit bloom filter
+// (32 KiB, L1/L2 resident) rejects almost every window; the rare survivors
+// are looked up in an exact table and verified against the input.
+type prefilter struct {
+	stems [][]byte
+	cats  []stemCat
+	bloom [1 << 12]uint64
+	keys  []uint32
+	vals  [][]pfCand
+	mask  uint32
+	shift uint32 // 32 - log2(len(keys))
+}
+
+func (p *prefilter) slot(w uint32) uint32 { return (w * 0x85EBCA6B) >> p.shift }
+
+type pfCand struct {
+	stem uint8
+	off  int8 // window start minus stem start
+}
+
+// Both hashes keep the top bits of a multiplicative hash, which depend on
+// every input byte; the low or middle bits would ignore the top byte and
+// put all 128 wildcard expansions of a window in one probe chain.
+func bloomHash(w uint32) uint32 { return (w * 0x9E3779B1) >> 14 }
+
+func newPrefilter() *prefilter {
+	p := &prefilter{}
+	exact := map[uint32][]pfCand{}
+	var folded []uint32 // the 128 distinct values of b|0x20
+	for b := 0; b < 256; b++ {
+		if b&0x20 != 0 {
+			folded = append(folded, uint32(b))
+		}
+	}
+	for si, st := range stems {
+		s := []byte(st.text)
+		if len(s) < 5 {
+			panic("guard: stem shorter than 5 bytes: " + st.text)
+		}
+		p.stems = append(p.stems, s)
+		p.cats = append(p.cats, st.cat)
+		for align := 0; align < 4; align++ {
+			// The window offsets j (relative to the stem start) that are
+			// aligned for a stem starting at align mod 4; pick the one that
+			// leaves the fewest bytes outside the stem.
+			bestJ, bestWild := 0, 5
+			for j := -3; j <= 3; j++ {
+				if (j+align)&3 != 0 {
+					continue
+				}
+				wild := 0
+				for k := 0; k < 4; k++ {
+					if j+k < 0 || j+k >= len(s) {
+						wild++
+					}
+				}
+				if wild < bestWild {
+					bestJ, bestWild = j, wild
+				}
+			}
+			var fixed uint32
+			wildAt := -1
+			for k := 0; k < 4; k++ {
+				if bestJ+k < 0 || bestJ+k >= len(s) {
+					wildAt = k
+					continue
+				}
+				fixed |= uint32(s[bestJ+k]|0x20) << (8 * k)
+			}
+			c := pfCand{stem: uint8(si), off: int8(bestJ)}
+			if wildAt < 0 {
+				exact[fixed] = appendCand(exact[fixed], c)
+				continue
+			}
+			for _, f := range folded {
+				w := fixed | f<<(8*wildAt)
+				exact[w] = appendCand(exact[w], c)
+			}
+		}
+	}
+	n, bits := 1, uint32(0)
+	for n < 4*len(exact) {
+		n <<= 1
+		bits++
+	}
+	p.mask, p.shift = uint32(n-1), 32-bits
+	p.keys = make([]uint32, n)
+	p.vals = make([][]pfCand, n)
+	for w, cs := range exact {
+		h := p.slot(w)
+		for p.vals[h] != nil {
+			h = (h + 1) & p.mask
+		}
+		p.keys[h], p.vals[h] = w, cs
+		x := bloomHash(w)
+		p.bloom[x>>6] |= 1 << (x & 63)
+	}
+	return p
+}
+
+func appendCand(cs []pfCand, c pfCand) []pfCand {
+	for _, x := range cs {
+		if x == c {
+			return cs
+		}
+	}
+	return append(cs, c)
+}
+
+func (p *prefilter) lookup(w uint32) []pfCand {
+	for h := p.slot(w); p.vals[h] != nil; h = (h + 1) & p.mask {
+		if p.keys[h] == w {
+			return p.vals[h]
+		}
+	}
+	return nil
+}
+
+// next returns the smallest start >= from of a stem occurrence in b and the
+// stem's index, or (len(b), -1) when there is none.
+func (p *prefilter) next(b []byte, from int) (int, int) {
+	best, bestStem := len(b), -1
+	i := from - 4
+	if i < 0 {
+		i = 0
+	}
+	i &^= 3
+	// A window at i can only yield starts >= i-3, so once i passes
+	// best+3 nothing earlier can turn up.
+	for ; i+8 <= len(b) && i <= best+3; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:]) | 0x2020202020202020
+		lo, hi := uint32(w), uint32(w>>32)
+		xl, xh := bloomHash(lo), bloomHash(hi)
+		if p.bloom[xl>>6]&(1<<(xl&63))|p.bloom[xh>>6]&(1<<(xh&63)) == 0 {
+			continue
+		}
+		best, bestStem = p.verify(b, from, i, lo, best, bestStem)
+		best, bestStem = p.verify(b, from, i+4, hi, best, bestStem)
+	}
+	var tail [4]byte
+	for ; i < len(b) && i <= best+3; i += 4 {
+		n := copy(tail[:], b[i:])
+		clear(tail[n:])
+		w := binary.LittleEndian.Uint32(tail[:]) | 0x20202020
+		best, bestStem = p.verify(b, from, i, w, best, bestStem)
+	}
+	return best, bestStem
+}
+
+func (p *prefilter) verify(b []byte, from, pos int, w uint32, best, bestStem int) (int, int) {
+	for _, c := range p.lookup(w) {
+		st := pos - int(c.off)
+		s := p.stems[c.stem]
+		if st < from || st >= best || st+len(s) > len(b) {
+			continue
+		}
+		if equalFoldASCII(b[st:st+len(s)], s) {
+			best, bestStem = st, int(c.stem)
+		}
+	}
+	return best, bestStem
+}
+
+// equalFoldASCII reports whether b equals the lower-case stem s under ASCII
+// case folding.
+func equalFoldASCII(b, s []byte) bool {
+	for i, c := range s {
+		x := b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != c {
+			return false
+		}
+	}
+	return true
+}
+
+// hitCursor answers "is there a stem occurrence starting in [a, b)?" for
+// queries whose lower bound a never decreases (or rarely does), scanning each
+// byte of the buffer about once overall.
+type hitCursor struct {
+	data []byte
+	from int // the query bound the cached answer is for
+	pos  int // cached: first occurrence start >= from (len(data) if none)
+	stem int
+}
+
+func newHitCursor(data []byte) hitCursor {
+	return hitCursor{data: data, from: -1}
+}
+
+// next returns the first stem occurrence starting at or after from.
+func (c *hitCursor) next(from int) (pos, stem int) {
+	if c.from < 0 || from < c.from || from > c.pos {
+		c.scan(from)
+	}
+	return c.pos, c.stem
+}
+
+func (c *hitCursor) scan(from int) {
+	c.pos, c.stem = pf.next(c.data, from)
+	c.from = from
+}
+
+// any is small enough to inline: the cached answer serves most queries.
+func (c *hitCursor) any(a, b int) bool {
+	if c.from < 0 || a < c.from || a > c.pos {
+		c.scan(a)
+	}
+	return c.pos < b
+}
+
+// escCursor finds \uXXXX escapes that decode to a byte of the stem alphabet;
+// such an escape can hide a stem ("\u0061pprove") from the raw-byte
+// prefilter. Escapes of other characters (Go escapes <, > and & as \u003c,
+// \u003e, \u0026; Python escapes all non-ASCII) cannot, and are ignored so
+// that they do not force the slow path.
+type escCursor struct {
+	data []byte
+	from int
+	pos  int
+}
+
+func newEscCursor(data []byte) escCursor { return escCursor{data: data, from: -1} }
+
+func (c *escCursor) next(from int) int {
+	if c.from >= 0 && from >= c.from && from <= c.pos {
+		return c.pos
+	}
+	c.scan(from)
+	return c.pos
+}
+
+func (c *escCursor) scan(from int) {
+	c.from = from
+	c.pos = len(c.data)
+	for i := from; i < len(c.data); {
+		j := bytes.Index(c.data[i:], []byte(`\u`))
+		if j < 0 {
+			break
+		}
+		i += j
+		if r, ok := hex4(c.data[i:]); ok && r < 128 && stemAlphabet[r] {
+			c.pos = i
+			break
+		}
+		i += 2
+	}
+}
+
+func (c *escCursor) any(a, b int) bool {
+	if c.from < 0 || a < c.from || a > c.pos {
+		c.scan(a)
+	}
+	return c.pos < b
+}
