@@ -167,6 +167,9 @@ func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
 // A refused result becomes an isError result naming the server, the tool and
 // what was found.
 func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.RawMessage) json.RawMessage {
+	if g.noGuard {
+		return res
+	}
 	if findings := guard.InspectResult(res); len(findings) > 0 {
 		logOnly := pol.GuardLogOnly(server)
 		outcome := "refused"

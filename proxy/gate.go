@@ -69,6 +69,7 @@ type Gate struct {
 	progress progressRoutes
 	grants   elicitation.Grants // "approve for this session" answers
 	seq      atomic.Uint64      // decision IDs
+	noGuard  bool               // benchmarks only: measure the relay without the result guard
 
 	mu           sync.Mutex // guards hostInfo and the catalogs
 	hostInfo     hostInfo

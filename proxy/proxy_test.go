@@ -105,7 +105,7 @@ func start(t *testing.T, servers map[string]upstreamtest.ServeFunc, pol *policy.
 	return &fixture{gate: g, launcher: l, sess: sess}
 }
 
-func static(t *testing.T, text string) *policy.Store {
+func static(t testing.TB, text string) *policy.Store {
 	t.Helper()
 	p, _, err := policy.Parse("test.yaml", []byte(text), policy.Options{})
 	if err != nil {

@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// rawLauncher starts an in-memory upstream that answers initialize,
+// tools/list and every tools/call with fixed bytes, so that a benchmark
+// measures the gate's hop and nothing of an SDK.
+type rawLauncher struct{ result string }
+
+type rawProcess struct {
+	io.Reader
+	io.Writer
+	in     *io.PipeWriter
+	exited chan struct{}
+}
+
+func (p *rawProcess) Stop(time.Duration)     { p.in.Close() }
+func (p *rawProcess) Exited() <-chan struct{} { return p.exited }
+func (p *rawProcess) ExitErr() error          { return nil }
+
+func (l *rawLauncher) Launch(context.Context, upstream.Config) (upstream.Process, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &rawProcess{Reader: outR, Writer: inW, in: inW, exited: make(chan struct{})}
+	go func() {
+		defer close(p.exited)
+		defer outW.Close()
+		sc := bufio.NewScanner(inR)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		w := bufio.NewWriter(outW)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage
+				Method string
+			}
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			var res string
+			switch m.Method {
+			case "initialize":
+				res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+			case "tools/list":
+				res = `{"tools":[{"name":"get","inputSchema":{"type":"object"}}]}`
+			case "tools/call":
+				res = l.result
+			default:
+				continue
+			}
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, res)
+			w.Flush()
+		}
+	}()
+	return p, nil
+}
+
+// BenchmarkGuardShare measures what the result guard adds to relaying one
+// tools/call result through the gate (issue #5: aim under 10%). Each
+// sub-benchmark relays the same result with the guard on and off; the
+// "guard" run reports its cost as a share of the "off" run.
+//
+//	go test -run '^$' -bench GuardShare -benchtime 200x ./proxy
+func BenchmarkGuardShare(b *testing.B) {
+	text1K := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 23)[:1000]
+	text1M := strings.Repeat(text1K+"\n", 1048)
+	for _, c := range []struct{ name, text string }{{"1KB", text1K}, {"1MB", text1M}} {
+		quoted, _ := json.Marshal(c.text)
+		result := `{"content":[{"type":"text","text":` + string(quoted) + `}]}`
+		var off time.Duration
+		for _, guard := range []bool{false, true} {
+			name := c.name + "/guard-off"
+			if guard {
+				name = c.name + "/guard-on"
+			}
+			b.Run(name, func(b *testing.B) {
+				per := relayLoop(b, result, !guard)
+				if !guard {
+					off = per
+				} else if off > 0 {
+					b.ReportMetric(100*float64(per-off)/float64(off), "%-added-by-guard")
+				}
+			})
+		}
+	}
+}
+
+// relayLoop sends b.N tools/call requests through a Gate over pipes and
+// returns the mean time per call.
+func relayLoop(b *testing.B, result string, noGuard bool) time.Duration {
+	g, err := New(Options{
+		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
+		Launcher: &rawLauncher{result: result},
+		Policy:   static(b, allowAll),
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.noGuard = noGuard
+	hostR, gateW := io.Pipe()
+	gateR, hostW := io.Pipe()
+	go g.Serve(context.Background(), gateR, gateW)
+	defer hostW.Close()
+	rd := bufio.NewReaderSize(hostR, 1<<20)
+	roundTrip := func(line string) {
+		if _, err := io.WriteString(hostW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := rd.ReadSlice('\n')
+		for err == bufio.ErrBufferFull {
+			_, err = rd.ReadSlice('\n')
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if strings.Contains(string(resp[:min(len(resp), 200)]), `"error"`) || strings.Contains(string(resp[:min(len(resp), 200)]), `isError`) {
+			b.Fatalf("unexpected response: %.200s", resp)
+		}
+	}
+	roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__get","arguments":{}}}`
+	for range 10 {
+		roundTrip(call)
+	}
+	b.SetBytes(int64(len(result)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		roundTrip(call)
+	}
+	return time.Since(start) / time.Duration(b.N)
+}
