@@ -26,7 +26,7 @@ type rawProcess struct {
 	exited chan struct{}
 }
 
-func (p *rawProcess) Stop(time.Duration)     { p.in.Close() }
+func (p *rawProcess) Stop(time.Duration)      { p.in.Close() }
 func (p *rawProcess) Exited() <-chan struct{} { return p.exited }
 func (p *rawProcess) ExitErr() error          { return nil }
 
