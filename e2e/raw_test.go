@@ -251,3 +251,31 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("a cancelled request was answered")
 	}
 }
+
+// A host that sends initialize and its first requests back to back, without
+// waiting (a script, a pipe), gets every one answered in order; and a host
+// that closes its input right after still gets its answers.
+func TestPipelinedSession(t *testing.T) {
+	g := gateCommand(t, map[string]server{"ok": testserver("honest")})
+	stdin := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ok__echo","arguments":{"text":"piped"}}}`,
+	}, "\n") + "\n"
+	g.cmd.Stdin = strings.NewReader(stdin)
+	out, err := g.cmd.Output()
+	if err != nil {
+		t.Fatalf("the gate failed: %v\n%s", err, g.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	byID := map[string]string{}
+	for _, l := range lines {
+		var m struct{ ID json.RawMessage }
+		json.Unmarshal([]byte(l), &m)
+		byID[string(m.ID)] = l
+	}
+	if !strings.Contains(byID["2"], `"name":"ok__echo"`) || !strings.Contains(byID["3"], `"text":"piped"`) || strings.Contains(string(out), `"error"`) {
+		t.Fatalf("got:\n%s", out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,7 +222,13 @@ func fetchPages(ctx context.Context, s *upstream.Session, method, field string, 
 func (g *Gate) refreshServer(s *upstream.Session, c *catalog) {
 	entries, err := g.fetchNamed(context.Background(), s, c.kind)
 	if err != nil {
-		g.log.Warn("re-listing after a change", "server", s.Name, "list", c.kind.list, "error", err)
+		level := slog.LevelWarn
+		select {
+		case <-s.Done(): // stopped meanwhile: nothing to re-list
+			level = slog.LevelDebug
+		default:
+		}
+		g.log.Log(context.Background(), level, "re-listing after a change", "server", s.Name, "list", c.kind.list, "error", err)
 		return
 	}
 	g.mu.Lock()

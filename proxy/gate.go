@@ -160,10 +160,11 @@ func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		Logger:          g.log,
 		MaxMessageBytes: g.opts.MaxMessageBytes,
 		AnswerBadInput:  true,
+		Sequential:      func(method string) bool { return method == "initialize" },
 		// A host that sends a request and closes stdin (a script, a pipe)
 		// still gets its answer; MCP hosts close stdin to shut down and
 		// send SIGTERM if they will not wait.
-		Drain: 10 * time.Second,
+		Drain: 30 * time.Second,
 	})
 	pol := g.policy.Current()
 	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())

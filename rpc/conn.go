@@ -52,6 +52,11 @@ type Options struct {
 	// a JSON-RPC error, as a server must. A client (the gate facing an
 	// upstream) only logs them.
 	AnswerBadInput bool
+	// Sequential, if set, names methods served on the read loop itself, so
+	// that every later message sees their effect: a host that sends
+	// initialize and tools/list back to back must get both answered in
+	// order. Such handlers must be quick and must not call the peer.
+	Sequential func(method string) bool
 	// Drain is how long, after the peer ends its stream, the Conn waits for
 	// calls in progress to finish and send their responses before closing.
 	// A host that writes a request and closes its end (a pipe, a script)
@@ -331,7 +336,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		return
 	}
 	c.handlers.Add(1)
-	go func() {
+	run := func() {
 		defer c.handlers.Done()
 		defer cancel()
 		result, err := c.callHandler(cctx, req)
@@ -357,7 +362,12 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		if err := c.write(resp); err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("writing response", "peer", c.opts.Peer, "method", req.Method, "error", err)
 		}
-	}()
+	}
+	if c.opts.Sequential != nil && c.opts.Sequential(req.Method) {
+		run()
+		return
+	}
+	go run()
 }
 
 // callHandler runs the handler and turns a panic into an internal error: one

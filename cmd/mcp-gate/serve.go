@@ -51,8 +51,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	// Reloads are audit events and operator news: both logs get them.
-	reloadLog := slog.New(slog.NewMultiHandler(auditLog.Slog().Handler(), logger.Handler()))
+	// Reloads are audit events and operator news: both logs get them (once,
+	// when the audit log is stderr itself).
+	reloadLog := auditLog.Slog()
+	if *auditPath != "" {
+		reloadLog = slog.New(slog.NewMultiHandler(auditLog.Slog().Handler(), logger.Handler()))
+	}
 	var gate atomic.Pointer[proxy.Gate]
 	store, err := openPolicy(ctx, *policyPath, serverNames(servers), reloadLog, func(old, new *policy.Policy) {
 		if g := gate.Load(); g != nil {
