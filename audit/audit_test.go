@@ -1,0 +1,57 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The audit log's keys are an interface: every record carries its fixed
+// keys, and argument values never appear.
+func TestRecordsHaveFixedKeys(t *testing.T) {
+	var buf bytes.Buffer
+	a := New(&buf)
+	a.Decision(Decision{ID: "s-1", Session: "s", Kind: "tool", Server: "github", Tool: "create_issue", WireName: "github__create_issue",
+		Verdict: "deny", Rule: "deny[0]", Reason: "no", Revision: "sha256:1", ArgsDigest: Digest([]byte(`{"token":"hunter2"}`)), Latency: 3 * time.Microsecond})
+	a.Approval(Approval{DecisionID: "s-2", Session: "s", Server: "github", Tool: "t", ArgsDigest: "d", Outcome: "declined", Detail: "declined by the user", Latency: time.Second})
+	a.Guard(Guard{Session: "s", Server: "evil", Tool: "t", Outcome: "refused", Kind: "approval_prose", Detail: "content[0].text"})
+	a.Elicitation(Elicitation{Session: "s", Server: "evil", Outcome: "refused", Kind: "gate_impersonation"})
+	want := map[string][]string{
+		EventDecision:    {"time", KeyDecisionID, KeySession, KeyKind, KeyServer, KeyTool, KeyWireName, KeyVerdict, KeyRule, KeyReason, KeyRevision, KeyArgsDigest, KeyLatencyUS},
+		EventApproval:    {"time", KeyDecisionID, KeySession, KeyServer, KeyTool, KeyArgsDigest, KeyOutcome, KeyDetail, KeyLatencyUS},
+		EventGuard:       {"time", KeySession, KeyServer, KeyTool, KeyOutcome, KeyKind, KeyDetail, KeyCount},
+		EventElicitation: {"time", KeySession, KeyServer, KeyOutcome, KeyKind},
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("got %d lines", len(lines))
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		ev, _ := m[KeyEvent].(string)
+		keys, ok := want[ev]
+		if !ok {
+			t.Fatalf("unexpected event %q", ev)
+		}
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s record lacks %q: %s", ev, k, l)
+			}
+		}
+	}
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Fatal("an argument value reached the audit log")
+	}
+}
+
+func TestDigest(t *testing.T) {
+	a, b := Digest([]byte(`{"a":1}`)), Digest([]byte(`{"a":2}`))
+	if a == b || !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+16 || Digest([]byte(`{"a":1}`)) != a {
+		t.Fatalf("digests %q %q", a, b)
+	}
+}
