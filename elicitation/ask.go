@@ -259,10 +259,20 @@ func ArgsView(args json.RawMessage) string {
 	return s[:cut] + fmt.Sprintf("\n… (%d more bytes not shown; the digest above covers all of them)", len(s)-cut)
 }
 
+// visible renders a one-line value (a server or tool name, a rule) for the
+// question: hidden characters made visible, and line breaks, tabs and line
+// separators escaped, so that a name cannot add lines of its own to the
+// question ("Why you are asked: safe to approve") or push the real ones out
+// of view.
 func visible(s string) string {
 	v, _ := guard.Neutralize(s)
+	if strings.ContainsAny(v, "\r\n\t\u2028\u2029") {
+		v = lineBreaks.Replace(v)
+	}
 	return v
 }
+
+var lineBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`, "\t", `\t`, "\u2028", "[U+2028]", "\u2029", "[U+2029]")
 
 func truncate(s string, n int) string {
 	if len(s) > n {

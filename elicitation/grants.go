@@ -3,9 +3,12 @@ package elicitation
 import "sync"
 
 // Grants remembers "approve for this session" answers of one host session.
-// A grant covers one (server, tool) under one policy revision: when the
-// policy changes, every grant is forgotten, since the rule that asked may be
-// gone or stricter. Nothing is ever written to disk. Safe for concurrent use.
+// A grant covers one (server, tool) under one policy revision. The owner
+// calls Reset with the new revision on every policy change: every grant is
+// forgotten, since the rule that asked may be gone or stricter, and a grant
+// that arrives late, from a question asked under an older revision, is
+// ignored. Going back to an earlier policy does not bring grants back.
+// Nothing is ever written to disk. Safe for concurrent use.
 type Grants struct {
 	mu       sync.Mutex
 	revision string
@@ -14,34 +17,32 @@ type Grants struct {
 
 type grantKey struct{ server, tool string }
 
-// Grant records a session approval for (server, tool) under revision.
+// Reset forgets every grant; from now on only grants under revision count.
+func (g *Grants) Reset(revision string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.revision = revision
+	g.tools = nil
+}
+
+// Grant records a session approval for (server, tool) given under
+// revision. It is ignored unless revision is the current one.
 func (g *Grants) Grant(revision, server, tool string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.resetLocked(revision)
+	if revision != g.revision {
+		return
+	}
+	if g.tools == nil {
+		g.tools = map[grantKey]bool{}
+	}
 	g.tools[grantKey{server, tool}] = true
 }
 
 // Granted reports whether (server, tool) was approved for the session under
-// revision.
+// revision, the current one.
 func (g *Grants) Granted(revision, server, tool string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.resetLocked(revision)
-	return g.tools[grantKey{server, tool}]
-}
-
-// Reset forgets every grant.
-func (g *Grants) Reset() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.tools = nil
-	g.revision = ""
-}
-
-func (g *Grants) resetLocked(revision string) {
-	if g.tools == nil || g.revision != revision {
-		g.tools = map[grantKey]bool{}
-		g.revision = revision
-	}
+	return revision == g.revision && g.tools[grantKey{server, tool}]
 }

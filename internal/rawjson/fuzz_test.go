@@ -154,9 +154,10 @@ func referenceKeys(obj []byte) ([]string, error) {
 // encoding/json's tokenizer.
 func referenceUnique(v []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber() // 1E700 is valid JSON, only not a float64
 	type frame struct {
 		object  bool
-		seen    map[string]bool
+		seen    []string
 		wantKey bool
 	}
 	var stack []*frame
@@ -178,10 +179,14 @@ func referenceUnique(v []byte) error {
 				continue
 			}
 			k := tok.(string)
-			if top.seen[k] {
-				return errors.New("duplicate key " + k)
+			for _, prev := range top.seen {
+				// The reference for "the same key, or keys that differ
+				// only in case": the standard library's own comparison.
+				if strings.EqualFold(prev, k) {
+					return errors.New("duplicate key " + k)
+				}
 			}
-			top.seen[k] = true
+			top.seen = append(top.seen, k)
 			top.wantKey = false
 			continue
 		}
@@ -190,7 +195,7 @@ func referenceUnique(v []byte) error {
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, seen: map[string]bool{}, wantKey: true})
+			stack = append(stack, &frame{object: true, wantKey: true})
 		case json.Delim('['):
 			stack = append(stack, &frame{})
 		case json.Delim(']'):

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -177,8 +179,11 @@ func SetPath(obj []byte, path []string, value []byte) ([]byte, error) {
 }
 
 // UniqueKeys reports an error if any object in v, at any depth, has the same
-// key twice. JSON parsers disagree on which duplicate wins; a security
-// decision taken on one reading must not be executed on another.
+// key twice, or two keys that differ only in case (under Unicode case
+// folding, so "mask" and "maſk" too). JSON parsers disagree on which
+// duplicate wins, and some match keys case-insensitively (Go's
+// encoding/json, .NET's case-insensitive options): a policy condition that
+// read args.path must not be executed on a server that reads "PATH".
 func UniqueKeys(v []byte) error {
 	_, err := checkUnique(v, skipSpace(v, 0), 0)
 	return err
@@ -195,7 +200,7 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 	}
 	switch v[i] {
 	case '{':
-		seen := map[string]struct{}{}
+		seen := map[string]string{} // folded key -> key as written
 		i = skipSpace(v, i+1)
 		if i < len(v) && v[i] == '}' {
 			return i + 1, nil
@@ -212,10 +217,14 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			if _, dup := seen[key]; dup {
-				return 0, fmt.Errorf("duplicate key %q", key)
+			folded := foldKey(key)
+			if first, dup := seen[folded]; dup {
+				if first == key {
+					return 0, fmt.Errorf("duplicate key %q", key)
+				}
+				return 0, fmt.Errorf("keys %q and %q differ only in case", first, key)
 			}
-			seen[key] = struct{}{}
+			seen[folded] = key
 			i = skipSpace(v, end)
 			if i >= len(v) || v[i] != ':' {
 				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
@@ -262,6 +271,34 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 	default:
 		return skipValue(v, i)
 	}
+}
+
+// foldKey maps every rune of s to the smallest rune of its case-folding
+// orbit, so that keys equal under strings.EqualFold fold to the same string.
+func foldKey(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// The smallest rune of an ASCII letter's orbit is its upper case
+		// (K < k < U+212A KELVIN SIGN, S < s < U+017F LONG S).
+		return strings.ToUpper(s)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
 }
 
 // AppendString appends s to dst as a JSON string, escaping what JSON
