@@ -2,13 +2,16 @@
 // approval, guard refusal and policy reload, always with the same keys, so
 // that a security team can query it without guessing.
 //
-// Argument values never reach the log, only a digest of them: arguments
-// carry secrets (tokens, file contents) and the audit log is often shipped
-// elsewhere. The digest still ties an approval to the exact call it covered.
+// Argument values never reach the log, only a keyed digest of them:
+// arguments carry secrets (tokens, file contents) and the audit log is often
+// shipped elsewhere. The digest still ties an approval to the exact call it
+// covered, within one run of the gate.
 package audit
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -175,10 +178,24 @@ func (a *Logger) Elicitation(e Elicitation) {
 	)
 }
 
+// digestKey keys the argument digests of this process. A plain hash of
+// short arguments (a PIN, a one-time code) could be reversed by trying every
+// value; a keyed one cannot, by anyone who only has the log.
+var digestKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic("audit: no randomness for the digest key: " + err.Error())
+	}
+	return k
+}()
+
 // Digest returns a short digest of a call's raw arguments: the first 16 hex
-// digits of their SHA-256. The same bytes always give the same digest, so an
-// approval record and the call it covered can be matched.
+// digits of their HMAC-SHA-256 under a key drawn when the gate starts. The
+// same bytes give the same digest for the life of the process, so an
+// approval record and the call it covered can be matched, while argument
+// values cannot be guessed back from the log.
 func Digest(args []byte) string {
-	sum := sha256.Sum256(args)
-	return "sha256:" + hex.EncodeToString(sum[:8])
+	m := hmac.New(sha256.New, digestKey)
+	m.Write(args)
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil)[:8])
 }

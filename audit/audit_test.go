@@ -51,7 +51,7 @@ func TestRecordsHaveFixedKeys(t *testing.T) {
 
 func TestDigest(t *testing.T) {
 	a, b := Digest([]byte(`{"a":1}`)), Digest([]byte(`{"a":2}`))
-	if a == b || !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+16 || Digest([]byte(`{"a":1}`)) != a {
+	if a == b || !strings.HasPrefix(a, "hmac-sha256:") || len(a) != len("hmac-sha256:")+16 || Digest([]byte(`{"a":1}`)) != a {
 		t.Fatalf("digests %q %q", a, b)
 	}
 }

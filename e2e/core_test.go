@@ -177,17 +177,23 @@ func TestProgressAndCancellation(t *testing.T) {
 	if err != nil || !strings.Contains(resultText(res), "completed") {
 		t.Fatalf("long-running operation: %v %v", err, res)
 	}
+	// The client handles notifications on its own goroutines: the last one
+	// may be handled after the result.
+	waitFor(t, "4 progress notifications", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) >= 4
+	})
 	mu.Lock()
-	got := len(progress)
 	for _, pr := range progress {
 		if pr.ProgressToken != "host-token-7" {
 			t.Errorf("progress carries token %v, want the host's own", pr.ProgressToken)
 		}
 	}
-	mu.Unlock()
-	if got != 4 {
-		t.Errorf("got %d progress notifications, want 4", got)
+	if len(progress) != 4 {
+		t.Errorf("got %d progress notifications, want 4", len(progress))
 	}
+	mu.Unlock()
 
 	// Cancel a slow call: the upstream must hear of it.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -278,4 +279,30 @@ func TestPipelinedSession(t *testing.T) {
 	if !strings.Contains(byID["2"], `"name":"ok__echo"`) || !strings.Contains(byID["3"], `"text":"piped"`) || strings.Contains(string(out), `"error"`) {
 		t.Fatalf("got:\n%s", out)
 	}
+}
+
+// SIGTERM stops the gate and its upstreams even while the host keeps its
+// end of stdin open (a review finding: the read loop used to block).
+func TestSignalStopsGate(t *testing.T) {
+	g := gateCommand(t, map[string]server{"ok": testserver("honest")})
+	h := startRaw(t, g)
+	h.initialize()
+	rawResult(t, h.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok__echo","arguments":{"text":"x"}}}`))
+	kids := children(t, g.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("%d children", len(kids))
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { g.cmd.Process.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gate ignored SIGTERM while its stdin stayed open")
+	}
+	waitFor(t, "the upstream to exit", 10*time.Second, func() bool {
+		return syscall.Kill(kids[0], 0) != nil
+	})
 }

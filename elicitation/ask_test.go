@@ -37,7 +37,7 @@ var never hostFunc = func(ctx context.Context, _ json.RawMessage) (json.RawMessa
 	return nil, ctx.Err()
 }
 
-var req = Request{Server: "github", Tool: "create_issue", Args: json.RawMessage(`{"title":"x"}`), ArgsDigest: "sha256:0011", Rule: "ask[0]", Reason: "Creating issues needs a human."}
+var req = Request{Server: "github", Tool: "create_issue", Args: json.RawMessage(`{"title":"x"}`), ArgsDigest: "hmac-sha256:0011", Rule: "ask[0]", Reason: "Creating issues needs a human."}
 
 func TestOutcomes(t *testing.T) {
 	cases := []struct {

@@ -6,23 +6,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-gate/mcp-gate/audit"
-	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
-// A tool or prompt that an unconditional deny covers is not listed: the
-// model should not be offered what it can never call (DESIGN.md §4).
 func (g *Gate) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	pol := g.policy.Current()
-	return g.listNamed(ctx, &g.tools, params, func(server, name string) bool { return !pol.Hidden(policy.KindTool, server, name) })
+	return g.listNamed(ctx, &g.tools, policy.KindTool, params)
 }
 
 func (g *Gate) listPrompts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	pol := g.policy.Current()
-	return g.listNamed(ctx, &g.prompts, params, func(server, name string) bool { return !pol.Hidden(policy.KindPrompt, server, name) })
+	return g.listNamed(ctx, &g.prompts, policy.KindPrompt, params)
 }
 
 // callParams is what the gate reads of a tools/call or prompts/get; the
@@ -111,7 +105,7 @@ func (g *Gate) getPrompt(ctx context.Context, params json.RawMessage) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	return g.neutralizeText(key.Server, key.Name, res), nil
+	return g.guardOther(key.Server, key.Name, "prompts/get", "messages", res)
 }
 
 // unknown is the error for a name not in the catalog. When the name's prefix
@@ -126,16 +120,6 @@ func (g *Gate) unknown(noun, name string) error {
 	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: it is not in this gate's %ss/list", noun, name, noun)
 }
 
-// neutralizeText makes hidden characters in a result's text visible.
-func (g *Gate) neutralizeText(server, name string, res json.RawMessage) json.RawMessage {
-	out, n, err := guard.NeutralizeJSON(res, isTextKey)
-	if err != nil || n == 0 {
-		return res
-	}
-	g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Count: n})
-	return out
-}
-
 // complete routes completion/complete by its reference: a prompt (renamed
 // back to the upstream's name) or a resource URI.
 func (g *Gate) complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -148,6 +132,10 @@ func (g *Gate) complete(ctx context.Context, params json.RawMessage) (json.RawMe
 		if !ok {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %q", name)
 		}
+		// Completing a denied prompt's arguments would reach its server.
+		if v := g.decide(ctx, g.policy.Current(), policy.Call{Kind: policy.KindPrompt, Server: key.Server, Name: key.Name}, name); !v.allow {
+			return nil, deniedError("completion for the prompt "+name, v)
+		}
 		fwd, err := rawjson.SetPath(params, []string{"ref", "name"}, rawjson.AppendString(nil, key.Name))
 		if err != nil {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err)
@@ -158,6 +146,9 @@ func (g *Gate) complete(ctx context.Context, params json.RawMessage) (json.RawMe
 		server, err := g.resourceOwner(ctx, uri)
 		if err != nil {
 			return nil, err
+		}
+		if v := g.decide(ctx, g.policy.Current(), policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
+			return nil, deniedError("completion for the resource "+uri, v)
 		}
 		return g.forward(ctx, server, "completion/complete", params)
 	}

@@ -6,15 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -47,6 +46,7 @@ type catalog struct {
 	servers map[string]*serverList
 	table   *naming.Table
 	gen     uint64 // bumped whenever an entry changes
+	lister  *lister
 }
 
 // serverList is what one server listed.
@@ -83,59 +83,33 @@ func (c *catalog) rebuild(budget int, order []string) {
 // Gate.mu.
 func (c *catalog) lookup(wire string) (naming.Key, bool) { return c.table.Lookup(wire) }
 
-// ensureLoaded fetches the lists of the given servers (every server when
-// none is given) that are not listed yet, starting them concurrently. A
-// server that fails to start or to list is logged and left out; it is tried
-// again on the next list.
-func (g *Gate) ensureLoaded(ctx context.Context, c *catalog, only ...string) {
-	g.listLoadMu.Lock()
-	defer g.listLoadMu.Unlock()
-	var todo []string
-	names := g.pool.Names()
-	if len(only) > 0 {
-		names = only
-	}
-	g.mu.Lock()
-	for _, s := range names {
-		if l := c.servers[s]; l == nil || !l.loaded {
-			todo = append(todo, s)
-		}
-	}
-	g.mu.Unlock()
-	if len(todo) == 0 {
-		return
-	}
-	type fetched struct {
-		server  string
-		entries []entry
-		err     error
-	}
-	results := make([]fetched, len(todo))
-	var wg sync.WaitGroup
-	for i, server := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := g.pool.Session(ctx, server)
-			if err != nil {
-				results[i] = fetched{server: server, err: err}
-				return
-			}
+// namedLister keeps a catalog of tools or prompts in step with the
+// upstreams.
+func (g *Gate) namedLister(c *catalog) *lister {
+	return &lister{
+		list:     c.kind.list,
+		notify:   c.kind.changed,
+		listedBy: []string{c.kind.list},
+		state:    map[string]*listState{},
+		loaded: func(server string) bool {
+			l := c.servers[server]
+			return l != nil && l.loaded
+		},
+		fetch: func(ctx context.Context, s *upstream.Session) (func() bool, error) {
 			entries, err := g.fetchNamed(ctx, s, c.kind)
-			results[i] = fetched{server: server, entries: entries, err: err}
-		}()
+			if err != nil {
+				return nil, err
+			}
+			return func() bool {
+				if old := c.servers[s.Name]; old != nil && old.loaded && sameEntries(old.entries, entries) {
+					return false
+				}
+				c.servers[s.Name] = &serverList{loaded: true, entries: entries}
+				c.rebuild(g.budget, g.pool.Names())
+				return true
+			}, nil
+		},
 	}
-	wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, r := range results {
-		if r.err != nil {
-			g.log.Warn("upstream left out of "+c.kind.list, "server", r.server, "error", r.err)
-			continue
-		}
-		c.servers[r.server] = &serverList{loaded: true, entries: r.entries}
-	}
-	c.rebuild(g.budget, g.pool.Names())
 }
 
 // fetchNamed lists every page of a server's tools or prompts.
@@ -153,6 +127,14 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		}
 		if seen[name] {
 			g.log.Warn("upstream listed a name twice; the first is kept", "server", s.Name, "list", k.list, "name", name)
+			return
+		}
+		// A name is shown to the human (in approval questions) and to the
+		// model: one carrying control, line-breaking or invisible
+		// characters is a trick, not a tool.
+		if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 || guard.IsHidden(r) }) >= 0 {
+			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
+			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
@@ -217,35 +199,6 @@ func fetchPages(ctx context.Context, s *upstream.Session, method, field string, 
 	return fmt.Errorf("%s: more than %d pages", method, maxPages)
 }
 
-// refreshServer re-lists one kind for a running server and tells the host
-// when what it would see has changed.
-func (g *Gate) refreshServer(s *upstream.Session, c *catalog) {
-	entries, err := g.fetchNamed(context.Background(), s, c.kind)
-	if err != nil {
-		level := slog.LevelWarn
-		select {
-		case <-s.Done(): // stopped meanwhile: nothing to re-list
-			level = slog.LevelDebug
-		default:
-		}
-		g.log.Log(context.Background(), level, "re-listing after a change", "server", s.Name, "list", c.kind.list, "error", err)
-		return
-	}
-	g.mu.Lock()
-	old := c.servers[s.Name]
-	if old != nil && old.loaded && sameEntries(old.entries, entries) {
-		g.mu.Unlock()
-		return
-	}
-	c.servers[s.Name] = &serverList{loaded: true, entries: entries}
-	c.rebuild(g.budget, g.pool.Names())
-	listed := g.listedByHost[c.kind.list]
-	g.mu.Unlock()
-	if listed {
-		g.notifyHost(c.kind.changed, nil)
-	}
-}
-
 func sameEntries(a, b []entry) bool {
 	if len(a) != len(b) {
 		return false
@@ -258,24 +211,11 @@ func sameEntries(a, b []entry) bool {
 	return true
 }
 
-// refreshAfterRestart re-lists what the host has already seen of a server
-// that has just (re)started.
+// refreshAfterRestart re-lists what the gate holds of a server that has
+// just (re)started: a restart may have changed it.
 func (g *Gate) refreshAfterRestart(s *upstream.Session) {
-	for _, c := range []*catalog{&g.tools, &g.prompts} {
-		g.mu.Lock()
-		l := c.servers[s.Name]
-		loaded := l != nil && l.loaded
-		g.mu.Unlock()
-		if loaded {
-			g.refreshServer(s, c)
-		}
-	}
-	g.mu.Lock()
-	l := g.resources.servers[s.Name]
-	loaded := l != nil && l.loaded
-	g.mu.Unlock()
-	if loaded {
-		g.refreshResources(s)
+	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resources.lister} {
+		g.refresh(l, s.Name)
 	}
 }
 
@@ -355,14 +295,18 @@ func parseCursor(field string, params json.RawMessage) (int, error) {
 	return off, nil
 }
 
-// listNamed serves tools/list and prompts/list.
-func (g *Gate) listNamed(ctx context.Context, c *catalog, params json.RawMessage, visible func(server, name string) bool) (json.RawMessage, error) {
-	g.ensureLoaded(ctx, c)
+// listNamed serves tools/list and prompts/list. A name that an
+// unconditional deny covers is not listed: the model should not be offered
+// what it can never call (DESIGN.md §4). The policy is read after the
+// lists are loaded, so a reload during a first load is not missed.
+func (g *Gate) listNamed(ctx context.Context, c *catalog, hide policy.Kind, params json.RawMessage) (json.RawMessage, error) {
+	g.ensure(ctx, c.lister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	pol := g.policy.Current()
 	g.mu.Lock()
-	items, err := g.renderNamed(c, visible)
+	items, err := g.renderNamed(c, func(server, name string) bool { return !pol.Hidden(hide, server, name) })
 	g.listedByHost[c.kind.list] = true
 	g.mu.Unlock()
 	if err != nil {
@@ -386,16 +330,11 @@ func (g *Gate) resolve(ctx context.Context, c *catalog, wire string) (naming.Key
 	if ok {
 		return k, true
 	}
-	if server, _, found := strings.Cut(wire, "__"); found && g.pool.Has(server) {
-		g.ensureLoaded(ctx, c, server)
-		g.mu.Lock()
-		k, ok = c.lookup(wire)
-		g.mu.Unlock()
-		if ok {
-			return k, true
-		}
+	server, _, found := strings.Cut(wire, "__")
+	if !found || !g.pool.Has(server) {
+		return naming.Key{}, false // no wire name can be outside its server's prefix
 	}
-	g.ensureLoaded(ctx, c)
+	g.ensure(ctx, c.lister, server)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return c.lookup(wire)

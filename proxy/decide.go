@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/guard"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -71,13 +72,27 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	}
 	a := elicitation.Ask(ctx, g.host, host.elicitForm, req, pol.ApprovalTimeout())
 	record(a)
+	if !a.Allowed() {
+		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
+	}
+	// The human may have taken minutes; if the policy changed meanwhile,
+	// the call must still pass the policy in force now. An emergency deny
+	// stops calls whose questions are still open.
+	if cur := g.policy.Current(); cur.Revision() != d.Revision {
+		d2 := cur.Decide(call)
+		g.audit.Decision(audit.Decision{
+			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
+			Verdict: d2.Verdict.String(), Rule: d2.Rule, Reason: "re-decided after approval under a new policy: " + d2.Reason,
+			Revision: d2.Revision, ArgsDigest: digest,
+		})
+		if d2.Verdict == policy.Deny {
+			return verdict{reason: fmt.Sprintf("the user approved, but the policy changed while they were asked and now denies the call: %s [rule %s, policy %s]", d2.Reason, d2.Rule, d2.Revision)}
+		}
+	}
 	if a.Outcome == elicitation.ApprovedSession {
-		g.grants.Grant(d.Revision, call.Server, grantName)
+		g.grants.Grant(d.Revision, call.Server, grantName) // ignored if the policy has changed since
 	}
-	if a.Allowed() {
-		return verdict{allow: true}
-	}
-	return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
+	return verdict{allow: true}
 }
 
 func kindName(k policy.Kind) string {
@@ -116,6 +131,7 @@ func deniedError(what string, v verdict) error {
 // see may have changed, so it is told to list again.
 func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 	g.log.Info("policy changed", "old_revision", old.Revision(), "revision", new.Revision())
+	g.grants.Reset(new.Revision())
 	type change struct {
 		list, notification string
 		differs            func() bool
@@ -191,13 +207,46 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 				tool, server, strings.Join(kinds, "; ")))
 		}
 	}
-	out, n, err := guard.NeutralizeJSON(res, isTextKey)
+	return g.neutralizeField(server, tool, "content", res)
+}
+
+// guardOther inspects the result of prompts/get or resources/read, which
+// reach the model too, and neutralises the text under field. MCP gives
+// these no error result, so a refusal is a JSON-RPC error.
+func (g *Gate) guardOther(server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
+	if findings := guard.InspectResult(res); len(findings) > 0 {
+		pol := g.policy.Current()
+		outcome := "refused"
+		if pol.GuardLogOnly(server) {
+			outcome = "logged"
+		}
+		for _, f := range findings {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: outcome, Kind: f.Kind, Detail: method + " " + f.Path + ": " + f.Detail})
+		}
+		if outcome == "refused" {
+			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
+		}
+	}
+	return g.neutralizeField(server, name, field, res), nil
+}
+
+// neutralizeField makes hidden characters visible in the "text" strings
+// under one member of a result (content, messages, contents), and only
+// there: structured data elsewhere keeps its bytes.
+func (g *Gate) neutralizeField(server, name, field string, res json.RawMessage) json.RawMessage {
+	sub, ok := rawjson.Get(res, field)
+	if !ok {
+		return res
+	}
+	clean, n, err := guard.NeutralizeJSON(sub, isTextKey)
+	if err != nil || n == 0 {
+		return res
+	}
+	out, err := rawjson.Set(res, field, clean)
 	if err != nil {
-		return res // not JSON we can walk: it was validated on the way in, so this cannot happen
+		return res
 	}
-	if n > 0 {
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "neutralised", Kind: "hidden_characters", Count: n})
-	}
+	g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Count: n})
 	return out
 }
 

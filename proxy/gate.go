@@ -40,7 +40,11 @@ type Options struct {
 	// Launcher starts upstream processes (upstream.ExecLauncher in production).
 	Launcher     upstream.Launcher
 	StartTimeout time.Duration
-	IdleTimeout  time.Duration
+	// ListTimeout bounds listing one server's tools, prompts or resources
+	// (DefaultListTimeout if 0), so one that never answers delays a list
+	// and hides nothing else.
+	ListTimeout time.Duration
+	IdleTimeout time.Duration
 	// MaxMessageBytes bounds one message in either direction.
 	MaxMessageBytes int
 	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
@@ -64,12 +68,13 @@ type Gate struct {
 	pool    *upstream.Pool
 	session string // identifies this host session in the audit log
 
-	host     *rpc.Conn // set by Serve before the first message is read
-	policy   *policy.Store
-	progress progressRoutes
-	grants   elicitation.Grants // "approve for this session" answers
-	seq      atomic.Uint64      // decision IDs
-	noGuard  bool               // benchmarks only: measure the relay without the result guard
+	host            *rpc.Conn // set by Serve before the first message is read
+	policy          *policy.Store
+	progress        progressRoutes
+	grants          elicitation.Grants // "approve for this session" answers
+	urlElicitations urlElicitations
+	seq             atomic.Uint64 // decision IDs
+	noGuard         bool          // benchmarks only: measure the relay without the result guard
 
 	mu           sync.Mutex // guards hostInfo and the catalogs
 	hostInfo     hostInfo
@@ -77,7 +82,6 @@ type Gate struct {
 	prompts      catalog
 	resources    resourceIndex
 	logLevel     json.RawMessage // the host's last logging/setLevel params
-	listLoadMu   sync.Mutex      // one catalog load at a time
 	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
 }
 
@@ -103,6 +107,12 @@ func New(opts Options) (*Gate, error) {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
+	}
+	if opts.ListTimeout <= 0 {
+		opts.ListTimeout = DefaultListTimeout
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -131,6 +141,10 @@ func New(opts Options) (*Gate, error) {
 	g.tools = newCatalog(kindTool, budget)
 	g.prompts = newCatalog(kindPrompt, budget)
 	g.resources = newResourceIndex()
+	g.tools.lister = g.namedLister(&g.tools)
+	g.prompts.lister = g.namedLister(&g.prompts)
+	g.resources.lister = g.resourceLister()
+	g.grants.Reset(opts.Policy.Current().Revision())
 	g.progress.routes = map[string]progressRoute{}
 	g.pool = upstream.NewPool(opts.Servers, upstream.PoolOptions{
 		Launcher:        opts.Launcher,
@@ -223,8 +237,10 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	case "notifications/initialized":
 	case "notifications/roots/list_changed":
 		// Upstreams that care will ask for roots again; each asks the host.
+		// Each on its own goroutine: this runs on the host's read loop, and
+		// an upstream that stopped reading must not stall the host.
 		for _, s := range g.pool.Running() {
-			_ = s.Notify(msg.Method, msg.Params)
+			go func() { _ = s.Notify(msg.Method, msg.Params) }()
 		}
 	default:
 		g.log.Debug("host notification ignored", "method", msg.Method)
@@ -346,7 +362,7 @@ func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 
 // notifyHost sends a notification to the host, logging a failure.
 func (g *Gate) notifyHost(method string, params json.RawMessage) {
-	if err := g.host.Notify(method, params); err != nil {
+	if err := g.host.Notify(context.Background(), method, params); err != nil {
 		g.log.Debug("notifying host", "method", method, "error", err)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
-	"sync"
 
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -19,10 +22,14 @@ const CodeResourceNotFound = -32002
 
 // resourceIndex is the merged resource lists. Resource URIs are not renamed
 // (they are addresses, often file:// paths the user recognises), so the
-// gate remembers which server listed each one. Guarded by Gate.mu.
+// gate remembers which server listed each one. A URI that two servers claim
+// is nobody's: the gate refuses it rather than let one server answer for
+// another's resource. Guarded by Gate.mu.
 type resourceIndex struct {
-	servers map[string]*resourceList
-	owner   map[string]string // URI → server
+	servers   map[string]*resourceList
+	owner     map[string]string   // URI → the one server that lists it
+	ambiguous map[string][]string // URI → the servers that all list it
+	lister    *lister
 }
 
 type resourceList struct {
@@ -37,96 +44,141 @@ type resourceEntry struct {
 }
 
 type templateEntry struct {
-	raw json.RawMessage
-	re  *regexp.Regexp // matches the URIs the template can produce
+	raw      json.RawMessage
+	re       *regexp.Regexp // matches the URIs the template can produce
+	literals int            // how many fixed characters it has: more is more specific
 }
 
 func newResourceIndex() resourceIndex {
-	return resourceIndex{servers: map[string]*resourceList{}, owner: map[string]string{}}
+	return resourceIndex{servers: map[string]*resourceList{}, owner: map[string]string{}, ambiguous: map[string][]string{}}
 }
 
 // reindex rebuilds the URI → server map. The caller holds Gate.mu.
 func (ix *resourceIndex) reindex(order []string) {
-	ix.owner = map[string]string{}
+	claims := map[string][]string{}
 	for _, s := range order {
 		if l := ix.servers[s]; l != nil {
 			for _, r := range l.resources {
-				if _, taken := ix.owner[r.uri]; !taken {
-					ix.owner[r.uri] = s
+				if !slices.Contains(claims[r.uri], s) {
+					claims[r.uri] = append(claims[r.uri], s)
 				}
 			}
 		}
 	}
+	ix.owner = map[string]string{}
+	ix.ambiguous = map[string][]string{}
+	for uri, servers := range claims {
+		if len(servers) == 1 {
+			ix.owner[uri] = servers[0]
+		} else {
+			ix.ambiguous[uri] = servers
+		}
+	}
+}
+
+// errAmbiguous is a URI that more than one server claims.
+type errAmbiguous struct {
+	uri     string
+	servers []string
+}
+
+func (e errAmbiguous) Error() string {
+	return fmt.Sprintf("resource %s is claimed by servers %s; the gate will not pick one", e.uri, strings.Join(e.servers, " and "))
+}
+
+// lookupOwner finds the server a URI belongs to: the one that listed it;
+// else the one whose most specific template produces it. Two servers with
+// an equal claim make it ambiguous. The caller holds Gate.mu.
+func (ix *resourceIndex) lookupOwner(uri string, order []string) (string, error) {
+	if s, ok := ix.owner[uri]; ok {
+		return s, nil
+	}
+	if servers, ok := ix.ambiguous[uri]; ok {
+		return "", errAmbiguous{uri, servers}
+	}
+	best, bestLen := []string(nil), -1
+	for _, s := range order {
+		l := ix.servers[s]
+		if l == nil {
+			continue
+		}
+		for _, t := range l.templates {
+			switch {
+			case !t.re.MatchString(uri), t.literals < bestLen:
+			case t.literals > bestLen:
+				best, bestLen = []string{s}, t.literals
+			case !slices.Contains(best, s):
+				best = append(best, s)
+			}
+		}
+	}
+	switch len(best) {
+	case 0:
+		return "", nil
+	case 1:
+		return best[0], nil
+	}
+	return "", errAmbiguous{uri, best}
 }
 
 // templateRegexp turns an RFC 6570 URI template into a pattern that matches
-// every URI it can expand to. Each expression may match anything: routing
-// needs "which server could have made this URI", not the variables.
-func templateRegexp(t string) (*regexp.Regexp, error) {
+// every URI it can expand to, and counts its fixed characters. Each
+// expression may match anything: routing needs "which server could have
+// made this URI", not the variables.
+func templateRegexp(t string) (*regexp.Regexp, int, error) {
 	var b strings.Builder
+	literals := 0
 	b.WriteString("^")
 	for {
 		i := strings.IndexByte(t, '{')
 		if i < 0 {
 			b.WriteString(regexp.QuoteMeta(t))
+			literals += len(t)
 			break
 		}
 		j := strings.IndexByte(t[i:], '}')
 		if j < 0 {
-			return nil, errors.New("unterminated expression")
+			return nil, 0, errors.New("unterminated expression")
 		}
 		b.WriteString(regexp.QuoteMeta(t[:i]))
+		literals += i
 		b.WriteString(".*")
 		t = t[i+j+1:]
 	}
 	b.WriteString("$")
-	return regexp.Compile(b.String())
+	re, err := regexp.Compile(b.String())
+	return re, literals, err
 }
 
-// ensureResources fetches the resource and template lists of every server
-// not listed yet.
-func (g *Gate) ensureResources(ctx context.Context) {
-	g.listLoadMu.Lock()
-	defer g.listLoadMu.Unlock()
-	var todo []string
-	g.mu.Lock()
-	for _, s := range g.pool.Names() {
-		if l := g.resources.servers[s]; l == nil || !l.loaded {
-			todo = append(todo, s)
-		}
-	}
-	g.mu.Unlock()
-	if len(todo) == 0 {
-		return
-	}
-	lists := make([]*resourceList, len(todo))
-	var wg sync.WaitGroup
-	for i, server := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := g.pool.Session(ctx, server)
-			if err != nil {
-				g.log.Warn("upstream left out of resources", "server", server, "error", err)
-				return
-			}
+// resourceLister keeps the resource and template lists in step.
+func (g *Gate) resourceLister() *lister {
+	ix := &g.resources
+	return &lister{
+		list:     "resources/list",
+		notify:   "notifications/resources/list_changed",
+		listedBy: []string{"resources/list", "resources/templates/list"},
+		state:    map[string]*listState{},
+		loaded: func(server string) bool {
+			l := ix.servers[server]
+			return l != nil && l.loaded
+		},
+		fetch: func(ctx context.Context, s *upstream.Session) (func() bool, error) {
 			l, err := g.fetchResources(ctx, s)
 			if err != nil {
-				g.log.Warn("upstream left out of resources", "server", server, "error", err)
-				return
+				return nil, err
 			}
-			lists[i] = l
-		}()
+			return func() bool {
+				ix.servers[s.Name] = l
+				ix.reindex(g.pool.Names())
+				for uri, servers := range ix.ambiguous {
+					if slices.Contains(servers, s.Name) {
+						g.log.Warn("resource claimed by more than one server; refused", "uri", uri, "servers", servers)
+					}
+				}
+				return true
+			}, nil
+		},
 	}
-	wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i, l := range lists {
-		if l != nil {
-			g.resources.servers[todo[i]] = l
-		}
-	}
-	g.resources.reindex(g.pool.Names())
 }
 
 func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resourceList, error) {
@@ -134,25 +186,33 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if !s.Caps.Resources {
 		return l, nil
 	}
+	clean := func(item json.RawMessage, what string) json.RawMessage {
+		out, n, err := guard.NeutralizeJSON(item, isDescriptionKey)
+		if err != nil || n == 0 {
+			return item
+		}
+		g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+		return out
+	}
 	err := fetchPages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
 			return
 		}
-		l.resources = append(l.resources, resourceEntry{uri: uri, raw: item})
+		l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean(item, "resource "+uri)})
 	})
 	if err != nil {
 		return nil, err
 	}
 	err = fetchPages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
 		t, _ := rawjson.GetString(item, "uriTemplate")
-		re, err := templateRegexp(t)
+		re, literals, err := templateRegexp(t)
 		if err != nil {
 			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", t, "error", err)
 			return
 		}
-		l.templates = append(l.templates, templateEntry{raw: item, re: re})
+		l.templates = append(l.templates, templateEntry{raw: clean(item, "resource template"), re: re, literals: literals})
 	})
 	var werr *rpc.Error
 	if errors.As(err, &werr) && werr.Code == rpc.CodeMethodNotFound {
@@ -164,25 +224,8 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	return l, nil
 }
 
-// refreshResources re-lists a server's resources after it said they changed.
-func (g *Gate) refreshResources(s *upstream.Session) {
-	l, err := g.fetchResources(context.Background(), s)
-	if err != nil {
-		g.log.Warn("re-listing resources after a change", "server", s.Name, "error", err)
-		return
-	}
-	g.mu.Lock()
-	g.resources.servers[s.Name] = l
-	g.resources.reindex(g.pool.Names())
-	listed := g.listedByHost["resources/list"] || g.listedByHost["resources/templates/list"]
-	g.mu.Unlock()
-	if listed {
-		g.notifyHost("notifications/resources/list_changed", nil)
-	}
-}
-
 func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	g.ensureResources(ctx)
+	g.ensure(ctx, g.resources.lister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -204,7 +247,7 @@ func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.
 }
 
 func (g *Gate) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	g.ensureResources(ctx)
+	g.ensure(ctx, g.resources.lister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -222,31 +265,24 @@ func (g *Gate) listResourceTemplates(ctx context.Context, params json.RawMessage
 	return g.page("resourceTemplates", items, params)
 }
 
-// resourceOwner finds the server a URI belongs to: the one that listed it,
-// else one whose template produces it.
+// resourceOwner finds the server a URI belongs to, listing resources first
+// if the URI is not known yet.
 func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, error) {
 	if uri == "" {
 		return "", rpc.Errorf(rpc.CodeInvalidParams, `a non-empty "uri" is required`)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		g.mu.Lock()
-		if s, ok := g.resources.owner[uri]; ok {
-			g.mu.Unlock()
+		s, err := g.resources.lookupOwner(uri, g.pool.Names())
+		g.mu.Unlock()
+		if err != nil {
+			return "", &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error(), Data: mustJSON(map[string]string{"uri": uri})}
+		}
+		if s != "" {
 			return s, nil
 		}
-		for _, s := range g.pool.Names() {
-			if l := g.resources.servers[s]; l != nil {
-				for _, t := range l.templates {
-					if t.re.MatchString(uri) {
-						g.mu.Unlock()
-						return s, nil
-					}
-				}
-			}
-		}
-		g.mu.Unlock()
 		if attempt == 0 {
-			g.ensureResources(ctx)
+			g.ensure(ctx, g.resources.lister)
 		}
 	}
 	return "", &rpc.Error{
@@ -254,6 +290,15 @@ func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, error) {
 		Message: "Resource not found: no upstream server lists " + uri,
 		Data:    mustJSON(map[string]string{"uri": uri}),
 	}
+}
+
+// ownsResource reports whether server is the owner of uri, without listing
+// anything: an upstream may only announce updates of its own resources.
+func (g *Gate) ownsResource(server, uri string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, err := g.resources.lookupOwner(uri, g.pool.Names())
+	return err == nil && s == server
 }
 
 // resourceRequest routes resources/read, subscribe and unsubscribe.
@@ -279,5 +324,5 @@ func (g *Gate) resourceRequest(ctx context.Context, method string, params json.R
 	if err != nil || method != "resources/read" {
 		return res, err
 	}
-	return g.neutralizeText(server, uri, res), nil
+	return g.guardOther(server, uri, "resources/read", "contents", res)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mcp-gate/mcp-gate/audit"
@@ -12,7 +13,6 @@ import (
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
-	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
 // progressRoutes maps the gate's progress tokens back to the host's. A
@@ -79,6 +79,12 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		if !host.sampling {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 		}
+		// What a server puts in front of the user's model is untrusted too.
+		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
+			f := findings[0]
+			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
+		}
 		// A server must not spend the user's model silently: sampling is
 		// decided like a tool call, and denied unless the policy allows it.
 		pol := g.policy.Current()
@@ -142,9 +148,19 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 	}
 	msg, _ := rawjson.GetString(req.Params, "message")
 	msg, _ = guard.Neutralize(msg)
-	params, err := rawjson.Set(req.Params, "message", rawjson.AppendString(nil, "["+server+"] "+msg))
+	// A carriage return could overwrite the server's name in a terminal.
+	msg = strings.ReplaceAll(msg, "\r", "[U+000D]")
+	params, err := rawjson.Set(req.Params, "message", rawjson.AppendString(nil, "["+server+"] "+strings.TrimLeft(msg, "\n")))
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
+	}
+	// The form's titles and descriptions are read by the human too.
+	if clean, n, err := guard.NeutralizeJSON(params, isDescriptionKey); err == nil && n > 0 {
+		params = clean
+	}
+	if mode == "url" {
+		id, _ := rawjson.GetString(req.Params, "elicitationId")
+		g.urlElicitations.add(server, id)
 	}
 	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
 	return g.host.Call(ctx, req.Method, params)
@@ -167,36 +183,67 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 		if err == nil {
 			g.notifyHost(msg.Method, params)
 		}
-	case "notifications/message", "notifications/resources/updated", "notifications/elicitation/complete":
-		g.notifyHost(msg.Method, msg.Params)
+	case "notifications/message":
+		// Log messages reach the user's screen: no hidden characters.
+		params, n, err := guard.NeutralizeJSON(msg.Params, func(string) bool { return true })
+		if err != nil {
+			return
+		}
+		if n > 0 {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Outcome: "neutralised", Kind: "hidden_characters", Detail: "log message", Count: n})
+		}
+		g.notifyHost(msg.Method, params)
+	case "notifications/resources/updated":
+		// An upstream speaks only for its own resources.
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); g.ownsResource(h.server, uri) {
+			g.notifyHost(msg.Method, msg.Params)
+		} else {
+			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", uri)
+		}
+	case "notifications/elicitation/complete":
+		// Only for an elicitation this upstream started.
+		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); g.urlElicitations.take(h.server, id) {
+			g.notifyHost(msg.Method, msg.Params)
+		} else {
+			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", id)
+		}
 	case "notifications/tools/list_changed":
-		h.refresh(&g.tools)
+		g.refresh(g.tools.lister, h.server)
 	case "notifications/prompts/list_changed":
-		h.refresh(&g.prompts)
+		g.refresh(g.prompts.lister, h.server)
 	case "notifications/resources/list_changed":
-		go func() {
-			if s := h.session(); s != nil {
-				g.refreshResources(s)
-			}
-		}()
+		g.refresh(g.resources.lister, h.server)
 	default:
 		g.log.Debug("upstream notification ignored", "server", h.server, "method", msg.Method)
 	}
 }
 
-func (h *upstreamHandler) refresh(c *catalog) {
-	go func() {
-		if s := h.session(); s != nil {
-			h.g.refreshServer(s, c)
-		}
-	}()
+// urlElicitations remembers which upstream started each URL-mode
+// elicitation, so that only it can announce its completion.
+type urlElicitations struct {
+	mu  sync.Mutex
+	ids map[string]string // elicitationId → server
 }
 
-func (h *upstreamHandler) session() *upstream.Session {
-	for _, s := range h.g.pool.Running() {
-		if s.Name == h.server {
-			return s
-		}
+func (u *urlElicitations) add(server, id string) {
+	if id == "" {
+		return
 	}
-	return nil
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids == nil {
+		u.ids = map[string]string{}
+	}
+	u.ids[id] = server
+}
+
+// take reports whether server started elicitation id, and forgets it.
+func (u *urlElicitations) take(server, id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids[id] != server || id == "" {
+		return false
+	}
+	delete(u.ids, id)
+	return true
 }

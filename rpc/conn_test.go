@@ -250,24 +250,36 @@ func TestBigIntegerIDsAreDistinct(t *testing.T) {
 	}
 }
 
+// A request reusing the id of one in progress is dropped: answering it, even
+// with an error, would give that id two responses.
 func TestDuplicateInProgressID(t *testing.T) {
 	release := make(chan struct{})
-	started := make(chan struct{}, 1)
+	started := make(chan struct{}, 2)
 	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		if req.Method == "ping" {
+			return req.Params, nil
+		}
 		started <- struct{}{}
 		<-release
 		return json.RawMessage(`"first"`), nil
 	}}, Options{AnswerBadInput: true})
 	p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
 	wait(t, started, "first request")
-	p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
-	m := p.recvMsg()
-	if string(m.ID) != `"d"` || m.Error == nil || m.Error.Code != CodeInvalidRequest || !strings.Contains(m.Error.Message, "already in use") {
-		t.Errorf("second request with an id in use got %+v, %v; want -32600 naming the id", m, m.Error)
-	}
+	p.send(`{"jsonrpc":"2.0","id":"d","method":"x","params":{"second":true}}`)
+	// Lines are dispatched in order, so the duplicate has been dealt with
+	// when the ping is answered; nothing was written for it before.
+	p.roundTrip(`"after"`)
 	close(release)
-	if m := p.recvMsg(); string(m.Result) != `"first"` {
-		t.Errorf("first request got %+v", m)
+	if m := p.recvMsg(); string(m.ID) != `"d"` || string(m.Result) != `"first"` {
+		t.Errorf("first request got %+v (error %v); want its result", m, m.Error)
+	}
+	for _, l := range p.drain() {
+		t.Errorf("after the first request's response, the Conn wrote %s; want nothing (the duplicate is dropped)", l)
+	}
+	select {
+	case <-started:
+		t.Error("the handler was called for the duplicate request")
+	default:
 	}
 }
 
@@ -285,6 +297,7 @@ func TestBadInputAnswered(t *testing.T) {
 		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, CodeInvalidRequest, `"m"`, `"method" must be a string`},
 		{"bad params", `{"jsonrpc":"2.0","id":8,"method":"x","params":"p"}`, CodeInvalidRequest, "8", `"params" must be an object or array`},
 		{"bad id type", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "null", `"id" must be a string or a number`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, CodeInvalidRequest, "null", "request id must not be null"},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, CodeInvalidRequest, "null", "batches are not supported"},
 		{"string", `"hello"`, CodeInvalidRequest, "null", "must be an object"},
 	}
@@ -536,7 +549,7 @@ func TestCloseFailsPendingCalls(t *testing.T) {
 	if _, err := p.conn.Call(context.Background(), "x", nil); !errors.Is(err, ErrClosed) || !errors.Is(err, cause) {
 		t.Errorf("Call after close = %v; want ErrClosed wrapping the cause", err)
 	}
-	if err := p.conn.Notify("x", nil); !errors.Is(err, ErrClosed) {
+	if err := p.conn.Notify(context.Background(), "x", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Notify after close = %v; want ErrClosed", err)
 	}
 	if got := p.conn.Cause(); got != cause {
@@ -797,10 +810,10 @@ func TestWriteErrorCloses(t *testing.T) {
 
 func TestNotify(t *testing.T) {
 	p := newPeer(t, nil, Options{})
-	if err := p.conn.Notify("notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)); err != nil {
+	if err := p.conn.Notify(context.Background(), "notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.conn.Notify("notifications/initialized", nil); err != nil {
+	if err := p.conn.Notify(context.Background(), "notifications/initialized", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -838,4 +851,412 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Closing os.Stdin does not unblock a read from it, and the host Conn has no
+// closer: cancelling Run must still end it while the host keeps stdin open.
+func TestRunReturnsOnCancelWhilePeerHoldsStreamOpen(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close() // never closed while the test runs
+	got := make(chan string, 1)
+	c := New(connR, io.Discard, nil, funcs{notify: func(m *Message) { got <- m.Method }}, Options{Peer: "host", Logger: testLogger(t)})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	// Run is reading: a message gets through, and the next read blocks.
+	io.WriteString(peerW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	wait(t, got, "notification")
+	stop := errors.New("received SIGTERM")
+	cancel(stop)
+	if err := wait(t, ran, "Run after cancel"); err != stop {
+		t.Errorf("Run = %v, want the context's cause %v", err, stop)
+	}
+	if err := c.Cause(); err != stop {
+		t.Errorf("Cause = %v, want %v", err, stop)
+	}
+}
+
+func TestRunReturnsOnCloseWithoutCloser(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close()
+	c := New(connR, io.Discard, nil, funcs{}, Options{Peer: "host", Logger: testLogger(t)})
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(context.Background()) }()
+	c.Close()
+	if err := wait(t, ran, "Run after Close"); err == nil || !strings.Contains(err.Error(), "closed by the gate") {
+		t.Errorf("Run = %v, want the close's cause", err)
+	}
+}
+
+// A Sequential method is served, and answered, before the next message is
+// even dispatched.
+func TestSequentialServedBeforeNextMessage(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		record(req.Method + " start")
+		if req.Method == "initialize" {
+			// Long enough for a concurrently dispatched ping to overtake.
+			time.Sleep(20 * time.Millisecond)
+		}
+		record(req.Method + " end")
+		return json.RawMessage(`"` + req.Method + `"`), nil
+	}}, Options{Sequential: func(m string) bool { return m == "initialize" }})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	for _, want := range []string{`"initialize"`, `"tools/list"`} {
+		if m := p.recvMsg(); string(m.Result) != want {
+			t.Errorf("got %s, want the result %s (responses in order)", m.Result, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(events, ", "); got != "initialize start, initialize end, tools/list start, tools/list end" {
+		t.Errorf("served in the order %s; want initialize done before tools/list starts", got)
+	}
+}
+
+// gatedWriter stands for a peer that reads one Write per token it is given.
+type gatedWriter struct {
+	tokens  chan struct{}
+	closed  chan struct{}
+	started chan struct{} // signalled, if there is room, when a Write begins
+
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func newGatedWriter() *gatedWriter {
+	return &gatedWriter{tokens: make(chan struct{}), closed: make(chan struct{}), started: make(chan struct{}, 1)}
+}
+
+func (w *gatedWriter) Write(b []byte) (int, error) {
+	select {
+	case w.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-w.tokens:
+	case <-w.closed:
+		return 0, io.ErrClosedPipe
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+func (w *gatedWriter) written() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// With Drain, a peer that sends a request and closes its end gets the
+// response even when writing it takes a while: Run waits for the write,
+// not only for the handler.
+func TestDrainWaitsForResponsesToBeWritten(t *testing.T) {
+	connR, peerW := io.Pipe()
+	w := newGatedWriter()
+	defer close(w.closed)
+	release := make(chan struct{})
+	c := New(connR, w, nil, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		<-release
+		return json.RawMessage(`"answer"`), nil
+	}}, Options{Peer: "host", Logger: testLogger(t), Drain: hang})
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(context.Background()) }()
+	io.WriteString(peerW, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`+"\n")
+	peerW.Close()
+	close(release)
+	wait(t, w.started, "the response's write")
+	// The handler is done, its response not yet written. Run must not
+	// close the Conn now; this wait can only catch it doing so.
+	select {
+	case err := <-ran:
+		t.Fatalf("Run returned (%v) before the response was written", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(w.tokens)
+	if err := wait(t, ran, "Run"); !errors.Is(err, io.EOF) {
+		t.Errorf("Run = %v, want the end of the stream", err)
+	}
+	if got, want := w.written(), `{"jsonrpc":"2.0","id":1,"result":"answer"}`+"\n"; got != want {
+		t.Errorf("the Conn wrote %q, want %q", got, want)
+	}
+}
+
+// stalledConn returns a running Conn whose peer neither reads what it writes
+// nor closes its own end, and which has no closer (like stdin/stdout).
+// runErr waits for Run to return and returns what it returned.
+func stalledConn(t *testing.T, opts Options) (c *Conn, runErr func() error) {
+	t.Helper()
+	connR, peerW := io.Pipe()
+	peerR, connW := io.Pipe()
+	if opts.Peer == "" {
+		opts.Peer = "stalled peer"
+	}
+	opts.Logger = testLogger(t)
+	c = New(connR, connW, nil, funcs{}, opts)
+	ran := make(chan struct{})
+	var err error
+	go func() {
+		err = c.Run(context.Background())
+		close(ran)
+	}()
+	runErr = func() error {
+		t.Helper()
+		wait(t, ran, "Run")
+		return err
+	}
+	t.Cleanup(func() {
+		c.Close() // must not wait for the blocked writer
+		runErr()
+		// Let the goroutines blocked on the pipes go.
+		peerR.Close()
+		peerW.Close()
+	})
+	return c, runErr
+}
+
+// fillQueue queues notifications until one waits for room past its
+// deadline, which proves that a Notify with a deadline returns.
+func fillQueue(t *testing.T, c *Conn) {
+	t.Helper()
+	for i := 0; i <= writeQueueLen+1; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := c.Notify(ctx, "notifications/message", json.RawMessage(`{"n":`+strconv.Itoa(i)+`}`))
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Notify to a full queue = %v, want the deadline's error", err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%d notifications queued for a peer that reads nothing; the queue holds %d", writeQueueLen+2, writeQueueLen)
+}
+
+func TestCallReturnsWhenPeerStopsReading(t *testing.T) {
+	c, _ := stalledConn(t, Options{})
+	fillQueue(t, c)
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res := make(chan callResult, 1)
+	go func() {
+		r, err := c.Call(ctx, "tools/call", json.RawMessage(`{}`))
+		res <- callResult{r, err}
+	}()
+	gaveUp := errors.New("the host gave up")
+	cancel(gaveUp)
+	if r := wait(t, res, "Call with a cancelled context"); r.err != gaveUp {
+		t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
+	}
+	if _, err := c.Call(ctx, "tools/call", nil); err != gaveUp {
+		t.Errorf("Call with a context cancelled before = %v; want its cause", err)
+	}
+	if err := c.Notify(ctx, "notifications/message", nil); err != gaveUp {
+		t.Errorf("Notify with a cancelled context = %v; want its cause", err)
+	}
+	select {
+	case <-c.Done():
+		t.Errorf("the Conn closed (%v) without a WriteTimeout", c.Cause())
+	default:
+	}
+}
+
+// A call whose request is queued behind a stuck write still returns when its
+// context ends; the cancellation it owes the peer must not hold it up.
+func TestCallCancelledWhileRequestQueued(t *testing.T) {
+	c, _ := stalledConn(t, Options{})
+	// The first request blocks the writer; the next ones wait in the queue.
+	for range writeQueueLen + 1 {
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		go func() {
+			_, err := c.Call(ctx, "tools/call", nil)
+			res <- err
+		}()
+		cancel()
+		if err := wait(t, res, "cancelled Call"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call = %v, want context.Canceled", err)
+		}
+	}
+}
+
+func TestWriteTimeoutClosesConn(t *testing.T) {
+	const want = `upstream "stuck" stopped reading its input for 30ms`
+	c, runErr := stalledConn(t, Options{Peer: `upstream "stuck"`, WriteTimeout: 30 * time.Millisecond})
+	pending := make(chan callResult, 1)
+	go func() {
+		r, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{}`))
+		pending <- callResult{r, err}
+	}()
+	notified := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if err := c.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); err != nil || i > 2*writeQueueLen {
+				notified <- err
+				return
+			}
+		}
+	}()
+	if err := wait(t, notified, "Notify to a peer that stopped reading"); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Notify = %v; want ErrClosed with %q", err, want)
+	}
+	if r := wait(t, pending, "pending Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), want) {
+		t.Errorf("pending Call = %s, %v; want ErrClosed with %q", r.res, r.err, want)
+	}
+	if err := c.Cause(); err == nil || err.Error() != want {
+		t.Errorf("Cause = %v, want %q", err, want)
+	}
+	if err := runErr(); err == nil || err.Error() != want {
+		t.Errorf("Run = %v, want %q", err, want)
+	}
+}
+
+// A peer that reads slowly but steadily is not taken for one that stopped,
+// even when a sender waits longer than WriteTimeout: a large message takes
+// many writes, each of which is progress.
+func TestWriteTimeoutSparesSteadyReader(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close()
+	w := newGatedWriter()
+	defer close(w.closed)
+	const timeout = 200 * time.Millisecond
+	c := New(connR, w, nil, funcs{}, Options{Peer: "slow", Logger: testLogger(t), WriteTimeout: timeout})
+	go c.Run(context.Background())
+	defer c.Close()
+
+	big := `{"text":"` + strings.Repeat("b", 40*writeChunk) + `"}`
+	if err := c.Notify(context.Background(), "big", json.RawMessage(big)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range writeQueueLen {
+		if err := c.Notify(context.Background(), "small", json.RawMessage(`{"i":`+strconv.Itoa(i)+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The queue is full behind the big message: this one waits for the
+	// whole of it, far longer than the timeout.
+	last := make(chan error, 1)
+	go func() { last <- c.Notify(context.Background(), "last", nil) }()
+	// The peer reads a chunk every 10 ms: 40 chunks, twice the timeout.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	deadline := time.After(hang)
+feed:
+	for {
+		select {
+		case <-tick.C:
+			select {
+			case w.tokens <- struct{}{}:
+			case err = <-last:
+				break feed
+			}
+		case err = <-last:
+			break feed
+		case <-deadline:
+			t.Fatal("the last Notify did not return")
+		}
+	}
+	if err != nil {
+		t.Fatalf("Notify behind a slow but steady reader = %v; want it queued", err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("the Conn closed: %v", c.Cause())
+	default:
+	}
+	close(w.tokens) // let the rest through
+	want := `{"jsonrpc":"2.0","method":"big","params":` + big + "}\n"
+	for i := range writeQueueLen {
+		want += `{"jsonrpc":"2.0","method":"small","params":{"i":` + strconv.Itoa(i) + "}}\n"
+	}
+	want += `{"jsonrpc":"2.0","method":"last"}` + "\n"
+	for start := time.Now(); w.written() != want; time.Sleep(time.Millisecond) {
+		if time.Since(start) > hang {
+			t.Fatalf("wrote %d bytes, want %d bytes in order", len(w.written()), len(want))
+		}
+	}
+}
+
+// Concurrent senders get whole lines, each sender's in its own order, also
+// for messages that take several writes.
+func TestWritesInOrderUnderConcurrency(t *testing.T) {
+	p := newPeer(t, nil, Options{})
+	const senders, each = 8, 40
+	pad := strings.Repeat("p", 3*writeChunk/2)
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range each {
+				params := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				if i%8 == 0 {
+					params = fmt.Sprintf(`{"g":%d,"i":%d,"pad":%q}`, g, i, pad)
+				}
+				if err := p.conn.Notify(context.Background(), "notifications/message", json.RawMessage(params)); err != nil {
+					t.Errorf("Notify: %v", err)
+					return
+				}
+			}
+		})
+	}
+	next := make([]int, senders)
+	for range senders * each {
+		var v struct{ G, I int }
+		m := p.recvMsg()
+		if err := json.Unmarshal(m.Params, &v); err != nil || v.G < 0 || v.G >= senders {
+			t.Fatalf("unexpected message %.80s", m.Params)
+		}
+		if v.I != next[v.G] {
+			t.Fatalf("sender %d: message %d arrived when %d was due", v.G, v.I, next[v.G])
+		}
+		next[v.G]++
+	}
+	wg.Wait()
+}
+
+// A server that does not answer bad input (a client) must still not take a
+// request with a null id for a notification.
+func TestNullIDRequestNotServed(t *testing.T) {
+	seen := make(chan string, 1)
+	p := newPeer(t, funcs{
+		call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			if req.Method != "ping" {
+				seen <- "call " + req.Method
+			}
+			return req.Params, nil
+		},
+		notify: func(m *Message) { seen <- "notification " + m.Method },
+	}, Options{AnswerBadInput: false})
+	p.send(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`)
+	p.roundTrip("1") // nothing was written for it
+	select {
+	case s := <-seen:
+		t.Errorf("a request with a null id reached the handler as a %s", s)
+	default:
+	}
+}
+
+// BenchmarkNotifyParallel measures queueing notifications from many
+// goroutines to a peer that reads everything.
+func BenchmarkNotifyParallel(b *testing.B) {
+	r, w := io.Pipe()
+	go io.Copy(io.Discard, r)
+	c := New(strings.NewReader(""), w, closerFunc(func() error { return w.Close() }), funcs{}, Options{Peer: "sink", Logger: slog.New(slog.DiscardHandler)})
+	defer c.Close()
+	params := json.RawMessage(`{"progressToken":"t","progress":1}`)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Notify(context.Background(), "notifications/progress", params); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

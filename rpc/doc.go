@@ -8,4 +8,9 @@
 // input"), keep request IDs exactly as sent, and pass results through
 // without a second encoding pass. Wire types (jsonrpc.Error, the error codes)
 // are the go-sdk's, so errors keep their code, message and data end to end.
+//
+// Each Conn reads and writes on goroutines of its own, so that neither a
+// peer that holds its output open (a host that never closes stdin) nor one
+// that stops reading its input can keep the gate from shutting down or hold
+// up callers past their contexts.
 package rpc

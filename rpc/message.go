@@ -51,7 +51,8 @@ type Message struct {
 // IsCall reports whether m is a request that expects a response.
 func (m *Message) IsCall() bool { return m.Method != "" && m.ID != nil }
 
-// IsNotification reports whether m is a request without an ID.
+// IsNotification reports whether m is a request without an ID. Decode
+// never returns a request whose ID is JSON null: it refuses it.
 func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 
 // IsResponse reports whether m is a response.
@@ -138,7 +139,10 @@ func Decode(line []byte) (*Message, error) {
 			return fail(`"params" must be an object or array, found %s`, truncate(m.Params, 40))
 		}
 		if bytes.Equal(m.ID, []byte("null")) {
-			m.ID = nil
+			// MCP forbids null request ids. Taking this for a notification
+			// would drop a request silently while its sender waits for an
+			// answer; a notification is a message without an id member.
+			return nil, &decodeError{code: CodeInvalidRequest, reason: "request id must not be null", request: true}
 		}
 		return &m, nil
 	}

@@ -74,6 +74,10 @@ type startAttempt struct {
 	err  error         // why it failed; written before done is closed
 }
 
+// upstreamWriteTimeout is how long an upstream may leave its input unread
+// while the gate has messages for it.
+const upstreamWriteTimeout = 30 * time.Second
+
 // NewPool returns a Pool for the given servers. Nothing is started.
 func NewPool(configs []Config, opts PoolOptions) *Pool {
 	if opts.StartTimeout == 0 {
@@ -188,6 +192,16 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 		// like any other: one that gives up returns at once, and the start
 		// goes on for the others.
 		go p.runStart(sl, cfg, a)
+		// Wait for this attempt itself: coming back round the loop after a
+		// quick failure would report the backoff, not why it failed.
+		select {
+		case <-a.done:
+			if a.err != nil {
+				return nil, a.err
+			}
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
 }
 
@@ -256,6 +270,10 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 		Peer:            fmt.Sprintf("upstream %q", cfg.Name),
 		Logger:          p.log.With("server", cfg.Name),
 		MaxMessageBytes: p.opts.MaxMessageBytes,
+		// A server that stops reading its input is as good as dead: end the
+		// session (its calls fail with the reason) rather than let every
+		// caller queue behind it.
+		WriteTimeout: upstreamWriteTimeout,
 		// The stream ending usually means the process died: wait a moment
 		// for its exit status and stderr, which explain far more than "EOF".
 		ReadErrorCause: func(err error) error {

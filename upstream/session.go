@@ -66,7 +66,7 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 // Notify sends a notification to the upstream.
 func (s *Session) Notify(method string, params json.RawMessage) error {
 	s.lastUsed.Store(time.Now().UnixNano())
-	return s.conn.Notify(method, params)
+	return s.conn.Notify(context.Background(), method, params)
 }
 
 // Done is closed when the session has ended.
@@ -150,5 +150,5 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		Completions:          c.Completions != nil,
 		Logging:              c.Logging != nil,
 	}
-	return s.conn.Notify("notifications/initialized", nil)
+	return s.conn.Notify(ctx, "notifications/initialized", nil)
 }

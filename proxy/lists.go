@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// DefaultListTimeout bounds one server's list requests (all pages), on top
+// of the time the server may take to start.
+const DefaultListTimeout = 15 * time.Second
+
+// lister keeps one kind of list (tools, prompts, resources) in step with the
+// upstreams. Per server, at most one fetch runs at a time; a change
+// announced while it runs makes it fetch once more afterwards, so a burst of
+// list_changed costs two fetches, not one each. Every fetch is bounded, so a
+// server that never answers delays a list by the timeout and hides nothing
+// else (issue #2).
+type lister struct {
+	// Set at construction.
+	list     string   // the host method, for logs
+	notify   string   // the host notification when the list changed
+	listedBy []string // the host lists whose fetching makes notify worth sending
+	// fetch lists one server. It runs without locks; apply, which it
+	// returns, runs under Gate.mu, stores the result and reports whether
+	// what the host would see has changed.
+	fetch func(ctx context.Context, s *upstream.Session) (apply func() bool, err error)
+	// loaded reports, under Gate.mu, whether a server's list is held.
+	loaded func(server string) bool
+
+	state map[string]*listState // guarded by Gate.mu
+}
+
+type listState struct {
+	running chan struct{} // closed when the fetch under way ends; nil when none runs
+	again   bool          // fetch once more when the current one ends
+}
+
+// ensure fetches the lists not held yet of the given servers (all when none
+// is given), starting the servers as needed, and waits for them or for ctx.
+func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
+	names := only
+	if len(names) == 0 {
+		names = g.pool.Names()
+	}
+	var waits []chan struct{}
+	g.mu.Lock()
+	for _, s := range names {
+		if !l.loaded(s) {
+			waits = append(waits, g.startFetchLocked(l, s, false))
+		}
+	}
+	g.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// refresh re-fetches a server's list after it announced a change or
+// restarted. A list the gate does not hold yet is left for the next list
+// request.
+func (g *Gate) refresh(l *lister, server string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l.loaded(server) {
+		g.startFetchLocked(l, server, true)
+	}
+}
+
+// startFetchLocked starts a fetch of server's list unless one runs, and
+// returns a channel that is closed when the fetch under way ends. The caller
+// holds Gate.mu.
+func (g *Gate) startFetchLocked(l *lister, server string, again bool) chan struct{} {
+	st := l.state[server]
+	if st == nil {
+		st = &listState{}
+		l.state[server] = st
+	}
+	if st.running != nil {
+		st.again = st.again || again
+		return st.running
+	}
+	done := make(chan struct{})
+	st.running = done
+	go g.runFetch(l, server, st, done)
+	return done
+}
+
+func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struct{}) {
+	for {
+		// Not the caller's context: the fetch is shared by whoever waits
+		// for it, and one that gives up must not cut it short for others.
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
+		var apply func() bool
+		s, err := g.pool.Session(ctx, server)
+		if err == nil {
+			apply, err = l.fetch(ctx, s)
+		}
+		cancel()
+		g.mu.Lock()
+		changed := false
+		if err == nil {
+			changed = apply()
+		}
+		listed := false
+		for _, k := range l.listedBy {
+			listed = listed || g.listedByHost[k]
+		}
+		again := st.again
+		st.again = false
+		if !again {
+			st.running = nil
+		}
+		g.mu.Unlock()
+		if err != nil {
+			level := slog.LevelWarn
+			if s != nil {
+				select {
+				case <-s.Done(): // stopped meanwhile: nothing to re-list
+					level = slog.LevelDebug
+				default:
+				}
+			}
+			g.log.Log(context.Background(), level, "upstream left out of "+l.list, "server", server, "error", err)
+		}
+		if changed && listed {
+			g.notifyHost(l.notify, nil)
+		}
+		if !again {
+			close(done)
+			return
+		}
+	}
+}
