@@ -74,7 +74,7 @@ type Gate struct {
 	grants          elicitation.Grants // "approve for this session" answers
 	urlElicitations urlElicitations
 	seq             atomic.Uint64 // decision IDs
-	noGuard         bool          // benchmarks only: measure the relay without the result guard
+	noGuard         atomic.Bool   // benchmarks only: measure the relay without the result guard
 
 	mu           sync.Mutex // guards hostInfo and the catalogs
 	hostInfo     hostInfo
