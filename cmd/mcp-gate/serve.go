@@ -51,6 +51,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	servers = stdioOnly(servers, logger)
 	// Reloads are audit events and operator news: both logs get them (once,
 	// when the audit log is stderr itself).
 	reloadLog := auditLog.Slog()
@@ -109,6 +110,20 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	log.Info("policy loaded", "policy_file", p.Source(), "revision", p.Revision())
 	return store, nil
+}
+
+// stdioOnly leaves out the servers the gate cannot start yet (http, sse),
+// saying so once, so that a servers file shared with a host still works.
+func stdioOnly(servers []upstream.Config, log *slog.Logger) []upstream.Config {
+	out := servers[:0:0]
+	for _, s := range servers {
+		if s.Type != upstream.TypeStdio {
+			log.Warn("server left out: only stdio servers are supported yet", "server", s.Name, "type", s.Type)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func serverNames(servers []upstream.Config) []string {
