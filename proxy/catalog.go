@@ -20,12 +20,11 @@ import (
 
 // kind is a named, listable feature: tools or prompts.
 type kind struct {
-	list     string // the list method
-	field    string // the array in its result
-	changed  string // the list_changed notification
-	has      func(upstream.Capabilities) bool
-	noun     string
-	nameKeys []string // where an item's name is
+	list    string // the list method
+	field   string // the array in its result
+	changed string // the list_changed notification
+	has     func(upstream.Capabilities) bool
+	noun    string
 }
 
 var (
@@ -45,7 +44,6 @@ type catalog struct {
 	kind    *kind
 	servers map[string]*serverList
 	table   *naming.Table
-	gen     uint64 // bumped whenever an entry changes
 	lister  *lister
 }
 
@@ -76,7 +74,6 @@ func (c *catalog) rebuild(budget int, order []string) {
 		}
 	}
 	c.table = naming.Build(budget, keys)
-	c.gen++
 }
 
 // lookup maps a wire name to its server and original name. The caller holds

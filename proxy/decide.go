@@ -37,11 +37,14 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	d := pol.Decide(call)
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
-	g.audit.Decision(audit.Decision{
-		ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
-		Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason, Revision: d.Revision, ArgsDigest: digest,
-		Latency: time.Since(start),
-	})
+	logDecision := func(d policy.Decision, reason string, took time.Duration) {
+		g.audit.Decision(audit.Decision{
+			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
+			Verdict: d.Verdict.String(), Rule: d.Rule, Reason: reason, Revision: d.Revision, ArgsDigest: digest,
+			Latency: took,
+		})
+	}
+	logDecision(d, d.Reason, time.Since(start))
 	switch d.Verdict {
 	case policy.Allow:
 		return verdict{allow: true}
@@ -79,12 +82,9 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	// the call must still pass the policy in force now. An emergency deny
 	// stops calls whose questions are still open.
 	if cur := g.policy.Current(); cur.Revision() != d.Revision {
+		start := time.Now()
 		d2 := cur.Decide(call)
-		g.audit.Decision(audit.Decision{
-			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
-			Verdict: d2.Verdict.String(), Rule: d2.Rule, Reason: "re-decided after approval under a new policy: " + d2.Reason,
-			Revision: d2.Revision, ArgsDigest: digest,
-		})
+		logDecision(d2, "re-decided after approval under a new policy: "+d2.Reason, time.Since(start))
 		if d2.Verdict == policy.Deny {
 			return verdict{reason: fmt.Sprintf("the user approved, but the policy changed while they were asked and now denies the call: %s [rule %s, policy %s]", d2.Reason, d2.Rule, d2.Revision)}
 		}
@@ -126,9 +126,9 @@ func deniedError(what string, v verdict) error {
 	return &rpc.Error{Code: CodeDenied, Message: "mcp-gate denied " + what + ": " + v.reason}
 }
 
-// PolicyChanged is told of every policy swap. Session approvals are tied to
-// the revision that granted them and lapse by themselves; what the host can
-// see may have changed, so it is told to list again.
+// PolicyChanged is told of every policy swap. Session approvals are
+// forgotten (the rule that asked may be gone or stricter), and the host is
+// told to list again when what it can see has changed.
 func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 	g.log.Info("policy changed", "old_revision", old.Revision(), "revision", new.Revision())
 	g.grants.Reset(new.Revision())
