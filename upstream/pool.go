@@ -45,14 +45,15 @@ type PoolOptions struct {
 // server. All methods are safe for concurrent use.
 type Pool struct {
 	// Set at construction.
-	opts    PoolOptions
-	configs map[string]Config
-	names   []string
-	log     *slog.Logger
-	stopIdl chan struct{}
-	ctx     context.Context // parent of every start; cancelled by Close
-	cancel  context.CancelFunc
-	starts  sync.WaitGroup // starts under way; Close waits for them
+	opts     PoolOptions
+	configs  map[string]Config
+	names    []string
+	log      *slog.Logger
+	stopIdl  chan struct{}
+	ctx      context.Context // parent of every start; cancelled by Close
+	cancel   context.CancelFunc
+	starts   sync.WaitGroup // starts under way; Close waits for them
+	watchers sync.WaitGroup // session watchers; Close waits for them
 
 	mu     sync.Mutex // guards the fields below
 	slots  map[string]*slot
@@ -242,7 +243,11 @@ func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
 		return
 	}
 	p.log.Info("upstream started", "server", cfg.Name, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
-	go p.watch(sl, s)
+	p.watchers.Add(1) // before starts.Done, so Close's wait sees it
+	go func() {
+		defer p.watchers.Done()
+		p.watch(sl, s)
+	}()
 	if p.opts.OnStart != nil {
 		go p.opts.OnStart(s)
 	}
@@ -405,6 +410,8 @@ func (p *Pool) Close() {
 	}
 	wg.Wait()
 	p.starts.Wait()
+	// Nothing of the pool (a log line, OnExit) may outlive Close.
+	p.watchers.Wait()
 }
 
 func (p *Pool) reapIdle() {
