@@ -16,16 +16,117 @@ const policyPrefix = "mcp:"
 var ErrHashedWireName = errors.New("wire name looks hashed and cannot be reversed without the catalog")
 
 // PolicyName returns "mcp:" + server + ":" + tool, the spelling policies
-// use. tool is the original name and may contain anything, even ':'.
+// use, escaped by [FormatPolicyName]. tool is the original name and may
+// contain anything, even ':'.
 func PolicyName(server, tool string) string {
-	return policyPrefix + server + ":" + tool
+	return FormatPolicyName("mcp", server, tool)
+}
+
+// A policy name is <namespace>:<server>:<item>: the first colon ends the
+// namespace, the first unescaped colon after it ends the server, and the
+// rest, colons included, is the item (a tool name, prompt name or URI,
+// which the upstream chooses). Policy globs split the same way, so no name
+// an upstream picks can move a colon into another segment, and a glob's
+// item part is matched against the item whole.
+//
+// The glob meta characters of server and item, and the backslash, are
+// escaped with a backslash (a colon in the server too), so that a printed name,
+// read back as a glob, matches exactly the name it prints.
+
+// globMeta are the characters a policy glob reads as syntax.
+const globMeta = `*?[]{}\`
+
+// EscapeName escapes the glob meta characters of an item (tool name, prompt
+// name, URI) with a backslash.
+func EscapeName(s string) string { return escape(s, globMeta) }
+
+// EscapeServer escapes a server key for the server segment of a policy name
+// or glob: the glob meta characters and ':'.
+func EscapeServer(s string) string { return escape(s, globMeta+":") }
+
+func escape(s, meta string) string {
+	if !strings.ContainsAny(s, meta) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(meta, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// FormatPolicyName spells a name of namespace ns: ns:<server>:<item>, or
+// ns:<server> when item is empty and ns is "sampling".
+func FormatPolicyName(ns, server, item string) string {
+	if ns == "sampling" {
+		return ns + ":" + EscapeServer(server)
+	}
+	return ns + ":" + EscapeServer(server) + ":" + EscapeName(item)
+}
+
+// SplitPolicyName reads a policy name back: the namespace up to the first
+// colon, the server up to the next unescaped colon, the item the rest, with
+// escapes removed ('\x' is x). An unescaped meta character stands for
+// itself, since a name is not a glob. hasItem is false when there is no
+// colon after the server (sampling:<server>). A trailing lone '\' is an
+// error.
+func SplitPolicyName(s string) (ns, server, item string, hasItem bool, err error) {
+	ns, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", "", false, fmt.Errorf("policy name %q has no ':' after the namespace; expected <namespace>:<server>:<name>", s)
+	}
+	cut := -1
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '\\' {
+			i++
+			continue
+		}
+		if rest[i] == ':' {
+			cut = i
+			break
+		}
+	}
+	srv := rest
+	if cut >= 0 {
+		srv, item, hasItem = rest[:cut], rest[cut+1:], true
+	}
+	if server, err = Unescape(srv); err != nil {
+		return "", "", "", false, fmt.Errorf("policy name %q: the server %w", s, err)
+	}
+	if item, err = Unescape(item); err != nil {
+		return "", "", "", false, fmt.Errorf("policy name %q: the name %w", s, err)
+	}
+	return ns, server, item, hasItem, nil
+}
+
+// Unescape removes the '\' escapes of a printed name segment.
+func Unescape(s string) (string, error) {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			if i == len(s) {
+				return "", fmt.Errorf("%q ends in a lone '\\'; expected '\\' before the character it escapes", s)
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), nil
 }
 
 // ParseSpelling translates a name a human typed (for `mcp-gate explain`)
 // into a key. It accepts
 //
 //   - the policy name "mcp:<server>:<tool>": exact, the tool is everything
-//     after the second ':';
+//     after the second ':', with '\' escapes removed (see [SplitPolicyName]);
 //   - the wire name "<server>__<tool>";
 //   - the host's name "mcp__<gateName>__<server>__<tool>".
 //
@@ -39,8 +140,8 @@ func PolicyName(server, tool string) string {
 // This is the only function that reads a name back; nothing on the call
 // path may use it.
 func ParseSpelling(s, gateName string) (Key, error) {
-	if rest, ok := strings.CutPrefix(s, policyPrefix); ok {
-		return parsePolicyName(s, rest)
+	if strings.HasPrefix(s, policyPrefix) {
+		return parsePolicyName(s)
 	}
 	wire, err := stripHostPrefix(s, gateName)
 	if err != nil {
@@ -74,8 +175,11 @@ func (t *Table) Resolve(s, gateName string) (Key, error) {
 	return ParseSpelling(s, gateName)
 }
 
-func parsePolicyName(s, rest string) (Key, error) {
-	server, tool, ok := strings.Cut(rest, ":")
+func parsePolicyName(s string) (Key, error) {
+	_, server, tool, ok, err := SplitPolicyName(s)
+	if err != nil {
+		return Key{}, err
+	}
 	if !ok {
 		return Key{}, fmt.Errorf("policy name %q has no ':' after the server; expected mcp:<server>:<tool>", s)
 	}

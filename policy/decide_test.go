@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -224,28 +225,61 @@ rules:
 	}
 }
 
-// TestColonInServer: a server key with a colon cannot use the decomposed
-// index; the whole-name path must agree with what the glob says.
-func TestColonInServer(t *testing.T) {
+// TestColonsDoNotMoveSegments: an upstream chooses its tool names, so a
+// colon in a name must not change which server or which rule a glob
+// matches. The name of tool a:b of shell is mcp:shell:a:b, and the glob
+// mcp:shell:* covers it (it once did not, while mcp:** did: the deny below
+// was bypassed by the allow).
+func TestColonsDoNotMoveSegments(t *testing.T) {
 	p := mustParse(t, `version: 1
 fallback: ask
-deny: ["mcp:a:b:*"]
-allow: ["mcp:*:x", "mcp:a:*"]
+deny: ["mcp:shell:*", "mcp:a:b:*", "prompt:s:*", "resource:fs:*", "mcp:*:rm?rf", "mcp:s2:x:*:y"]
+allow: ["mcp:**", "mcp:*:x", "mcp:a:*", "mcp:q*:*"]
 `)
 	tests := []struct {
 		call Call
 		want Verdict
+		rule string
 	}{
-		{tool("a:b", "c", ""), Deny}, // mcp:a:b:c matches mcp:a:b:*
-		{tool("a", "b:c", ""), Deny}, // the same name
-		{tool("a:b", "x", ""), Deny},
-		{tool("q:r", "x", ""), Ask}, // * does not cross the colon in q:r
-		{tool("a", "x", ""), Allow},
+		{tool("shell", "a:b", ""), Deny, "deny[0]"},
+		{tool("shell", "a:b:c", ""), Deny, "deny[0]"},
+		{tool("shell", ":", ""), Deny, "deny[0]"},
+		{tool("a", "b:c", ""), Deny, "deny[1]"}, // server a, name b:c
+		{tool("a:b", "c", ""), Allow, "allow[0]"},
+		{tool("a", "x", ""), Allow, "allow[0]"},
+		{tool("q:r", "x", ""), Allow, "allow[0]"},
+		{tool("zz", "rm:rf", ""), Deny, "deny[4]"}, // ? crosses a colon in the name
+		{tool("s2", "x:a:b:y", ""), Deny, "deny[5]"},
+		{Call{Kind: KindPrompt, Server: "s", Name: "p:q"}, Deny, "deny[2]"},
+		{Call{Kind: KindResource, Server: "fs", Name: "file:///etc/passwd"}, Deny, "deny[3]"},
+		{Call{Kind: KindResource, Server: "fs2", Name: "file:///etc/passwd"}, Allow, "default"},
 	}
 	for _, tt := range tests {
-		if d := p.Decide(tt.call); d.Verdict != tt.want {
-			t.Errorf("%s -> %s by %s; want %s", tt.call.PolicyName(), d.Verdict, d.Rule, tt.want)
+		if d := p.Decide(tt.call); d.Verdict != tt.want || d.Rule != tt.rule {
+			t.Errorf("%s -> %s by %s; want %s by %s", tt.call.PolicyName(), d.Verdict, d.Rule, tt.want, tt.rule)
 		}
+		if tt.want == Deny && !p.Hidden(tt.call.Kind, tt.call.Server, tt.call.Name) {
+			t.Errorf("%s is denied but not hidden", tt.call.PolicyName())
+		}
+	}
+}
+
+// TestColonNamesProperty: for random servers and names made of colons,
+// glob characters and backslashes, ns:<server>:* matches every name of the
+// server and ns:<other>:* none, and the printed name reads back and, as a
+// glob, matches exactly its call.
+func TestColonNamesProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{":", "*", "?", "\\", "[", "]", "{", "}", ",", "a", "b", "/", "-", "**", "!"}
+	word := func() string {
+		var b strings.Builder
+		for range 1 + r.IntN(6) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 5000 {
+		checkNames(t, Kind(r.IntN(numKinds)), word(), word(), word())
 	}
 }
 

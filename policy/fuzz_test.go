@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policies"
 )
 
@@ -75,11 +76,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzPattern: compiling any glob does not panic, and the index's
-// decomposed match agrees with matching the whole policy name.
+// FuzzPattern: compiling any glob does not panic, a glob never matches a
+// call of another namespace or, when it names a server literally, of
+// another server, and the index agrees with the pattern's own match.
 func FuzzPattern(f *testing.F) {
-	for _, s := range []string{"mcp:github:get_*", "mcp:*:x", "mcp:{a,b}:c", "mcp:[a:]:x", "mcp:a\\:b:c", "sampling:*", "sampling:a:b", "mcp:**", "**", "resource:fs:file:///**", "mcp:a*:{x:y,z}", "mcp::x", "prompt:?:*"} {
-		for _, c := range []struct{ server, name string }{{"github", "get_me"}, {"a:b", "c"}, {"a", "b:c"}, {"", ""}, {"fs", "file:///etc"}} {
+	for _, s := range []string{"mcp:github:get_*", "mcp:*:x", "mcp:{a,b}:c", "mcp:[a:]:x", "mcp:a\\:b:c", "sampling:*", "sampling:a:b", "mcp:**", "**", "resource:fs:file:///**", "mcp:a*:{x:y,z}", "mcp::x", "prompt:?:*", "mcp:shell:*", "mcp:s:a\\*b", "resource:fs:file:///etc/*"} {
+		for _, c := range []struct{ server, name string }{{"github", "get_me"}, {"a:b", "c"}, {"a", "b:c"}, {"", ""}, {"fs", "file:///etc"}, {"shell", "a:b"}, {"s", "a*b"}} {
 			f.Add(s, c.server, c.name, uint8(0))
 		}
 	}
@@ -90,34 +92,97 @@ func FuzzPattern(f *testing.F) {
 		}
 		p, err := compilePattern(text)
 		if err != nil {
-			return
-		}
-		c := Call{Kind: kind, Server: server, Name: name}
-		want := p.matchFull(c.PolicyName())
-		if !p.all && p.kind != kind {
-			if want {
-				t.Fatalf("%q matches %q of another namespace", text, c.PolicyName())
+			if !strings.Contains(err.Error(), "expected") {
+				t.Fatalf("error %q does not say what was expected", err)
 			}
 			return
 		}
-		if !p.split && !p.all {
-			return // matched on the whole name by the index too
+		c := Call{Kind: kind, Server: server, Name: name}
+		want := p.matches(kind, server, name)
+		if !p.all && p.kind != kind && want {
+			t.Fatalf("%q matches %q of another namespace", text, c.PolicyName())
 		}
-		if kind != KindSampling && strings.Contains(server, ":") {
-			return // the index matches the whole name then
+		if lit, ok := p.literalServer(); ok && want && lit != server {
+			t.Fatalf("%q names the server %q but matches %q", text, lit, c.PolicyName())
 		}
-		if got := p.matchParts(server, name); got != want {
-			t.Fatalf("pattern %q, call %s: parts say %v, the whole name says %v", text, c.PolicyName(), got, want)
+		if !p.all && p.kind != kind {
+			return // the index of another kind holds the pattern
 		}
-		// And through a one-rule policy, which also exercises the buckets.
+		// Through a one-rule policy, which also exercises the buckets.
 		var ix index
 		r := &rule{name: "r", action: Deny}
 		ix.staged = append(ix.staged, &entry{pat: p, rule: r, sev: Deny})
 		ix.finish(maxMerged)
 		if got := ix.search(kind, server, name, nil).e != nil; got != want {
-			t.Fatalf("pattern %q, call %s: the index says %v, the whole name says %v", text, c.PolicyName(), got, want)
+			t.Fatalf("pattern %q, call %s: the index says %v, the pattern says %v", text, c.PolicyName(), got, want)
 		}
 	})
+}
+
+// FuzzNames: whatever server and name an upstream picks (colons, glob
+// characters, backslashes), ns:<server>:* matches every name of that server
+// and ns:<other>:* none of them, the printed policy name reads back to the
+// same call, and, read as a glob, matches that call and no other name.
+func FuzzNames(f *testing.F) {
+	for _, c := range [][3]string{{"shell", "a:b", "other"}, {"a:b", "c", "a"}, {"s", "a*b", "s*"}, {"s", "[x]", "?"}, {"s\\", "\\", "s"}, {"fs", "file:///etc/*", "f"}, {"x", "{a,b}", "x:"}} {
+		f.Add(c[0], c[1], c[2], uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, server, name, other string, k uint8) {
+		kind := Kind(k % numKinds)
+		checkNames(t, kind, server, name, other)
+	})
+}
+
+func checkNames(t *testing.T, kind Kind, server, name, other string) {
+	t.Helper()
+	if kind == KindSampling {
+		name = ""
+	}
+	if server == "" || (name == "" && kind != KindSampling) || checkVisible(server+name+other) != nil {
+		return
+	}
+	c := Call{Kind: kind, Server: server, Name: name}
+	pn := c.PolicyName()
+	back, err := ParseName(pn)
+	if err != nil || back.Kind != c.Kind || back.Server != c.Server || back.Name != c.Name {
+		t.Fatalf("ParseName(%q) = %+v, %v; want %+v", pn, back, err, c)
+	}
+	everyOf := func(server string) string {
+		if kind == KindSampling {
+			return "sampling:" + naming.EscapeServer(server)
+		}
+		return kind.String() + ":" + naming.EscapeServer(server) + ":*"
+	}
+	every := everyOf(server)
+	p, err := compilePattern(every)
+	if err != nil {
+		t.Fatalf("compile %q: %v", every, err)
+	}
+	if !p.matches(kind, server, name) {
+		t.Fatalf("%q does not match %s", every, pn)
+	}
+	if other != server && p.matches(kind, other, name) {
+		t.Fatalf("%q matches the server %q", every, other)
+	}
+	if other != "" && other != server {
+		q, err := compilePattern(everyOf(other))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.matches(kind, server, name) {
+			t.Fatalf("%q matches %s", q.text, pn)
+		}
+	}
+	exact, err := compilePattern(pn)
+	if err != nil {
+		t.Fatalf("compile the printed name %q: %v", pn, err)
+	}
+	if !exact.matches(kind, server, name) {
+		t.Fatalf("the printed name %q, as a glob, does not match its call", pn)
+	}
+	if other != name && kind != KindSampling && exact.matches(kind, server, other) {
+		t.Fatalf("the printed name %q, as a glob, matches the name %q", pn, other)
+	}
 }
 
 // FuzzParseCases: no input makes the case parser panic, and accepted cases

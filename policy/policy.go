@@ -70,8 +70,6 @@ type index struct {
 	// anyExact by literal name, wild with a name glob.
 	anyExact map[string][]*entry
 	wild     []*entry
-	general  []*entry // patterns matched on the whole name
-	all      []*entry // every entry, for calls the parts cannot serve
 
 	staged []*entry
 }
@@ -148,11 +146,8 @@ func (b *bucket) add(e *entry) {
 func (ix *index) finish(mergeLimit int) {
 	var multi []*entry
 	for _, e := range ix.staged {
-		ix.all = append(ix.all, e)
 		p := e.pat
 		switch {
-		case !p.split:
-			ix.general = append(ix.general, e)
 		case p.anyServer || p.serverGlob != nil:
 			multi = append(multi, e)
 			if !p.item.any && p.item.g == nil {
@@ -187,9 +182,7 @@ func (ix *index) finish(mergeLimit int) {
 		}
 	}
 	sortEntries := func(l []*entry) { slices.SortStableFunc(l, betterFirst) }
-	sortEntries(ix.all)
 	sortEntries(ix.wild)
-	sortEntries(ix.general)
 	for _, l := range ix.anyExact {
 		sortEntries(l)
 	}
@@ -212,7 +205,6 @@ const (
 	matchNone  uint8 = iota // the list was looked up by server and name
 	matchItem               // the bucket fixed the server: the name part
 	matchParts              // server segment and name part
-	matchFull               // the whole policy name
 )
 
 // found is the outcome of a search.
@@ -232,10 +224,9 @@ type found struct {
 // index without conditions.
 func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
 	var (
-		lists [5][]*entry
-		modes [5]uint8
+		lists [4][]*entry
+		modes [4]uint8
 		n     int
-		full  string
 	)
 	push := func(l []*entry, mode uint8) {
 		if len(l) > 0 {
@@ -243,24 +234,18 @@ func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
 			n++
 		}
 	}
-	switch b := ix.servers[server]; {
-	case kind != KindSampling && strings.IndexByte(server, ':') >= 0:
-		// A colon in the server breaks the decomposition of names; the
-		// whole name is always right.
-		full = Call{Kind: kind, Server: server, Name: name}.PolicyName()
-		push(ix.all, matchFull)
-	case b != nil:
+	// Every pattern matches part by part (see pattern), whatever colons
+	// the server or the name hold.
+	if b := ix.servers[server]; b != nil {
 		push(b.exact[name], matchNone)
 		push(b.pats, matchItem)
 		if !ix.merged {
 			push(ix.anyExact[name], matchParts)
 			push(ix.wild, matchParts)
 		}
-		push(ix.general, matchFull)
-	default:
+	} else {
 		push(ix.anyExact[name], matchParts)
 		push(ix.wild, matchParts)
-		push(ix.general, matchFull)
 	}
 	var out found
 	for li := range n {
@@ -276,13 +261,6 @@ func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
 				}
 			case matchParts:
 				if !e.pat.matchParts(server, name) {
-					continue
-				}
-			case matchFull:
-				if full == "" {
-					full = Call{Kind: kind, Server: server, Name: name}.PolicyName()
-				}
-				if !e.pat.matchFull(full) {
 					continue
 				}
 			}

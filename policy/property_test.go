@@ -12,8 +12,10 @@ import (
 
 // The property test writes random policies as YAML text, parses them with
 // the real parser, and checks every decision against refDecide: a linear
-// scan over the rules in file order with globs compiled afresh, matching the
-// whole policy name, and conditions evaluated in Go.
+// scan over the rules in file order with the generator's own parts of each
+// glob compiled afresh (namespace, server segment, name part, so that the
+// reference never splits a glob or a name itself), and conditions evaluated
+// in Go.
 
 type refCond struct {
 	text string
@@ -48,8 +50,29 @@ var refConds = []refCond{
 type refRule struct {
 	name   string
 	action Verdict
-	pats   []string
+	pats   []refPat
 	cond   *refCond
+}
+
+// refPat is a generated glob with the parts it was written from; ns is
+// empty for `**`, and item is "**" for ns:**.
+type refPat struct {
+	text, ns, server, item string
+}
+
+// match is the reference meaning of a glob: the namespace, the server
+// segment against the server, the name part against the name whole.
+func (p refPat) match(c Call) bool {
+	if p.ns == "" {
+		return true
+	}
+	if p.ns != c.Kind.String() {
+		return false
+	}
+	if p.server != "**" && !glob.MustCompile(p.server).Match(c.Server) {
+		return false
+	}
+	return c.Kind == KindSampling || p.item == "**" || glob.MustCompile(p.item).Match(c.Name)
 }
 
 type refPolicy struct {
@@ -58,16 +81,16 @@ type refPolicy struct {
 }
 
 var (
-	propServers = []string{"a", "b", "gh", "a-b", "*", "?", "g*", "{a,b}", "**", "[ab]", "*-b", "a:b"}
-	propItems   = []string{"get", "get_*", "*", "**", "x:y", "x:*", "?et", "{get,delete}", "[gd]*", "*e*", "delete", "", "a\\*"}
-	propCallSrv = []string{"a", "b", "gh", "a-b", "zz", "a:b", "", "x:y"}
-	propCallTl  = []string{"get", "get_me", "delete", "x:y", "x:z", "", "a*", "set", "zz"}
+	propServers = []string{"a", "b", "gh", "a-b", "*", "?", "g*", "{a,b}", "**", "[ab]", "*-b", "a\\:b", "a?b"}
+	propItems   = []string{"get", "get_*", "*", "**", "x:y", "x:*", "?et", "{get,delete}", "[gd]*", "*e*", "delete", "?", "a\\*", "*:y", "x?y", "x:??"}
+	propCallSrv = []string{"a", "b", "gh", "a-b", "zz", "a:b", "", "x:y", "axb"}
+	propCallTl  = []string{"get", "get_me", "delete", "x:y", "x:z", "", "a*", "set", "zz", "x:y:z", "get:x", "a:b"}
 	propArgs    = []string{"", "{}", `{"n":3}`, `{"n":9}`, `{"s":"x"}`, `{"n":9,"s":"y"}`, `[1]`, `{"n":"str"}`, "null", `{"n":1,"n":2}`}
 )
 
-func genPattern(r *rand.Rand, restricted bool) string {
+func genPattern(r *rand.Rand, restricted bool) refPat {
 	if r.IntN(25) == 0 {
-		return "**"
+		return refPat{text: "**"}
 	}
 	ns := []string{"mcp", "mcp", "mcp", "sampling", "prompt", "resource"}
 	if restricted {
@@ -76,12 +99,13 @@ func genPattern(r *rand.Rand, restricted bool) string {
 	n := ns[r.IntN(len(ns))]
 	server := propServers[r.IntN(len(propServers))]
 	if n == "sampling" {
-		return "sampling:" + server
+		return refPat{"sampling:" + server, n, server, ""}
 	}
 	if r.IntN(15) == 0 {
-		return n + ":**"
+		return refPat{n + ":**", n, "**", "**"}
 	}
-	return n + ":" + server + ":" + propItems[r.IntN(len(propItems))]
+	item := propItems[r.IntN(len(propItems))]
+	return refPat{n + ":" + server + ":" + item, n, server, item}
 }
 
 // genPolicy returns a random policy as YAML and as the reference sees it.
@@ -105,8 +129,8 @@ func genPolicy(r *rand.Rand) (string, refPolicy) {
 		s.text = l.key + ":\n"
 		for i := range n {
 			p := genPattern(r, l.v == Ask)
-			s.text += fmt.Sprintf("  - %q\n", p)
-			s.rules = append(s.rules, refRule{name: fmt.Sprintf("%s[%d]", l.key, i), action: l.v, pats: []string{p}})
+			s.text += fmt.Sprintf("  - %q\n", p.text)
+			s.rules = append(s.rules, refRule{name: fmt.Sprintf("%s[%d]", l.key, i), action: l.v, pats: []refPat{p}})
 		}
 		sections = append(sections, s)
 	}
@@ -129,7 +153,7 @@ func genPolicy(r *rand.Rand) (string, refPolicy) {
 			for range 1 + r.IntN(3) {
 				p := genPattern(r, restricted)
 				rr.pats = append(rr.pats, p)
-				s.text += fmt.Sprintf("      - %q\n", p)
+				s.text += fmt.Sprintf("      - %q\n", p.text)
 			}
 			if rr.cond != nil {
 				s.text += fmt.Sprintf("    when: %q\n", rr.cond.text)
@@ -166,10 +190,9 @@ func refArgs(raw string) map[string]any {
 }
 
 func refDecide(ref refPolicy, c Call, args string) (Verdict, string) {
-	name := c.PolicyName()
 	matches := func(rr refRule) bool {
 		for _, p := range rr.pats {
-			if glob.MustCompile(p, ':').Match(name) {
+			if p.match(c) {
 				return true
 			}
 		}
@@ -255,7 +278,7 @@ func TestPropertyAgainstReference(t *testing.T) {
 			for _, rr := range ref.rules {
 				if rr.action == Deny && rr.cond == nil {
 					for _, pat := range rr.pats {
-						if glob.MustCompile(pat, ':').Match(c.PolicyName()) {
+						if pat.match(c) {
 							wantHidden = true
 						}
 					}

@@ -3,7 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/mcp-gate/mcp-gate/naming"
 )
 
 // Verdict is what the policy says about a call. The numeric order is the
@@ -88,22 +89,23 @@ type Call struct {
 }
 
 // PolicyName returns the name the policy's globs match, such as
-// mcp:github:create_issue or sampling:github.
+// mcp:github:create_issue or sampling:github. The glob meta characters of
+// the server and the name are escaped with a backslash (a colon in the
+// server too; see naming.SplitPolicyName), so the printed name, read as a
+// glob, matches exactly this call, and [ParseName] reads it back.
 func (c Call) PolicyName() string {
-	if c.Kind == KindSampling {
-		return "sampling:" + c.Server
-	}
-	return c.Kind.String() + ":" + c.Server + ":" + c.Name
+	return naming.FormatPolicyName(c.Kind.String(), c.Server, c.Name)
 }
 
 // ParseName splits a policy name (mcp:s:t, prompt:s:p, resource:s:uri or
 // sampling:s) into a Call without arguments. The server is the segment up to
-// the next colon; the rest, colons included, is the name, since URIs carry
-// colons of their own.
+// the next unescaped colon; the rest, colons included, is the name, since
+// tool names may hold colons and URIs carry colons of their own. Backslash
+// escapes, as PolicyName writes them, are removed.
 func ParseName(name string) (Call, error) {
-	ns, rest, ok := strings.Cut(name, ":")
-	if !ok {
-		return Call{}, fmt.Errorf("policy name %q has no namespace; expected mcp:<server>:<tool>, prompt:<server>:<name>, resource:<server>:<uri> or sampling:<server>", name)
+	ns, server, item, hasItem, err := naming.SplitPolicyName(name)
+	if err != nil {
+		return Call{}, fmt.Errorf("%w; expected mcp:<server>:<tool>, prompt:<server>:<name>, resource:<server>:<uri> or sampling:<server>", err)
 	}
 	kind := Kind(numKinds)
 	for k, s := range namespaces {
@@ -115,13 +117,12 @@ func ParseName(name string) (Call, error) {
 	case numKinds:
 		return Call{}, fmt.Errorf("policy name %q starts with %q; expected one of the namespaces mcp, prompt, resource or sampling", name, ns)
 	case KindSampling:
-		if rest == "" {
-			return Call{}, fmt.Errorf("policy name %q has an empty server; expected sampling:<server>", name)
+		if server == "" || hasItem {
+			return Call{}, fmt.Errorf("policy name %q: expected sampling:<server> with a non-empty server and no name", name)
 		}
-		return Call{Kind: KindSampling, Server: rest}, nil
+		return Call{Kind: KindSampling, Server: server}, nil
 	}
-	server, item, ok := strings.Cut(rest, ":")
-	if !ok || server == "" || item == "" {
+	if !hasItem || server == "" || item == "" {
 		return Call{}, fmt.Errorf("policy name %q: expected %s:<server>:<name> with a non-empty server and name", name, ns)
 	}
 	return Call{Kind: kind, Server: server, Name: item}, nil
