@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gobwas/glob"
 	"go.yaml.in/yaml/v3"
@@ -23,6 +26,18 @@ type Options struct {
 	// an error: one policy often serves many machines). Nil means "don't
 	// check".
 	KnownServers []string
+	// Catalog holds, for the servers that were started to learn them
+	// (`mcp-gate check --strict`), the names each one lists. A glob whose
+	// name part matches none of the listed names of the servers it covers
+	// is a warning naming the nearest listed name. A server absent from the
+	// catalog (it did not start) is not checked.
+	Catalog map[string]ServerNames
+}
+
+// ServerNames are the names one server lists.
+type ServerNames struct {
+	Tools   []string
+	Prompts []string
 }
 
 const (
@@ -320,16 +335,103 @@ func scalarCol(n *yaml.Node) int {
 	return n.Column
 }
 
+// valuePos returns the file position of the byte at offset off of a
+// scalar's value. Plain and single-quoted scalars on one line map column for
+// column (a doubled ” counts once); a double-quoted one is walked escape by
+// escape; a block or multi-line scalar falls back to where it starts.
+func (pr *parser) valuePos(n *yaml.Node, off int) (int, int) {
+	start := scalarCol(n)
+	v := n.Value
+	if off > len(v) || strings.Contains(v, "\n") || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return n.Line, start
+	}
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return n.Line, start + utf8.RuneCountInString(v[:off])
+	}
+	src := lineOf(pr.data, n.Line)
+	// Columns count runes; find the byte where the value starts.
+	i, col := 0, 1
+	for i < len(src) && col < start {
+		_, size := utf8.DecodeRuneInString(src[i:])
+		i += size
+		col++
+	}
+	for vi := 0; vi < off && i < len(src); {
+		c := src[i]
+		switch {
+		case n.Style&yaml.SingleQuotedStyle != 0 && c == '\'' && i+1 < len(src) && src[i+1] == '\'':
+			i += 2
+			vi++
+			col += 2
+		case n.Style&yaml.DoubleQuotedStyle != 0 && c == '\\' && i+1 < len(src):
+			// Escapes are ASCII: one column a byte.
+			width, produced := escapeWidth(src[i+1:])
+			i += 1 + width
+			vi += produced
+			col += 1 + width
+		default:
+			_, size := utf8.DecodeRuneInString(src[i:])
+			i += size
+			vi += size
+			col++
+		}
+	}
+	return n.Line, col
+}
+
+// escapeWidth returns how many source bytes follow the backslash of a YAML
+// double-quoted escape and how many bytes of value it produces.
+func escapeWidth(s string) (int, int) {
+	hex := 0
+	switch s[0] {
+	case 'x':
+		hex = 2
+	case 'u':
+		hex = 4
+	case 'U':
+		hex = 8
+	case 'N', '_':
+		return 1, 3 // U+0085, U+00A0: two bytes; close enough for a column
+	case 'L', 'P':
+		return 1, 3
+	default:
+		return 1, 1
+	}
+	if len(s) < 1+hex {
+		return len(s), 1
+	}
+	r, err := strconv.ParseUint(s[1:1+hex], 16, 32)
+	if err != nil {
+		return 1 + hex, 1
+	}
+	return 1 + hex, max(1, utf8.RuneLen(rune(r)))
+}
+
+// lineOf returns a 1-based line of data, without its newline.
+func lineOf(data []byte, line int) string {
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return ""
+		}
+		data = data[i+1:]
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	}
+	return string(data)
+}
+
 // pattern compiles one glob of a rule and checks that the rule can use it.
 func (pr *parser) pattern(r *rule, n *yaml.Node) *pattern {
 	ps := pr.ps
 	p, err := compilePattern(n.Value)
 	if err != nil {
-		col := n.Column
-		if pe, ok := err.(*patternError); ok && pe.offset > 0 && !strings.Contains(n.Value, "\n") && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-			col = scalarCol(n) + pe.offset
+		line, col := n.Line, scalarCol(n)
+		if pe, ok := err.(*patternError); ok && pe.offset >= 0 {
+			line, col = pr.valuePos(n, pe.offset)
 		}
-		ps.errorf(n.Line, col, "%s", err.Error())
+		ps.errorf(line, col, "%s", err.Error())
 		return nil
 	}
 	if !p.all && (p.kind == KindPrompt || p.kind == KindResource) {
@@ -345,9 +447,113 @@ func (pr *parser) pattern(r *rule, n *yaml.Node) *pattern {
 		}
 	}
 	if server, ok := p.literalServer(); ok && pr.known != nil && !pr.known[server] {
-		ps.warnf(n.Line, n.Column, "the glob %q names the server %q, which the servers file does not list; the rule applies only where that server exists", p.text, server)
+		ps.warnf(n.Line, n.Column, "the glob %q names the server %q, which the servers file does not list%s; the rule applies only where that server exists", p.text, server, nearestHint(server, pr.opts.KnownServers))
+	} else {
+		pr.checkCatalog(p, n)
 	}
 	return p
+}
+
+// checkCatalog warns about a glob whose name part matches no name that the
+// servers it covers list: a rule that can never apply on this machine, most
+// often a typo or a tool the server renamed.
+func (pr *parser) checkCatalog(p *pattern, n *yaml.Node) {
+	if len(pr.opts.Catalog) == 0 || p.all || p.item.any {
+		return
+	}
+	var noun string
+	list := func(sn ServerNames) []string { return sn.Tools }
+	switch p.kind {
+	case KindTool:
+		noun = "tool"
+	case KindPrompt:
+		noun, list = "prompt", func(sn ServerNames) []string { return sn.Prompts }
+	default:
+		return // resource URIs are not listed in full; sampling has no name
+	}
+	for _, server := range pr.opts.KnownServers {
+		if _, listed := pr.opts.Catalog[server]; !listed && p.matchServer(server) {
+			return // a server the glob covers did not tell its names
+		}
+	}
+	var covered, names []string
+	for _, server := range slices.Sorted(maps.Keys(pr.opts.Catalog)) {
+		if !p.matchServer(server) {
+			continue
+		}
+		covered = append(covered, server)
+		for _, name := range list(pr.opts.Catalog[server]) {
+			if p.item.match(name) {
+				return
+			}
+			names = append(names, name)
+		}
+	}
+	if len(covered) == 0 {
+		return
+	}
+	which := fmt.Sprintf("the server %q lists", covered[0])
+	if len(covered) > 1 {
+		which = fmt.Sprintf("the servers %s list", quoteAll(covered))
+	}
+	ps := pr.ps
+	ps.warnf(n.Line, n.Column, "the glob %q matches no %s that %s%s; the rule never applies to them", p.text, noun, which, nearestHint(p.itemText, names))
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// nearestHint returns `, did you mean "x"?` for the candidate nearest to s
+// by edit distance, or "" when there is none.
+func nearestHint(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(s, c); bestD < 0 || d < bestD || (d == bestD && c < best) {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the nearest is %q)", best)
+}
+
+// maxEditLen bounds the strings editDistance compares in full, so that a
+// long hostile name costs no more than a short one.
+const maxEditLen = 128
+
+// editDistance is the Levenshtein distance between a and b over runes,
+// each cut at maxEditLen runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > maxEditLen {
+		ra = ra[:maxEditLen]
+	}
+	if len(rb) > maxEditLen {
+		rb = rb[:maxEditLen]
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 func (k Kind) name() string {
@@ -434,7 +640,7 @@ func (pr *parser) guard(n *yaml.Node) []*glob.Pattern {
 			continue
 		}
 		if literal(item.Value) && pr.known != nil && !pr.known[item.Value] {
-			ps.warnf(item.Line, item.Column, "guard.log_only names the server %q, which the servers file does not list", item.Value)
+			ps.warnf(item.Line, item.Column, "guard.log_only names the server %q, which the servers file does not list%s", item.Value, nearestHint(item.Value, pr.opts.KnownServers))
 		}
 		out = append(out, g)
 	}

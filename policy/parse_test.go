@@ -19,7 +19,26 @@ func TestParseErrors(t *testing.T) {
 		{"empty file", "", "p.yaml: the file is empty"},
 		{"only a comment", "# nothing\n", "p.yaml: the file is empty"},
 		{"not a mapping", "- a\n", "p.yaml:1:1: found a list; expected a policy"},
-		{"syntax error", "version: 1\nfallback: [\n", "p.yaml:2:1: invalid YAML"},
+		{"syntax error", "version: 1\nfallback: [\n", "p.yaml:2:11: invalid YAML: did not find expected node content"},
+		// The YAML library's own lines were off by one or two, with column
+		// 1 or none: each position below was wrong before.
+		{"unclosed flow list", head + "deny: [mcp:a:b\nallow: [x]\n", "p.yaml:3:8: invalid YAML: did not find expected ',' or ']'; expected well-formed YAML (a list or mapping opened with [ or { is not closed"},
+		{"unclosed quote", head + "deny:\n  - \"mcp:a:b\n  - x\n", "p.yaml:4:5: invalid YAML: found unexpected end of stream; expected well-formed YAML (a quoted string is not closed)"},
+		{"unquoted class in a flow list", head + "deny: [mcp:a:[b]\n", "p.yaml:3:8: invalid YAML: did not find expected ',' or ']'"},
+		{"unquoted braces in a flow list", head + "deny: [mcp:日本:{b]\n", "p.yaml:3:15: invalid YAML: did not find expected ',' or ']'"},
+		{"unquoted braces starting an item", head + "deny:\n  - {mcp:a,b}:x\n", "p.yaml:4:15: invalid YAML: did not find expected '-' indicator; expected well-formed YAML (a list or mapping opened with [ or { is not closed where it should be; a glob that starts with [ or {, or holds [ ] { } or , inside [...], must be quoted: quote the pattern)"},
+		{"indented key", head + "  deny: x\n", "p.yaml:3:7: invalid YAML: mapping values are not allowed in this context"},
+		{"tab indentation", head + "deny:\n\t- mcp:a:b\n", "p.yaml:4:1: invalid YAML: found character that cannot start any token; expected well-formed YAML (indent with spaces, not tabs"},
+		{"unclosed nested list", head + "deny:\n  - [mcp:a:b\n", "p.yaml:4:6: invalid YAML: did not find expected ',' or ']'"},
+		// An unquoted glob starting with * is an alias to YAML: it had no
+		// position at all.
+		{"unquoted *glob in a flow list", head + "deny: [*foo]\n", `p.yaml:3:8: found *foo, which YAML reads as an alias or an anchor, not as text; expected a string: quote the pattern, e.g. "*foo"`},
+		{"unquoted *glob in a block list", head + "deny:\n  - *foo\n", `p.yaml:4:5: found *foo, which YAML reads as an alias or an anchor, not as text; expected a string: quote the pattern, e.g. "*foo"`},
+		{"unquoted bare star", head + "deny:\n  - mcp:a:b\nallow:\n  - *\n", `p.yaml:6:5: found *, which YAML reads as an alias or an anchor, not as text; expected a string: quote the pattern, e.g. "*"`},
+		{"unquoted *glob as match", head + "rules:\n  - match: *x\n    action: deny\n", `p.yaml:4:12: found *x, which YAML reads as an alias or an anchor, not as text; expected a string: quote the pattern`},
+		{"unquoted *glob with a dot", head + "deny:\n  - *.env\n", `p.yaml:4:5: found *.env, which YAML reads as an alias or an anchor`},
+		{"unquoted &glob", head + "deny:\n  - &.x\n", `p.yaml:4:5: found &.x, which YAML reads as an alias or an anchor`},
+		{"star after a comment star", head + "# *a\ndeny: ['*b', *c]\n", `p.yaml:4:14: found *c, which YAML reads as an alias`},
 		{"two documents", head + "---\nversion: 1\n", "p.yaml:3:1: found a second YAML document"},
 		{"missing version", "fallback: ask\n", "p.yaml:1:1: the policy has no version; expected version: 1"},
 		{"version 2", "version: 2\nfallback: ask\n", "p.yaml:1:10: version is the number 2; expected 1"},
@@ -46,6 +65,21 @@ func TestParseErrors(t *testing.T) {
 		{"no namespace", head + "deny: [github:delete_*]\n", `p.yaml:3:8: the glob "github:delete_*" does not start with a namespace; expected mcp:<server>:<tool>`},
 		{"unknown namespace", head + "deny: [\"tool:a:b\"]\n", `the glob "tool:a:b" does not start with a namespace`},
 		{"bare star", head + "deny: [\"*\"]\n", `the glob "*" does not start with a namespace`},
+		{"whitespace in a glob", head + "deny: [\"mcp:a:b c\"]\n", `p.yaml:3:16: the glob "mcp:a:b c" has whitespace (U+0020) at offset 7, so it matches no name as written; expected a glob without whitespace or invisible characters`},
+		{"trailing whitespace in a glob", head + "deny: [\"mcp:a:b \"]\n", `p.yaml:3:16: the glob "mcp:a:b " has whitespace (U+0020) at offset 7`},
+		{"tab in a glob", head + "deny: [\"mcp:a:\\tb\"]\n", `p.yaml:3:15: the glob "mcp:a:\tb" has whitespace (U+0009)`},
+		{"zero-width space in a glob", head + "deny: [\"mcp:shell:\\u200brm\"]\n", `p.yaml:3:19: the glob "mcp:shell:\u200brm" has an invisible character (U+200B) at offset 10`},
+		{"zero-width space written raw", head + "deny:\n  - mcp:日:\u200bx\n", `p.yaml:4:11: the glob "mcp:日:\u200bx" has an invisible character (U+200B) at offset 8`},
+		{"soft hyphen in a glob", head + "deny: ['mcp:a''b:\u00adx']\n", `p.yaml:3:18: the glob "mcp:a'b:\u00adx" has an invisible character (U+00AD)`},
+		{"bidi control in a glob", head + "deny: [\"mcp:a:\\u202eb\"]\n", `has an invisible character (U+202E)`},
+		{"control character in a glob", head + "deny: [\"mcp:a:\\x01b\"]\n", `p.yaml:3:15: the glob "mcp:a:\x01b" has an invisible character (U+0001)`},
+		{"not UTF-8 in a glob", head + "deny: [\"mcp:a:\xffb\"]\n", `invalid YAML`},
+		{"empty server segment", head + "deny: [\"mcp::x\"]\n", `p.yaml:3:13: the glob "mcp::x" has an empty server segment`},
+		{"empty name part", head + "deny: [\"mcp:a:\"]\n", `p.yaml:3:15: the glob "mcp:a:" has an empty name part`},
+		{"alternatives across segments", head + "deny: [\"mcp:{a:x,b:y}\"]\n", `the glob "mcp:{a:x,b:y}" has no name part`},
+		{"sampling with a name", head + "allow: [\"sampling:a:b\"]\n", `p.yaml:3:20: the glob "sampling:a:b" has a second ':' at offset 10`},
+		{"invalid glob in the server", head + "deny: [\"mcp:{a:x\"]\n", `the glob "mcp:{a:x" has no name part`},
+		{"invalid class in the server", head + "deny: [\"mcp:[a:x\"]\n", `the glob "mcp:[a:x" has no name part`},
 		{"no name part", head + "deny: [mcp:github]\n", `p.yaml:3:8: the glob "mcp:github" has no name part, so it can never match; expected mcp:<server>:<name>`},
 		{"mcp:* has no name part", head + "allow: [\"mcp:*\"]\n", `the glob "mcp:*" has no name part`},
 		{"empty sampling server", head + "allow: [\"sampling:\"]\n", `the glob "sampling:" has an empty server`},
@@ -189,11 +223,11 @@ guard:
 		got[i] = w.String()
 	}
 	want := []string{
-		`p.yaml:3:45: the glob "mcp:gitlab:x" names the server "gitlab", which the servers file does not list; the rule applies only where that server exists`,
+		`p.yaml:3:45: the glob "mcp:gitlab:x" names the server "gitlab", which the servers file does not list (the nearest is "github"); the rule applies only where that server exists`,
 		`p.yaml:4:9: the allow rule allow[0] matches "prompt:github:summarize", which changes nothing: prompts are allowed unless a deny covers them`,
 		`p.yaml:4:34: the glob "sampling:jira" names the server "jira", which the servers file does not list`,
 		`p.yaml:7:11: rules[0].when reads no variable and is always true; drop when`,
-		`p.yaml:10:14: guard.log_only names the server "legacy", which the servers file does not list`,
+		`p.yaml:10:14: guard.log_only names the server "legacy", which the servers file does not list (the nearest is "github")`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("warnings:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
@@ -285,5 +319,57 @@ func TestParseName(t *testing.T) {
 	}
 	if Deny <= Ask || Ask <= Allow {
 		t.Error("verdicts are not ordered by restriction")
+	}
+}
+
+// TestParseCatalogWarnings: with the names the servers list (check
+// --strict), a glob that matches none of them is a warning naming the
+// nearest listed name; servers that did not start are not judged.
+func TestParseCatalogWarnings(t *testing.T) {
+	src := `version: 1
+fallback: ask
+deny: [mcp:fs:read_fille, "mcp:fs:writ*", "mcp:fs:*", "mcp:*:delete_*", "mcp:f?:rm_*"]
+allow: ["mcp:git:anything", "resource:fs:file:///nothing", "mcp:{fs,docs}:serch"]
+rules:
+  - match: prompt:fs:summarise
+    action: deny
+  - match: "prompt:fs:rev*"
+    action: deny
+`
+	opts := Options{
+		KnownServers: []string{"fs", "git", "docs"},
+		Catalog: map[string]ServerNames{
+			"fs":   {Tools: []string{"read_file", "write_file"}, Prompts: []string{"summarize", "review"}},
+			"docs": {Tools: []string{"search"}},
+		},
+	}
+	_, warnings, err := Parse("p.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(warnings))
+	for i, w := range warnings {
+		got[i] = w.String()
+	}
+	want := []string{
+		`p.yaml:3:8: the glob "mcp:fs:read_fille" matches no tool that the server "fs" lists (the nearest is "read_file"); the rule never applies to them`,
+		`p.yaml:3:73: the glob "mcp:f?:rm_*" matches no tool that the server "fs" lists (the nearest is "read_file"); the rule never applies to them`,
+		`p.yaml:4:29: the allow rule allow[1] matches "resource:fs:file:///nothing", which changes nothing: resources are allowed unless a deny covers them`,
+		`p.yaml:4:60: the glob "mcp:{fs,docs}:serch" matches no tool that the servers "docs", "fs" list (the nearest is "search"); the rule never applies to them`,
+		`p.yaml:6:12: the glob "prompt:fs:summarise" matches no prompt that the server "fs" lists (the nearest is "summarize"); the rule never applies to them`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"read_fille", "read_file", 1}, {"日本", "日", 1}} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d; want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

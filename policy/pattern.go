@@ -41,6 +41,8 @@ type pattern struct {
 	// item is how the name (tool, prompt, URI) is matched; sampling patterns
 	// have no item part and match any (empty) name.
 	item itemMatcher
+	// itemText is the name part as written, for messages.
+	itemText string
 }
 
 // itemMatcher matches the item part of a name.
@@ -234,6 +236,7 @@ func compilePattern(text string) (*pattern, error) {
 		return nil, err
 	}
 	itemAt := restAt + cut + 1
+	p.itemText = item
 	if item == "*" || item == "**" {
 		p.item.any = true
 		return p, nil

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -39,14 +40,14 @@ func readDocument(ps *problems, data []byte, what string) *yaml.Node {
 			ps.errorf(0, 0, "the file is empty; expected %s", what)
 			return nil
 		}
-		yamlSyntaxError(ps, err)
+		yamlSyntaxError(ps, data, err)
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		ps.errorf(extra.Line, extra.Column, "found a second YAML document; expected a single document")
 	} else if !errors.Is(err, io.EOF) {
-		yamlSyntaxError(ps, err)
+		yamlSyntaxError(ps, data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		ps.errorf(doc.Line, doc.Column, "found no content; expected %s", what)
@@ -61,14 +62,180 @@ func readDocument(ps *problems, data []byte, what string) *yaml.Node {
 	return root
 }
 
-func yamlSyntaxError(ps *problems, err error) {
+// yamlSyntaxError reports a syntax error at its exact place. The YAML
+// library's own line is often off by one or two and has no column (none at
+// all for an unknown alias), so the place is found again: an alias or
+// anchor where a glob was meant is found by its token, anything else by the
+// shortest prefix of the file that fails with the same problem.
+func yamlSyntaxError(ps *problems, data []byte, err error) {
+	reported, problem := splitYAMLError(err)
+	if tok, line, col, ok := findAliasToken(data, problem); ok {
+		ps.errorf(line, col, "found %s, which YAML reads as an alias or an anchor, not as text; expected a string: quote the pattern, e.g. %q", tok, tok)
+		return
+	}
+	line, col := failingPrefix(data, problem)
+	if line == 0 {
+		line = reported
+	}
+	ps.errorf(line, col, "invalid YAML: %s; expected well-formed YAML%s", problem, syntaxHint(problem))
+}
+
+// syntaxHint says what most often causes a problem in a policy.
+func syntaxHint(problem string) string {
+	switch {
+	case strings.Contains(problem, "did not find expected ',' or ']'"),
+		strings.Contains(problem, "did not find expected ',' or '}'"),
+		strings.Contains(problem, "did not find expected '-' indicator"),
+		strings.Contains(problem, "did not find expected node content"):
+		return " (a list or mapping opened with [ or { is not closed where it should be; a glob that starts with [ or {, or holds [ ] { } or , inside [...], must be quoted: quote the pattern)"
+	case strings.Contains(problem, "found unexpected end of stream"):
+		return " (a quoted string is not closed)"
+	case strings.Contains(problem, "found character that cannot start any token"):
+		return " (indent with spaces, not tabs; quote a glob that starts with @ or `)"
+	}
+	return ""
+}
+
+// splitYAMLError returns the library's line (0 when it gave none) and the
+// problem without it.
+func splitYAMLError(err error) (int, string) {
 	msg := err.Error()
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		ps.errorf(line, 1, "invalid YAML: %s; expected well-formed YAML", m[2])
-		return
+		return line, m[2]
 	}
-	ps.errorf(0, 0, "invalid YAML: %s; expected well-formed YAML", strings.TrimPrefix(msg, "yaml: "))
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+// maxLocateBytes bounds the files whose syntax errors are located by
+// re-parsing prefixes; a larger file gets the library's line.
+const maxLocateBytes = 256 << 10
+
+// failingPrefix returns the line and column of the shortest prefix of data
+// (whole lines, then the bytes of the last line) that fails to parse with
+// the given problem: the place where the parser could not go on. It
+// bisects, assuming a longer prefix fails whenever a shorter one does, and
+// returns 0, 0 when the result does not check out.
+func failingPrefix(data []byte, problem string) (int, int) {
+	if len(data) > maxLocateBytes {
+		return 0, 0
+	}
+	fails := func(prefix []byte) bool {
+		var doc yaml.Node
+		dec := yaml.NewDecoder(bytes.NewReader(prefix))
+		for {
+			err := dec.Decode(&doc)
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				return false
+			}
+			_, p := splitYAMLError(err)
+			return p == problem
+		}
+	}
+	// ends[i] is the end of line i+1, past its newline.
+	var ends []int
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	l := sortSearch(len(ends), func(i int) bool { return fails(data[:ends[i]]) })
+	if l == len(ends) {
+		return 0, 0
+	}
+	start := 0
+	if l > 0 {
+		start = ends[l-1]
+	}
+	if l > 0 && fails(data[:start]) {
+		return 0, 0
+	}
+	lineBytes := data[start:ends[l]]
+	c := sortSearch(len(lineBytes), func(i int) bool { return fails(data[:start+i+1]) })
+	if c == len(lineBytes) {
+		return l + 1, 0
+	}
+	// Columns count characters.
+	return l + 1, utf8.RuneCount(lineBytes[:c]) + 1
+}
+
+// sortSearch is sort.Search, spelled out to keep the imports small.
+func sortSearch(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !f(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// findAliasToken finds, for a problem the YAML library reports when it
+// reads an alias or an anchor (an unknown anchor, or a '*' or '&' followed
+// by no name), the token that caused it: an unquoted glob such as *foo or a
+// bare * at the start of a value. It returns the token and its 1-based
+// line and column.
+func findAliasToken(data []byte, problem string) (string, int, int, bool) {
+	var name string
+	switch {
+	case strings.HasPrefix(problem, "unknown anchor '") && strings.HasSuffix(problem, "' referenced"):
+		name = strings.TrimSuffix(strings.TrimPrefix(problem, "unknown anchor '"), "' referenced")
+	case strings.HasPrefix(problem, "did not find expected alphabetic or numeric character"):
+	default:
+		return "", 0, 0, false
+	}
+	for ln, line := range strings.Split(string(data), "\n") {
+		quote := byte(0)
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			if quote != 0 {
+				if c == quote {
+					quote = 0
+				}
+				continue
+			}
+			prev := byte(' ')
+			if i > 0 {
+				prev = line[i-1]
+			}
+			tokenStart := prev == ' ' || prev == '\t' || prev == '[' || prev == '{' || prev == ','
+			switch {
+			case c == '#' && (prev == ' ' || prev == '\t' || i == 0):
+				i = len(line)
+			case (c == '"' || c == '\'') && tokenStart:
+				quote = c
+			case (c == '*' || c == '&') && tokenStart:
+				end := i + 1
+				for end < len(line) && !strings.ContainsRune(" \t,]}#", rune(line[end])) {
+					end++
+				}
+				tok := strings.TrimRight(line[i:end], "\r")
+				n := 0
+				for n < len(tok)-1 && isAnchorChar(tok[1+n]) {
+					n++
+				}
+				if (name != "" && c == '*' && tok[1:1+n] == name) || (name == "" && (n == 0 || n < len(tok)-1)) {
+					return tok, ln + 1, utf8.RuneCountInString(line[:i]) + 1, true
+				}
+			}
+		}
+	}
+	return "", 0, 0, false
+}
+
+// isAnchorChar reports whether c can be part of an anchor's name as the
+// YAML library reads it.
+func isAnchorChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-'
 }
 
 // rejectAliases reports anchors and aliases. They are refused so that every
