@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -17,8 +21,12 @@ import (
 
 // check validates the servers file and the policy, and runs a policy test
 // file, so that a security team can gate policy changes in CI. It exits 1
-// when anything is wrong, printing every problem with its file:line.
-func check(args []string, stdout, stderr io.Writer) error {
+// when anything is wrong, printing every problem with its file:line. With
+// --strict it also starts every server to learn the tools and prompts it
+// lists, and exits 1 on any warning: a glob that matches no listed name, or
+// names a server the servers file does not have, never applies, and a
+// policy that silently does nothing is worse than one that fails its check.
+func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -26,6 +34,8 @@ func check(args []string, stdout, stderr io.Writer) error {
 		policyPath  = fs.String("policy", "", "policy file to validate (default $XDG_CONFIG_HOME/mcp-gate/policy.yaml if it exists, else the embedded default)")
 		testsPath   = fs.String("tests", "", "policy test cases (YAML) to run against the policy")
 		name        = fs.String("name", "gate", "the name the host gives the gate (sets the tool-name budget)")
+		strict      = fs.Bool("strict", false, "start each server to learn its tools and prompts, warn about globs that match none, and exit 1 on any warning")
+		startTO     = fs.Duration("start-timeout", 30*time.Second, "with --strict: how long a server may take to start and list its names")
 	)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -39,13 +49,18 @@ func check(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, format+"\n", a...)
 	}
 
-	var known []string
+	var (
+		known    []string
+		servers  []upstream.Config
+		warnings int
+	)
 	sp := *serversPath
 	if sp == "" && fileExists(defaultServersPath()) {
 		sp = defaultServersPath()
 	}
 	if sp != "" {
-		servers, err := upstream.LoadServers(sp, os.LookupEnv)
+		var err error
+		servers, err = upstream.LoadServers(sp, os.LookupEnv)
 		if err != nil {
 			fail("%v", err)
 		} else {
@@ -68,7 +83,15 @@ func check(args []string, stdout, stderr io.Writer) error {
 		fail("--name %q: %v", *name, err)
 	}
 
-	pol, err := loadPolicyForCheck(*policyPath, known, stdout, stderr)
+	opts := policy.Options{KnownServers: known}
+	if *strict {
+		if sp == "" {
+			return usageError{errors.New("--strict needs the servers file (--servers FILE), to start the servers and learn their names")}
+		}
+		opts.Catalog = learnCatalog(ctx, servers, *startTO, stdout)
+	}
+	pol, ws, err := loadPolicyForCheck(*policyPath, opts, stdout, stderr)
+	warnings += ws
 	if err != nil {
 		fail("%v", err)
 	}
@@ -84,10 +107,11 @@ func check(args []string, stdout, stderr io.Writer) error {
 		} else {
 			target := pol
 			if cases.HasPolicy() {
-				inline, warnings, err := cases.InlinePolicy(policy.Options{KnownServers: known})
-				for _, w := range warnings {
-					fmt.Fprintf(stdout, "warning: %s\n", w)
+				inline, ws, err := cases.InlinePolicy(opts)
+				for _, w := range ws {
+					fmt.Fprintf(stderr, "warning: %s\n", w)
 				}
+				warnings += len(ws)
 				if err != nil {
 					fail("%v", err)
 				}
@@ -108,30 +132,112 @@ func check(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	if *strict && warnings > 0 {
+		fmt.Fprintf(stderr, "%d warnings; --strict fails on any warning\n", warnings)
+		failed = true
+	}
 	if failed {
 		return errSilentFailure
 	}
 	return nil
 }
 
-func loadPolicyForCheck(path string, known []string, stdout, stderr io.Writer) (*policy.Policy, error) {
+// learnCatalog starts every stdio server at once and lists its tools and
+// prompts, each server within timeout. A server that cannot start or list
+// is reported and left out of the catalog, so its globs are not judged:
+// that is not a failure by itself, since the machine that runs the check
+// may lack what the server needs.
+func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.Duration, out io.Writer) map[string]policy.ServerNames {
+	var stdio []upstream.Config
+	for _, s := range servers {
+		if s.Type == upstream.TypeStdio {
+			stdio = append(stdio, s)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	pool := upstream.NewPool(stdio, upstream.PoolOptions{
+		Launcher:     &upstream.ExecLauncher{Logger: log},
+		Logger:       log,
+		StartTimeout: timeout,
+		InitParams: func(string) json.RawMessage {
+			// Elicitation and sampling, as hosts declare them, so that
+			// servers that register tools only for capable clients list
+			// them; check never calls a tool, so neither is ever asked.
+			b, _ := json.Marshal(map[string]any{
+				"protocolVersion": upstream.ProtocolVersion,
+				"capabilities":    map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}},
+				"clientInfo":      map[string]any{"name": "mcp-gate check", "version": version},
+			})
+			return b
+		},
+	})
+	defer pool.Close()
+	type result struct {
+		names policy.ServerNames
+		err   error
+	}
+	results := make([]result, len(stdio))
+	var wg sync.WaitGroup
+	for i, cfg := range stdio {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			results[i].names, results[i].err = listServer(ctx, pool, cfg.Name)
+		})
+	}
+	wg.Wait()
+	catalog := map[string]policy.ServerNames{}
+	for i, cfg := range stdio {
+		r := results[i]
+		if r.err != nil {
+			fmt.Fprintf(out, "note: server %q could not be started and listed (%v); globs over it are not checked\n", cfg.Name, r.err)
+			continue
+		}
+		catalog[cfg.Name] = r.names
+		fmt.Fprintf(out, "ok: server %q lists %d tools and %d prompts\n", cfg.Name, len(r.names.Tools), len(r.names.Prompts))
+	}
+	return catalog
+}
+
+func listServer(ctx context.Context, pool *upstream.Pool, server string) (policy.ServerNames, error) {
+	var out policy.ServerNames
+	s, err := pool.Session(ctx, server)
+	if err != nil {
+		return out, err
+	}
+	if s.Caps.Tools {
+		if out.Tools, err = upstream.ListNames(ctx, s, "tools/list", "tools"); err != nil {
+			return out, err
+		}
+	}
+	if s.Caps.Prompts {
+		if out.Prompts, err = upstream.ListNames(ctx, s, "prompts/list", "prompts"); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// loadPolicyForCheck loads the policy to check, printing its warnings, and
+// returns how many there were.
+func loadPolicyForCheck(path string, opts policy.Options, stdout, stderr io.Writer) (*policy.Policy, int, error) {
 	if path == "" && fileExists(defaultPolicyPath()) {
 		path = defaultPolicyPath()
 	}
 	if path == "" {
 		p := policy.Default()
 		fmt.Fprintf(stdout, "ok: policy %s (revision %s)\n", p.Source(), p.Revision())
-		return p, nil
+		return p, 0, nil
 	}
-	p, warnings, err := policy.LoadFile(path, policy.Options{KnownServers: known})
+	p, warnings, err := policy.LoadFile(path, opts)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if err != nil {
-		return nil, err
+		return nil, len(warnings), err
 	}
 	fmt.Fprintf(stdout, "ok: policy %s (revision %s)\n", path, p.Revision())
-	return p, nil
+	return p, len(warnings), nil
 }
 
 // explain prints the decision the policy takes about one call, as one JSON
@@ -163,7 +269,7 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		}
 		call.Args = json.RawMessage(*argsJSON)
 	}
-	pol, err := loadPolicyForCheck(*policyPath, nil, io.Discard, stderr)
+	pol, _, err := loadPolicyForCheck(*policyPath, policy.Options{}, io.Discard, stderr)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // upstream servers of a servers file behind it.
 //
 //	mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
-//	mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE]
+//	mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
 //	mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
 //	mcp-gate version
 package main
@@ -32,7 +32,7 @@ const usage = `mcp-gate decides every MCP tool call under a policy file.
 
 Usage:
   mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
-  mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE]
+  mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
   mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
   mcp-gate version
 
@@ -56,7 +56,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "serve":
 		err = serve(ctx, rest, stdin, stdout, stderr)
 	case "check":
-		err = check(rest, stdout, stderr)
+		err = check(ctx, rest, stdout, stderr)
 	case "explain":
 		err = explain(rest, stdout, stderr)
 	case "version", "--version":

@@ -10,6 +10,7 @@
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
+//	colons    tool names with colons and glob characters (policy globs)
 //
 // With --events FILE it appends one line per notable event (a cancelled
 // call, say) so a test can see what reached the server.
@@ -36,6 +37,8 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "colons":
+		err = runRaw(colonHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
