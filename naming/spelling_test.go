@@ -12,6 +12,11 @@ func TestPolicyName(t *testing.T) {
 		{"fs", "a:b", "mcp:fs:a:b"},
 		{"fs", "", "mcp:fs:"},
 		{"fs", "日本", "mcp:fs:日本"},
+		// Glob characters are escaped, so the printed name is a glob that
+		// matches exactly this tool; a colon in the server too.
+		{"fs", "a*b", `mcp:fs:a\*b`},
+		{"fs", `[x]{y}?\`, `mcp:fs:\[x\]\{y\}\?\\`},
+		{"a:b", "c", `mcp:a\:b:c`},
 	} {
 		if got := PolicyName(tc.server, tc.tool); got != tc.want {
 			t.Errorf("PolicyName(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
@@ -32,6 +37,10 @@ func TestParseSpelling(t *testing.T) {
 		{"mcp:fs:", "gate", Key{"fs", ""}},
 		{"mcp:fs:read file.txt", "gate", Key{"fs", "read file.txt"}},
 		{"mcp:fs:日本", "gate", Key{"fs", "日本"}},
+		{"mcp:shell:a:b", "gate", Key{"shell", "a:b"}},
+		{`mcp:fs:a\*b`, "gate", Key{"fs", "a*b"}},
+		{"mcp:fs:a*b", "gate", Key{"fs", "a*b"}},
+		{`mcp:fs:\\x`, "gate", Key{"fs", `\x`}},
 		{"mcp:mcp:x", "gate", Key{"mcp", "x"}},
 		{"github__create_issue", "gate", Key{"github", "create_issue"}},
 		{"fs__a__b", "gate", Key{"fs", "a__b"}},
@@ -144,5 +153,22 @@ func TestResolve(t *testing.T) {
 	var nilTab *Table
 	if got, err := nilTab.Resolve("mcp__gate__a__b", gate); err != nil || got != (Key{"a", "b"}) {
 		t.Errorf("nil table Resolve = %#v, %v", got, err)
+	}
+}
+
+// TestPolicyNameRoundTrip: SplitPolicyName reads back what
+// FormatPolicyName writes, whatever the server and the name hold.
+func TestPolicyNameRoundTrip(t *testing.T) {
+	for _, tc := range [][2]string{{"s", "a:b"}, {"a:b", "c:d"}, {`\`, `\`}, {"*", "**"}, {"x", ":"}, {"[", "]"}, {"s", "{a,b}"}} {
+		for _, ns := range []string{"mcp", "prompt", "resource"} {
+			name := FormatPolicyName(ns, tc[0], tc[1])
+			gotNS, server, item, hasItem, err := SplitPolicyName(name)
+			if err != nil || gotNS != ns || server != tc[0] || item != tc[1] || !hasItem {
+				t.Errorf("SplitPolicyName(%q) = %q, %q, %q, %v, %v; want %q, %q, %q", name, gotNS, server, item, hasItem, err, ns, tc[0], tc[1])
+			}
+		}
+	}
+	if _, _, _, _, err := SplitPolicyName(`mcp:s:x\`); err == nil {
+		t.Error("a trailing lone backslash was accepted")
 	}
 }

@@ -22,6 +22,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--log-level", "loud", "--servers", "x"}, exitUsage, "--log-level"},
 		{[]string{"serve", "--servers", "/nonexistent/servers.json"}, 1, "no such file"},
 		{[]string{"check", "--policy", "/nonexistent/policy.yaml"}, 1, "no such file"},
+		{[]string{"check", "--strict"}, exitUsage, "--strict needs the servers file"},
+		{[]string{"explain", `mcp:s:x\`}, exitUsage, "lone"},
 		{[]string{"version"}, 0, ""},
 	} {
 		var out, errb bytes.Buffer
@@ -40,6 +42,13 @@ func TestParseAnySpelling(t *testing.T) {
 		"prompt:docs:summarise":           "prompt:docs:summarise",
 		"resource:fs:file:///etc/hosts":   "resource:fs:file:///etc/hosts",
 		"sampling:github":                 "sampling:github",
+		// The tool is everything after the server, colons included; glob
+		// characters print escaped.
+		"mcp:shell:a:b":          "mcp:shell:a:b",
+		"mcp:shell:x*y":          `mcp:shell:x\*y`,
+		`mcp:shell:x\*y`:         `mcp:shell:x\*y`,
+		"prompt:s:a:b":           "prompt:s:a:b",
+		"resource:fs:file:///a*": `resource:fs:file:///a\*`,
 	} {
 		c, err := parseAnySpelling(in, "gate")
 		if err != nil || c.PolicyName() != want {
