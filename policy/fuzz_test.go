@@ -138,7 +138,7 @@ func checkNames(t *testing.T, kind Kind, server, name, other string) {
 	if kind == KindSampling {
 		name = ""
 	}
-	if server == "" || (name == "" && kind != KindSampling) || checkVisible(server+name+other) != nil {
+	if server == "" || (name == "" && kind != KindSampling) || checkVisible(server) != nil || checkVisible(name) != nil || checkVisible(other) != nil {
 		return
 	}
 	c := Call{Kind: kind, Server: server, Name: name}

@@ -630,6 +630,14 @@ func (pr *parser) guard(n *yaml.Node) []*glob.Pattern {
 	var out []*glob.Pattern
 	for _, it := range items {
 		item := it.node
+		if err := checkVisible(item.Value); err != nil {
+			line, col := item.Line, scalarCol(item)
+			if pe, ok := err.(*patternError); ok && pe.offset >= 0 {
+				line, col = pr.valuePos(item, pe.offset)
+			}
+			ps.errorf(line, col, "guard.log_only: %v", err)
+			continue
+		}
 		if item.Value == "" || strings.Contains(item.Value, ":") {
 			ps.errorf(item.Line, item.Column, "guard.log_only has %q; expected a server key or a glob over server keys, such as legacy-server or legacy-*", item.Value)
 			continue

@@ -25,7 +25,7 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed flow list", head + "deny: [mcp:a:b\nallow: [x]\n", "p.yaml:3:8: invalid YAML: did not find expected ',' or ']'; expected well-formed YAML (a list or mapping opened with [ or { is not closed"},
 		{"unclosed quote", head + "deny:\n  - \"mcp:a:b\n  - x\n", "p.yaml:4:5: invalid YAML: found unexpected end of stream; expected well-formed YAML (a quoted string is not closed)"},
 		{"unquoted class in a flow list", head + "deny: [mcp:a:[b]\n", "p.yaml:3:8: invalid YAML: did not find expected ',' or ']'"},
-		{"unquoted braces in a flow list", head + "deny: [mcp:日本:{b]\n", "p.yaml:3:15: invalid YAML: did not find expected ',' or ']'"},
+		{"unquoted braces in a flow list", head + "deny: [mcp:日本:{b]\n", "p.yaml:3:8: invalid YAML: did not find expected ',' or ']'"},
 		{"unquoted braces starting an item", head + "deny:\n  - {mcp:a,b}:x\n", "p.yaml:4:15: invalid YAML: did not find expected '-' indicator; expected well-formed YAML (a list or mapping opened with [ or { is not closed where it should be; a glob that starts with [ or {, or holds [ ] { } or , inside [...], must be quoted: quote the pattern)"},
 		{"indented key", head + "  deny: x\n", "p.yaml:3:7: invalid YAML: mapping values are not allowed in this context"},
 		{"tab indentation", head + "deny:\n\t- mcp:a:b\n", "p.yaml:4:1: invalid YAML: found character that cannot start any token; expected well-formed YAML (indent with spaces, not tabs"},
@@ -118,6 +118,7 @@ func TestParseErrors(t *testing.T) {
 		{"guard unknown key", head + "guard: {logonly: [a]}\n", `found the unknown key "logonly" in guard`},
 		{"guard bad glob", head + "guard: {log_only: [\"[a\"]}\n", `guard.log_only has the invalid glob "[a"`},
 		{"guard policy name", head + "guard: {log_only: [mcp:a:b]}\n", `guard.log_only has "mcp:a:b"; expected a server key`},
+		{"guard invisible character", head + "guard: {log_only: [\"leg\\u200bacy\"]}\n", `p.yaml:3:24: guard.log_only: the glob "leg\u200bacy" has an invisible character (U+200B)`},
 		{"too big", head + "#" + strings.Repeat("x", maxYAMLBytes) + "\n", "p.yaml: the file is"},
 	}
 	for _, tt := range tests {

@@ -111,6 +111,10 @@ func splitYAMLError(err error) (int, string) {
 // re-parsing prefixes; a larger file gets the library's line.
 const maxLocateBytes = 256 << 10
 
+// maxLocateWork bounds the bytes parsed to find a column one prefix at a
+// time; past it the column is bisected.
+const maxLocateWork = 4 << 20
+
 // failingPrefix returns the line and column of the shortest prefix of data
 // (whole lines, then the bytes of the last line) that fails to parse with
 // the given problem: the place where the parser could not go on. It
@@ -157,7 +161,23 @@ func failingPrefix(data []byte, problem string) (int, int) {
 		return 0, 0
 	}
 	lineBytes := data[start:ends[l]]
-	c := sortSearch(len(lineBytes), func(i int) bool { return fails(data[:start+i+1]) })
+	// Within the line the problem may come and go (an unclosed list fails
+	// one way after a comma and another way inside an item), so the first
+	// failing prefix is searched for one by one while that stays cheap.
+	c := len(lineBytes)
+	if len(lineBytes)*(start+len(lineBytes)) <= maxLocateWork {
+		for i := range lineBytes {
+			if fails(data[:start+i+1]) {
+				c = i
+				break
+			}
+		}
+	} else {
+		c = sortSearch(len(lineBytes), func(i int) bool { return fails(data[:start+i+1]) })
+		if c > 0 && c < len(lineBytes) && fails(data[:start+c]) {
+			c = len(lineBytes)
+		}
+	}
 	if c == len(lineBytes) {
 		return l + 1, 0
 	}
