@@ -167,8 +167,14 @@ func FuzzParseSpelling(f *testing.F) {
 			t.Errorf("ParseSpelling(%q) = server %q, not a server key", s, got.Server)
 		}
 		if strings.HasPrefix(s, "mcp:") {
-			if PolicyName(got.Server, got.Name) != s {
-				t.Errorf("ParseSpelling(%q) = %#v, which spells %q", s, got, PolicyName(got.Server, got.Name))
+			// The printed spelling escapes glob characters, and reads
+			// back to the same key; s itself may leave them unescaped.
+			pn := PolicyName(got.Server, got.Name)
+			if back, err := ParseSpelling(pn, gate); err != nil || back != got {
+				t.Errorf("ParseSpelling(%q) = %#v, which spells %q, which reads back as %#v, %v", s, got, pn, back, err)
+			}
+			if u, err := Unescape(strings.TrimPrefix(s, "mcp:"+got.Server+":")); err != nil || u != got.Name {
+				t.Errorf("ParseSpelling(%q) = %#v; the tool is not the rest of the name unescaped", s, got)
 			}
 			return
 		}
