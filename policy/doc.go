@@ -8,6 +8,11 @@
 //	resource:<server>:<uri>        a resource
 //	sampling:<server>              an upstream's request to use the host's model
 //
+// The first two colons end the namespace and the server; the item (tool
+// name, prompt name or URI) is the rest, colons included. A glob splits the
+// same way and its name part is matched against the item whole, so no name
+// an upstream chooses can change which server or rule a glob matches.
+//
 // # Semantics
 //
 // The most restrictive matching rule wins (deny > ask > allow), whatever the
