@@ -259,3 +259,8 @@ func hashSuffix(tool string) (string, bool) {
 	}
 	return tool[len(tool)-1-n:], true
 }
+
+// IsServerKey reports whether s has the form of a server key,
+// ^[a-z0-9][a-z0-9-]*$ (the budget apart): a policy glob naming any other
+// server literally can never match.
+func IsServerKey(s string) bool { return isServerKey(s) }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/gobwas/glob"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcp-gate/mcp-gate/naming"
 )
 
 // Options tune what Parse checks beyond the file itself.
@@ -446,7 +448,9 @@ func (pr *parser) pattern(r *rule, n *yaml.Node) *pattern {
 			ps.warnf(n.Line, n.Column, "the allow rule %s matches %q, which changes nothing: %ss are allowed unless a deny covers them", r.name, p.text, p.kind.name())
 		}
 	}
-	if server, ok := p.literalServer(); ok && pr.known != nil && !pr.known[server] {
+	if server, ok := p.literalServer(); ok && !naming.IsServerKey(server) {
+		ps.warnf(n.Line, n.Column, "the glob %q names the server %q, which is not a server key (^[a-z0-9][a-z0-9-]*$), so the glob can never match%s", p.text, server, nearestHint(server, pr.opts.KnownServers))
+	} else if ok && pr.known != nil && !pr.known[server] {
 		ps.warnf(n.Line, n.Column, "the glob %q names the server %q, which the servers file does not list%s; the rule applies only where that server exists", p.text, server, nearestHint(server, pr.opts.KnownServers))
 	} else {
 		pr.checkCatalog(p, n)

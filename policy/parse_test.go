@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,6 +372,39 @@ func TestEditDistance(t *testing.T) {
 	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"read_fille", "read_file", 1}, {"日本", "日", 1}} {
 		if got := editDistance(tc.a, tc.b); got != tc.want {
 			t.Errorf("editDistance(%q, %q) = %d; want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestParseInvalidServerKeyWarning: a glob naming a server that cannot be a
+// server key never matches, servers file or not.
+func TestParseInvalidServerKeyWarning(t *testing.T) {
+	src := "version: 1\nfallback: ask\ndeny: [mcp:GitHub:x, 'mcp:a\\:b:c', sampling:Jira]\n"
+	for _, tc := range []struct {
+		known []string
+		want  []string
+	}{
+		{nil, []string{
+			`p.yaml:3:8: the glob "mcp:GitHub:x" names the server "GitHub", which is not a server key (^[a-z0-9][a-z0-9-]*$), so the glob can never match`,
+			`p.yaml:3:22: the glob "mcp:a\\:b:c" names the server "a:b", which is not a server key (^[a-z0-9][a-z0-9-]*$), so the glob can never match`,
+			`p.yaml:3:36: the glob "sampling:Jira" names the server "Jira", which is not a server key (^[a-z0-9][a-z0-9-]*$), so the glob can never match`,
+		}},
+		{[]string{"github", "jira"}, []string{
+			`p.yaml:3:8: the glob "mcp:GitHub:x" names the server "GitHub", which is not a server key (^[a-z0-9][a-z0-9-]*$), so the glob can never match (the nearest is "github")`,
+		}},
+	} {
+		_, warnings, err := Parse("p.yaml", []byte(src), Options{KnownServers: tc.known})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]string, len(warnings))
+		for i, w := range warnings {
+			got[i] = w.String()
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("known %v: no warning %q in:\n%s", tc.known, w, strings.Join(got, "\n"))
+			}
 		}
 	}
 }
