@@ -56,7 +56,9 @@ var fuzzCalls = []Call{
 func FuzzParse(f *testing.F) {
 	addPolicySeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, _, err := Parse("fuzz.yaml", data, Options{KnownServers: []string{"github"}})
+		p, _, err := Parse("fuzz.yaml", data, Options{KnownServers: []string{"github", "fs"}, Catalog: map[string]ServerNames{
+			"github": {Tools: []string{"get_me", "a:b", "x*y"}, Prompts: []string{"p"}},
+		}})
 		if err != nil {
 			if p != nil {
 				t.Fatal("a policy and an error")
