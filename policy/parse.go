@@ -347,9 +347,6 @@ func (pr *parser) valuePos(n *yaml.Node, off int) (int, int) {
 	if off > len(v) || strings.Contains(v, "\n") || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return n.Line, start
 	}
-	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
-		return n.Line, start + utf8.RuneCountInString(v[:off])
-	}
 	src := lineOf(pr.data, n.Line)
 	// Columns count runes; find the byte where the value starts.
 	i, col := 0, 1
@@ -358,7 +355,16 @@ func (pr *parser) valuePos(n *yaml.Node, off int) (int, int) {
 		i += size
 		col++
 	}
-	for vi := 0; vi < off && i < len(src); {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		if !strings.HasPrefix(src[i:], v[:off]) {
+			// A plain scalar folded over lines: the text before the
+			// offset is not all on the first line.
+			return n.Line, start
+		}
+		return n.Line, start + utf8.RuneCountInString(v[:off])
+	}
+	vi := 0
+	for vi < off && i < len(src) {
 		c := src[i]
 		switch {
 		case n.Style&yaml.SingleQuotedStyle != 0 && c == '\'' && i+1 < len(src) && src[i+1] == '\'':
@@ -377,6 +383,9 @@ func (pr *parser) valuePos(n *yaml.Node, off int) (int, int) {
 			vi += size
 			col++
 		}
+	}
+	if vi < off {
+		return n.Line, start // a quoted scalar over several lines
 	}
 	return n.Line, col
 }
