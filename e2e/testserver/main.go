@@ -10,6 +10,8 @@
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
+//	paths     file: resources read the way normalising servers read paths
+//	          (percent-decoded, `..` applied before symlinks)
 //
 // With --events FILE it appends one line per notable event (a cancelled
 // call, say) so a test can see what reached the server.
@@ -36,6 +38,8 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "paths":
+		err = runPaths(ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
