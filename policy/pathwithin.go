@@ -13,6 +13,12 @@ import (
 // ELOOP limit, so that a link loop ends in an error rather than a hang.
 const maxLinks = 40
 
+// maxSteps bounds the components one resolution walks, links' targets
+// included. A real path has tens; without a bound, a megabyte of "x/../"
+// would cost a system call per component on the path of a call. A path
+// over it is an error, which fails closed.
+const maxSteps = 4096
+
 // A reading is one way of deciding which file a path names. The kernel and
 // the servers in front of it disagree about `..` after a symlink: for the
 // kernel, /work/link/../x is the parent of link's target, joined with x; a
@@ -114,7 +120,10 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 	return false, nil
 }
 
-var errTooManyLinks = errors.New("too many levels of symbolic links")
+var (
+	errTooManyLinks = errors.New("too many levels of symbolic links")
+	errTooManySteps = errors.New("too many components")
+)
 
 // resolvePath resolves an absolute path under the reading, following every
 // symlink it meets. Under readLexical the text is cleaned first; the
@@ -128,11 +137,14 @@ func resolvePath(p string, r reading, links *[]string) (string, error) {
 	sep := string(filepath.Separator)
 	rest := strings.Split(p, sep)
 	resolved := sep
-	n := 0
+	n, steps := 0, 0
 	missing := false // below a missing component, nothing exists
 	for len(rest) > 0 {
 		c := rest[0]
 		rest = rest[1:]
+		if steps++; steps > maxSteps {
+			return "", fmt.Errorf("resolving a path of %d bytes: %w; expected at most %d components", len(p), errTooManySteps, maxSteps)
+		}
 		switch c {
 		case "", ".":
 			continue

@@ -394,8 +394,10 @@ func (p *Policy) decideResource(c Call) Decision {
 // resolveErrorText says why a path could not be resolved without repeating
 // the path, which is the upstream's or the model's text.
 func resolveErrorText(err error) string {
-	if errors.Is(err, errTooManyLinks) {
-		return errTooManyLinks.Error()
+	for _, known := range []error{errTooManyLinks, errTooManySteps} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
 	}
 	return "a symlink on it cannot be read"
 }

@@ -305,3 +305,25 @@ func TestHasSegmentCompileChecks(t *testing.T) {
 		t.Errorf("a relative path: %+v; want deny because it is not absolute", d)
 	}
 }
+
+// TestPathTooLong: a path that needs more steps than a real one fails,
+// which a deny rule turns into a refusal.
+func TestPathTooLong(t *testing.T) {
+	long := "/" + strings.Repeat("tmp/../", maxSteps)
+	for r := range reading(numReadings) {
+		if r == readLexical {
+			// Cleaned first: a normalising server reads it as "/x".
+			if got, err := pathWithin(long+"x", "/x", r); err != nil || !got {
+				t.Errorf("lexical: %v, %v", got, err)
+			}
+			continue
+		}
+		if _, err := pathWithin(long+"x", "/x", r); err == nil || !strings.Contains(err.Error(), "too many components") {
+			t.Errorf("kernel: err %v; want too many components", err)
+		}
+	}
+	p := mustParse(t, "version: 1\nfallback: ask\nrules:\n  - {match: mcp:fs:read, when: 'path.within(args.path, \"/etc\")', action: deny}\n")
+	if d := p.Decide(Call{Server: "fs", Name: "read", Args: pathArgs("path", long+"etc/passwd")}); d.Verdict != Deny {
+		t.Errorf("an overlong path: %+v; want deny", d)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -151,8 +152,30 @@ func FuzzCanonicalURI(f *testing.F) {
 		if len(forms) == 0 || forms[0].uri != s {
 			t.Fatalf("resourceForms(%q) = %v, %v; want the URI as sent first", s, forms, err)
 		}
-		if err == nil && (len(forms) < 2 && c != s || len(forms) >= 2 && forms[1].uri != c && c != s) {
+		if c != s && (len(forms) < 2 || forms[1].uri != c) {
 			t.Fatalf("resourceForms(%q) = %v; want the canonical form %q", s, forms, c)
+		}
+	})
+}
+
+// FuzzPathReadings: resolving any path under either reading neither panics
+// nor hangs, and the lexical reading of a path is that of its cleaned text.
+func FuzzPathReadings(f *testing.F) {
+	for _, s := range []string{"/etc/passwd", "/tmp/../etc/./x", "//a//b/", "/proc/self/cwd/../x", "/dev/fd/0/..", "relative/x", "", "/" + strings.Repeat("a/../", 100)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		for r := range reading(numReadings) {
+			_, _ = pathWithin(p, "/tmp", r)
+			_, _ = pathHasSegment(p, []string{".ssh", "*.env"}, r)
+		}
+		if !filepath.IsAbs(p) {
+			return
+		}
+		a, errA := resolvePath(p, readLexical, nil)
+		b, errB := resolvePath(filepath.Clean(p), readLexical, nil)
+		if a != b || (errA == nil) != (errB == nil) {
+			t.Fatalf("lexical reading of %q = %q, %v; of its cleaned text %q, %v", p, a, errA, b, errB)
 		}
 	})
 }
