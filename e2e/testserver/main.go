@@ -10,8 +10,6 @@
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
-//	paths     file: resources read the way normalising servers read paths
-//	          (percent-decoded, `..` applied before symlinks)
 //
 // With --events FILE it appends one line per notable event (a cancelled
 // call, say) so a test can see what reached the server.
