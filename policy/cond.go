@@ -3,10 +3,13 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -23,41 +26,69 @@ import (
 // matches. Exceeding it is an evaluation error, which fails closed.
 const costLimit = 10_000
 
-// condition is a compiled `when` expression. A program is safe for
-// concurrent use.
+// condition is a compiled `when` expression: one program per path reading,
+// built from the same checked expression, whose path functions resolve
+// paths under that reading. A program is safe for concurrent use.
 type condition struct {
 	text string
-	prg  cel.Program
+	prg  [numReadings]cel.Program
+	// paths is set when the expression calls a path function, so that its
+	// value can depend on the reading.
+	paths bool
 }
+
+// The path functions, by overload ID. pathOverloads lists them all, so that
+// a condition that calls one is known to depend on the reading.
+const (
+	overloadPathWithin     = "path_within_string_string"
+	overloadPathHasSegment = "path_has_segment_string_list_string"
+)
+
+var pathOverloads = []string{overloadPathWithin, overloadPathHasSegment}
 
 var (
 	celEnvOnce sync.Once
-	celEnv     *cel.Env
+	celEnvs    [numReadings]*cel.Env
 	celEnvErr  error
 )
 
-// env returns the one CEL environment every condition compiles in: args as
-// map(string, dyn), server and tool as strings, and path.within.
-func env() (*cel.Env, error) {
+// envFor returns the CEL environment of a reading: args as map(string,
+// dyn), server and tool as strings, and the path functions bound to that
+// reading. Every reading's environment declares the same names and
+// overloads, so an expression checked in one plans in any of them.
+func envFor(r reading) (*cel.Env, error) {
 	celEnvOnce.Do(func() {
-		celEnv, celEnvErr = cel.NewEnv(
-			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
-			cel.Variable("server", cel.StringType),
-			cel.Variable("tool", cel.StringType),
-			// JSON has one number type; the decoder makes integers int and
-			// the rest double, so a condition must be able to compare them.
-			cel.CrossTypeNumericComparisons(true),
-			cel.ExtendedValidations(),
-			cel.Function("path.within",
-				cel.Overload("path_within_string_string",
-					[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
-					cel.BinaryBinding(celPathWithin))),
-		)
+		for rd := range reading(numReadings) {
+			celEnvs[rd], celEnvErr = newEnv(rd)
+			if celEnvErr != nil {
+				return
+			}
+		}
 	})
-	return celEnv, celEnvErr
+	return celEnvs[r], celEnvErr
 }
 
-func celPathWithin(p, root ref.Val) ref.Val {
+func newEnv(r reading) (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("server", cel.StringType),
+		cel.Variable("tool", cel.StringType),
+		// JSON has one number type; the decoder makes integers int and
+		// the rest double, so a condition must be able to compare them.
+		cel.CrossTypeNumericComparisons(true),
+		cel.ExtendedValidations(),
+		cel.Function("path.within",
+			cel.Overload(overloadPathWithin,
+				[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
+				cel.BinaryBinding(func(p, root ref.Val) ref.Val { return celPathWithin(p, root, r) }))),
+		cel.Function("path.has_segment",
+			cel.Overload(overloadPathHasSegment,
+				[]*cel.Type{cel.StringType, cel.ListType(cel.StringType)}, cel.BoolType,
+				cel.BinaryBinding(func(p, names ref.Val) ref.Val { return celPathHasSegment(p, names, r) }))),
+	)
+}
+
+func celPathWithin(p, root ref.Val, r reading) ref.Val {
 	ps, ok := p.(types.String)
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(p)
@@ -66,11 +97,39 @@ func celPathWithin(p, root ref.Val) ref.Val {
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(root)
 	}
-	in, err := pathWithin(string(ps), string(rs))
+	in, err := pathWithin(string(ps), string(rs), r)
 	if err != nil {
-		return types.WrapErr(err)
+		return types.WrapErr(fmt.Errorf("path.within: %w", err))
 	}
 	return types.Bool(in)
+}
+
+func celPathHasSegment(p, names ref.Val, r reading) ref.Val {
+	ps, ok := p.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(p)
+	}
+	l, ok := names.(traits.Lister)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(names)
+	}
+	n, ok := l.Size().(types.Int)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(names)
+	}
+	pats := make([]string, 0, int(n))
+	for i := range n {
+		s, ok := l.Get(i).(types.String)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(l.Get(i))
+		}
+		pats = append(pats, string(s))
+	}
+	has, err := pathHasSegment(string(ps), pats, r)
+	if err != nil {
+		return types.WrapErr(fmt.Errorf("path.has_segment: %w", err))
+	}
+	return types.Bool(has)
 }
 
 // celProblem is a compile problem at a position inside the expression
@@ -85,7 +144,7 @@ type celProblem struct {
 // no variable is evaluated once here, and false (or an error) is refused.
 // always reports a condition that reads no variable and is always true.
 func compileCondition(text string) (c *condition, always bool, problems []celProblem) {
-	e, err := env()
+	e, err := envFor(readKernel)
 	if err != nil {
 		return nil, false, []celProblem{{msg: fmt.Sprintf("the condition environment failed to build (%v); expected it to build", err)}}
 	}
@@ -104,15 +163,23 @@ func compileCondition(text string) (c *condition, always bool, problems []celPro
 	if !ast.OutputType().IsExactType(cel.BoolType) {
 		return nil, false, []celProblem{{msg: fmt.Sprintf("the condition is of type %s; expected a boolean (write e.g. args.flag == true for a dynamic value)", ast.OutputType())}}
 	}
-	// No cel.OptOptimize: it would fold path.within calls over constants at
-	// load, freezing a symlink's target as it was then.
-	prg, err := e.Program(ast, cel.CostLimit(costLimit))
-	if err != nil {
-		return nil, false, []celProblem{{msg: fmt.Sprintf("the condition does not build into a program (%v); expected a CEL expression over args, server and tool", err)}}
+	if out := checkSegmentPatterns(ast); len(out) > 0 {
+		return nil, false, out
 	}
-	c = &condition{text: text, prg: prg}
+	c = &condition{text: text, paths: callsAny(ast, pathOverloads)}
+	for r := range reading(numReadings) {
+		re, err := envFor(r)
+		if err == nil {
+			// No cel.OptOptimize: it would fold path function calls over
+			// constants at load, freezing a symlink's target as it was then.
+			c.prg[r], err = re.Program(ast, cel.CostLimit(costLimit))
+		}
+		if err != nil {
+			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition does not build into a program (%v); expected a CEL expression over args, server and tool", err)}}
+		}
+	}
 	if !readsVariables(ast) {
-		v, _, err := prg.Eval(interpreter.EmptyActivation())
+		v, _, err := c.prg[readKernel].Eval(interpreter.EmptyActivation())
 		switch {
 		case err != nil:
 			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition reads no variable and always fails (%v); expected a condition over args, server or tool", err)}}
@@ -134,6 +201,76 @@ func readsVariables(ast *cel.Ast) bool {
 		}
 	}
 	return false
+}
+
+// callsAny reports whether a checked expression calls one of the overloads.
+func callsAny(ast *cel.Ast, overloads []string) bool {
+	for _, r := range ast.NativeRep().ReferenceMap() {
+		for _, id := range r.OverloadIDs {
+			if slices.Contains(overloads, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkSegmentPatterns requires the names of every path.has_segment call to
+// be a list literal of valid one-segment patterns, so that a typo such as
+// "[.ssh" or ".ssh/" is a load error rather than a rule that fails (or
+// never matches) on every call.
+func checkSegmentPatterns(a *cel.Ast) []celProblem {
+	native := a.NativeRep()
+	info := native.SourceInfo()
+	var out []celProblem
+	problem := func(id int64, format string, v ...any) {
+		loc := info.GetStartLocation(id)
+		out = append(out, celProblem{line: loc.Line(), col: loc.Column() + 1, msg: fmt.Sprintf(format, v...)})
+	}
+	celast.PostOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind || e.AsCall().FunctionName() != "path.has_segment" || len(e.AsCall().Args()) != 2 {
+			return
+		}
+		names := e.AsCall().Args()[1]
+		if names.Kind() != celast.ListKind || len(names.AsList().Elements()) == 0 {
+			problem(names.ID(), "path.has_segment: the names are not a list of quoted names; expected a non-empty list literal such as [\".ssh\", \"*.env\"]")
+			return
+		}
+		for _, el := range names.AsList().Elements() {
+			s, ok := segmentLiteral(el)
+			if !ok {
+				problem(el.ID(), "path.has_segment: a name is not a quoted string; expected a literal such as \".ssh\"")
+				continue
+			}
+			if err := validSegmentPattern(s); err != nil {
+				problem(el.ID(), "path.has_segment: %v", err)
+			}
+		}
+	}))
+	return out
+}
+
+func segmentLiteral(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// validSegmentPattern checks one name of path.has_segment: a path.Match
+// pattern that matches within one segment.
+func validSegmentPattern(s string) error {
+	switch {
+	case s == "" || s == "." || s == "..":
+		return fmt.Errorf("the name %q can never be a segment of a resolved path; expected a file or directory name such as \".ssh\"", s)
+	case strings.ContainsRune(s, '/'):
+		return fmt.Errorf("the name %q contains /, and a segment never does; expected one name such as \".ssh\" (list each segment on its own)", s)
+	}
+	if _, err := path.Match(s, ""); err != nil {
+		return fmt.Errorf("the name %q is not a valid pattern (%v); expected a name or a glob such as *.env (* ? [a-z], \\ escapes)", s, err)
+	}
+	return nil
 }
 
 // activation gives a condition its variables without building a map per
@@ -159,7 +296,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // evaluation holds what the conditions of one decision share: the call's
-// arguments, decoded at most once.
+// arguments, decoded at most once, and the path reading the conditions are
+// evaluated under.
 type evaluation struct {
 	// The call's fields, copied rather than pointed to, so that the call
 	// stays on the caller's stack.
@@ -169,6 +307,13 @@ type evaluation struct {
 	act     *activation
 	argsErr error
 	done    bool
+
+	// reading is how the path functions resolve paths in this pass.
+	reading reading
+	// readPaths is set once a condition that calls a path function has
+	// been evaluated, so that Decide knows whether another reading could
+	// decide differently.
+	readPaths bool
 }
 
 // eval evaluates a condition for the call, returning its value or the error
@@ -186,7 +331,10 @@ func (ev *evaluation) eval(c *condition) (bool, error) {
 	if ev.argsErr != nil {
 		return false, ev.argsErr
 	}
-	v, _, err := c.prg.Eval(ev.act)
+	if c.paths {
+		ev.readPaths = true
+	}
+	v, _, err := c.prg[ev.reading].Eval(ev.act)
 	if err != nil {
 		return false, err
 	}

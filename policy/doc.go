@@ -26,8 +26,19 @@
 // errors fail closed.
 //
 // A [Decision] is a pure function of the snapshot and the [Call] (apart from
-// path.within, which looks at the file system's symlinks) and names the rule
-// that decided it, the reason, and the snapshot's revision.
+// the path functions path.within and path.has_segment, which look at the
+// file system's symlinks) and names the rule that decided it, the reason,
+// and the snapshot's revision.
+//
+// # Paths and URIs
+//
+// The kernel and the servers in front of it read `..` after a symlink
+// differently, so a decision whose conditions call a path function is made
+// once with paths read as the kernel reads them (symlinks, then `..`) and
+// once as normalising servers do (`..`, then symlinks); the most
+// restrictive decision wins. A resource URI is decided as sent, in its
+// canonical form and, for file: URIs, by its path under both readings,
+// again keeping the most restrictive decision.
 //
 // # Speed
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -12,57 +13,138 @@ import (
 // ELOOP limit, so that a link loop ends in an error rather than a hang.
 const maxLinks = 40
 
+// maxSteps bounds the components one resolution walks, links' targets
+// included. A real path has tens; without a bound, a megabyte of "x/../"
+// would cost a system call per component on the path of a call. A path
+// over it is an error, which fails closed.
+const maxSteps = 4096
+
+// A reading is one way of deciding which file a path names. The kernel and
+// the servers in front of it disagree about `..` after a symlink: for the
+// kernel, /work/link/../x is the parent of link's target, joined with x; a
+// server that first normalises the text (Node's path.resolve, Python's
+// os.path.abspath, Go's filepath.Clean) opens /work/x. A policy cannot know
+// which one a server does, so a decision whose conditions read paths is made
+// once per reading and the most restrictive verdict wins.
+type reading uint8
+
+const (
+	// readKernel walks the components in order, replacing each symlink by
+	// its target before a later `..` applies.
+	readKernel reading = iota
+	// readLexical applies `..` to the text first, as a normalising server
+	// does, and then follows the symlinks of what is left as the kernel
+	// will when the server opens it.
+	readLexical
+
+	numReadings = 2
+)
+
+// String names the reading as a decision's reason does.
+func (r reading) String() string {
+	if r == readLexical {
+		return "`..` applied before symlinks, as servers that normalise paths read them"
+	}
+	return "symlinks followed before `..`, as the kernel reads them"
+}
+
 // pathWithin reports whether path is root or lies inside it, after both are
-// resolved the way the operating system would resolve them. A path that
-// cannot be resolved (a symlink loop) is an error, which the rule's action
-// turns into a fail-closed outcome.
+// resolved under the reading. A path that cannot be resolved (a symlink
+// loop) is an error, which the rule's action turns into a fail-closed
+// outcome.
 //
-// A lexical filepath.Clean is not enough: in /work/link/../x the `..` undoes
-// the symlink's target, not the word "link", so the components are walked
-// in order, each symlink replaced by its target before a later `..` applies.
-// A dangling symlink is followed too, because creating a file through it
-// writes to its target. Components that do not exist are kept as they are,
-// since nothing redirects them yet.
+// Under either reading a dangling symlink is followed too, because creating
+// a file through it writes to its target, and components that do not exist
+// are kept as they are, since nothing redirects them yet.
 //
 // A relative path (or one starting with ~) is an error, not a "no": what it
 // means depends on the server's working directory, which the policy cannot
 // see, and an error fails closed both ways — an allow rule does not match,
 // and a deny rule such as `path.within(args.path, "/etc")` does, so
 // "../../etc/passwd" cannot slip past it.
-func pathWithin(path, root string) (bool, error) {
+func pathWithin(path, root string, r reading) (bool, error) {
 	if !filepath.IsAbs(path) {
-		return false, fmt.Errorf("path %q is not absolute; where it points depends on the server's working directory", path)
+		return false, errRelative(path)
 	}
 	if !filepath.IsAbs(root) {
 		return false, fmt.Errorf("root %q is not absolute", root)
 	}
-	p, err := resolvePath(path)
+	p, err := resolvePath(path, r, nil)
 	if err != nil {
 		return false, err
 	}
-	r, err := resolvePath(root)
+	rt, err := resolvePath(root, r, nil)
 	if err != nil {
 		return false, err
 	}
-	if p == r || r == string(filepath.Separator) {
+	if p == rt || rt == string(filepath.Separator) {
 		return true, nil
 	}
-	return strings.HasPrefix(p, r+string(filepath.Separator)), nil
+	return strings.HasPrefix(p, rt+string(filepath.Separator)), nil
 }
 
-var errTooManyLinks = errors.New("too many levels of symbolic links")
+func errRelative(path string) error {
+	return fmt.Errorf("path %q is not absolute; where it points depends on the server's working directory", path)
+}
 
-// resolvePath resolves an absolute path component by component, following
-// every symlink it meets and applying `..` to what they resolve to.
-func resolvePath(path string) (string, error) {
+// pathHasSegment reports whether any segment of the path resolved under the
+// reading, or the name of any symlink followed to resolve it, matches one
+// of the patterns (path.Match syntax, one segment each). The link names
+// count so that a secret directory that is itself a symlink (~/.ssh ->
+// dotfiles/ssh, as dotfile managers make it) is still recognised by name.
+func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
+	if !filepath.IsAbs(p) {
+		return false, errRelative(p)
+	}
+	var names []string
+	resolved, err := resolvePath(p, r, &names)
+	if err != nil {
+		return false, err
+	}
+	for _, seg := range strings.Split(resolved, string(filepath.Separator)) {
+		if seg != "" {
+			names = append(names, seg)
+		}
+	}
+	for _, pat := range patterns {
+		for _, n := range names {
+			ok, err := path.Match(pat, n)
+			if err != nil {
+				return false, fmt.Errorf("the segment pattern %q is invalid (%w); expected a name or a glob of one segment such as *.env", pat, err)
+			}
+			if ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+var (
+	errTooManyLinks = errors.New("too many levels of symbolic links")
+	errTooManySteps = errors.New("too many components")
+)
+
+// resolvePath resolves an absolute path under the reading, following every
+// symlink it meets. Under readLexical the text is cleaned first; the
+// targets of the links it then meets are read as the kernel reads them,
+// because it is the kernel that follows them. When links is not nil, the
+// name of every symlink followed is appended to it.
+func resolvePath(p string, r reading, links *[]string) (string, error) {
+	if r == readLexical {
+		p = filepath.Clean(p)
+	}
 	sep := string(filepath.Separator)
-	rest := strings.Split(path, sep)
+	rest := strings.Split(p, sep)
 	resolved := sep
-	links := 0
+	n, steps := 0, 0
 	missing := false // below a missing component, nothing exists
 	for len(rest) > 0 {
 		c := rest[0]
 		rest = rest[1:]
+		if steps++; steps > maxSteps {
+			return "", fmt.Errorf("resolving a path of %d bytes: %w; expected at most %d components", len(p), errTooManySteps, maxSteps)
+		}
 		switch c {
 		case "", ".":
 			continue
@@ -88,13 +170,16 @@ func resolvePath(path string) (string, error) {
 			resolved = next
 			continue
 		}
-		links++
-		if links > maxLinks {
-			return "", fmt.Errorf("path.within(%q): %w; expected at most %d", path, errTooManyLinks, maxLinks)
+		n++
+		if n > maxLinks {
+			return "", fmt.Errorf("resolving %q: %w; expected at most %d", p, errTooManyLinks, maxLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", fmt.Errorf("path.within(%q): reading the symlink %s: %w", path, next, err)
+			return "", fmt.Errorf("resolving %q: reading the symlink %s: %w", p, next, err)
+		}
+		if links != nil {
+			*links = append(*links, c)
 		}
 		if filepath.IsAbs(target) {
 			resolved = sep

@@ -78,7 +78,7 @@ func TestPathWithinSymlinks(t *testing.T) {
 		{work + "shop/x", work, false, false}, // a sibling sharing the prefix
 	}
 	for _, tt := range tests {
-		got, err := pathWithin(tt.path, tt.root)
+		got, err := pathWithin(tt.path, tt.root, readKernel)
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("pathWithin(%q, %q) = %v, %v; want %v, error %v", tt.path, tt.root, got, err, tt.want, tt.err)
 		}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,6 +73,9 @@ type index struct {
 	wild     []*entry
 
 	staged []*entry
+	// entries counts the entries indexed, so that a kind no rule speaks of
+	// (resources, in most policies) is decided without looking at its name.
+	entries int
 }
 
 // bucket holds the entries that can match calls to one server; they match
@@ -145,6 +149,7 @@ func (b *bucket) add(e *entry) {
 // finish builds the index from the staged entries.
 func (ix *index) finish(mergeLimit int) {
 	var multi []*entry
+	ix.entries = len(ix.staged)
 	for _, e := range ix.staged {
 		p := e.pat
 		switch {
@@ -289,18 +294,101 @@ func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
 }
 
 // Decide returns the policy's decision about a call. It is a pure function
-// of the snapshot and the call (path.within apart, which reads symlinks),
-// safe for concurrent use, and does not allocate unless a rule with a
-// condition matches the call's name or a pattern must match the whole name.
+// of the snapshot and the call (the path functions apart, which read
+// symlinks), safe for concurrent use, and does not allocate unless a rule
+// with a condition matches the call's name, a pattern must match the whole
+// name, or the call is a resource under a policy that denies resources.
+//
+// When a condition that reads a path took part in the decision, the call is
+// decided once per path reading and the most restrictive decision wins (the
+// first reading's on a tie), so that neither `..` after a symlink nor a
+// negated condition can lead a server somewhere the policy did not allow.
+// A resource URI is decided in each of its forms (see resourceForms), the
+// most restrictive again winning.
 func (p *Policy) Decide(c Call) Decision {
-	d := Decision{Revision: p.revision}
 	if c.Kind >= numKinds {
+		d := Decision{Revision: p.revision}
 		d.Verdict, d.Rule = Deny, "default"
 		d.Reason = fmt.Sprintf("the call is of unknown kind %d; expected a tool call, prompt, resource or sampling request", uint8(c.Kind))
 		return d
 	}
+	if c.Kind == KindResource {
+		return p.decideResource(c)
+	}
 	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
-	out := p.decide[c.Kind].search(c.Kind, c.Server, c.Name, &ev)
+	d := p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+	if !ev.readPaths {
+		// No condition that reads a path was evaluated: every reading
+		// evaluates the same conditions to the same values.
+		return d
+	}
+	var ds [numReadings]Decision
+	ds[readKernel] = d
+	at := readKernel
+	for r := readKernel + 1; r < numReadings; r++ {
+		ev.reading = r
+		ds[r] = p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+		if ds[r].Verdict > ds[at].Verdict {
+			at = r
+		}
+	}
+	d = ds[at]
+	for _, o := range ds {
+		if o.Verdict < d.Verdict {
+			// Another reading would have let more through: say which one
+			// decided.
+			d.Reason += " (with paths read with " + at.String() + ")"
+			break
+		}
+	}
+	return d
+}
+
+// decideResource decides a resource in each form of its URI and keeps the
+// most restrictive decision, the first form's on a tie.
+func (p *Policy) decideResource(c Call) Decision {
+	ix := &p.decide[KindResource]
+	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
+	if ix.entries == 0 {
+		return p.decideOnce(KindResource, c.Server, c.Name, &ev)
+	}
+	forms, err := resourceForms(c.Name)
+	if err != nil {
+		return Decision{Verdict: Deny, Rule: "default", Revision: p.revision,
+			Reason: "the file path of the resource URI cannot be resolved (" + resolveErrorText(err) + "), so whether a deny rule covers it cannot be told"}
+	}
+	var d Decision
+	for i, f := range forms {
+		o := p.decideOnce(KindResource, c.Server, f.uri, &ev)
+		if i == 0 || o.Verdict > d.Verdict {
+			if i > 0 {
+				o.Reason += " (the URI read " + f.how + ")"
+			}
+			d = o
+		}
+		if d.Verdict == Deny {
+			break
+		}
+	}
+	return d
+}
+
+// resolveErrorText says why a path could not be resolved without repeating
+// the path, which is the upstream's or the model's text.
+func resolveErrorText(err error) string {
+	for _, known := range []error{errTooManyLinks, errTooManySteps} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return "a symlink on it cannot be read"
+}
+
+// decideOnce searches the index of the kind for the call under the
+// evaluation's path reading, and turns what it found into a decision.
+func (p *Policy) decideOnce(kind Kind, server, name string, ev *evaluation) Decision {
+	d := Decision{Revision: p.revision}
+	out := p.decide[kind].search(kind, server, name, ev)
 	if e := out.e; e != nil {
 		d.Verdict, d.Rule, d.Reason = e.sev, e.rule.name, e.reason
 		if out.condErr != nil {
@@ -312,7 +400,7 @@ func (p *Policy) Decide(c Call) Decision {
 		return d
 	}
 	d.Rule = "default"
-	switch c.Kind {
+	switch kind {
 	case KindTool:
 		d.Verdict, d.Rule, d.Reason = p.fallback, "fallback", p.fallbackReason
 	case KindSampling:
@@ -330,12 +418,30 @@ func (p *Policy) Decide(c Call) Decision {
 
 // Hidden reports whether an unconditional deny covers the name, so that it
 // is left out of tools/list, prompts/list or resources/list. name is the
-// tool name, prompt name or resource URI.
+// tool name, prompt name or resource URI; a resource URI is looked at in
+// each of its forms, as Decide looks at it, so that a listed resource is
+// hidden exactly when reading it would be refused.
 func (p *Policy) Hidden(kind Kind, server, name string) bool {
 	if kind >= numKinds {
 		return true
 	}
-	return p.hide[kind].search(kind, server, name, nil).e != nil
+	ix := &p.hide[kind]
+	if kind != KindResource {
+		return ix.search(kind, server, name, nil).e != nil
+	}
+	if ix.entries == 0 {
+		return false
+	}
+	forms, err := resourceForms(name)
+	if err != nil {
+		return true
+	}
+	for _, f := range forms {
+		if ix.search(kind, server, f.uri, nil).e != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ApprovalTimeout is how long an ask waits for a human before it counts as

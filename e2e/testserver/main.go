@@ -39,6 +39,8 @@ func main() {
 		err = runRaw(hostileHandlers(), ev)
 	case "colons":
 		err = runRaw(colonHandlers(), ev)
+	case "paths":
+		err = runPaths(ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

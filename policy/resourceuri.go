@@ -1,0 +1,261 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Resource URIs are decided on in every form an upstream may take them to
+// mean, because a deny such as resource:fs:file:///etc/** must not be walked
+// around by spelling the same resource differently: file:///tmp/../etc/passwd,
+// FILE:///etc//passwd, file:///%65tc/passwd or file:///etc/passwd#x. The
+// forms are the URI as sent, its canonical form (canonicalURI) and, for a
+// file: URI, its path resolved under each path reading. The most
+// restrictive verdict over the forms wins; the request itself is forwarded
+// as sent.
+
+// A uriForm is one spelling of a resource URI that a decision looks at.
+type uriForm struct {
+	uri string
+	// how says what the form is, for a decision's reason. It holds no part
+	// of the URI: the URI is the upstream's text.
+	how string
+}
+
+// resourceForms returns the distinct forms of a resource URI, the URI as
+// sent first. An error means a file: URI's path cannot be resolved (a
+// symlink loop); the caller fails closed.
+func resourceForms(uri string) ([]uriForm, error) {
+	forms := []uriForm{{uri: uri, how: "as sent"}}
+	add := func(u, how string) {
+		for _, f := range forms {
+			if f.uri == u {
+				return
+			}
+		}
+		forms = append(forms, uriForm{uri: u, how: how})
+	}
+	u := parseURI(uri)
+	add(u.canonical(), "in its canonical form")
+	if !strings.EqualFold(u.scheme, "file") {
+		return forms, nil
+	}
+	// The path a file server opens is the fully percent-decoded path,
+	// whatever the authority holds (file://localhost/x, or a host a lenient
+	// server ignores).
+	p := percentDecodeAll(u.path)
+	if !filepath.IsAbs(p) {
+		// file:etc/passwd names no absolute path; its canonical form is
+		// all there is to match.
+		return forms, nil
+	}
+	for r := range reading(numReadings) {
+		resolved, err := resolvePath(p, r, nil)
+		if err != nil {
+			return forms, fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
+		}
+		add("file://"+resolved, "as a file path with "+r.String())
+	}
+	return forms, nil
+}
+
+// uriParts are the five components of a URI reference (RFC 3986, section
+// 3), split the way the appendix B expression splits them.
+type uriParts struct {
+	scheme       string
+	hasAuthority bool
+	authority    string
+	path         string
+	hasQuery     bool
+	query        string
+}
+
+// parseURI splits any string into the components of a URI reference. It
+// never fails: a string that is not a URI is a relative reference whose
+// path is the whole string (up to ? or #). The fragment is dropped: it is
+// never sent to the server that holds the resource.
+func parseURI(s string) uriParts {
+	var u uriParts
+	s, _, _ = strings.Cut(s, "#")
+	if i := strings.IndexAny(s, ":/?"); i > 0 && s[i] == ':' && validScheme(s[:i]) {
+		u.scheme, s = s[:i], s[i+1:]
+	}
+	if rest, ok := strings.CutPrefix(s, "//"); ok {
+		u.hasAuthority = true
+		i := strings.IndexAny(rest, "/?")
+		if i < 0 {
+			i = len(rest)
+		}
+		u.authority, s = rest[:i], rest[i:]
+	}
+	u.path, u.query, u.hasQuery = strings.Cut(s, "?")
+	return u
+}
+
+// validScheme reports whether s is ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+func validScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// canonicalURI returns the canonical form of a URI: scheme and host in
+// lower case, percent-encodings of unreserved characters decoded and the
+// others in upper case (a % that starts no encoding becomes %25), no `.`,
+// `..` or empty path segments, no fragment; the query is kept. It is
+// idempotent, and two spellings RFC 3986 (section 6.2.2) calls equivalent
+// have the same form. Empty segments are removed too, because a file
+// server opens /etc//passwd as /etc/passwd.
+func canonicalURI(s string) string { return parseURI(s).canonical() }
+
+func (u uriParts) canonical() string {
+	var b strings.Builder
+	if u.scheme != "" {
+		b.WriteString(strings.ToLower(u.scheme))
+		b.WriteByte(':')
+	}
+	if u.hasAuthority {
+		b.WriteString("//")
+		userinfo, host, ok := cutLast(u.authority, "@")
+		if ok {
+			b.WriteString(normalisePercent(userinfo, false))
+			b.WriteByte('@')
+		} else {
+			host = u.authority
+		}
+		b.WriteString(normalisePercent(host, true))
+	}
+	b.WriteString(u.canonicalPath())
+	if u.hasQuery {
+		b.WriteByte('?')
+		b.WriteString(normalisePercent(u.query, false))
+	}
+	return b.String()
+}
+
+// canonicalPath removes the dot and empty segments of the path after its
+// percent-encodings are normalised, so that %2E%2E counts as `..`. A `..`
+// above the first segment is dropped, as RFC 3986's remove_dot_segments
+// drops it.
+func (u uriParts) canonicalPath() string {
+	p := normalisePercent(u.path, false)
+	rooted := strings.HasPrefix(p, "/")
+	var segs []string
+	for seg := range strings.SplitSeq(p, "/") {
+		switch seg {
+		case "", ".":
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+		default:
+			segs = append(segs, seg)
+		}
+	}
+	if !rooted && u.scheme == "" && !u.hasAuthority && len(segs) > 0 {
+		// A first segment with a colon would read as a scheme the next
+		// time; RFC 3986 (section 4.2) encodes that colon.
+		segs[0] = strings.ReplaceAll(segs[0], ":", "%3A")
+	}
+	out := strings.Join(segs, "/")
+	if rooted || (u.hasAuthority && out != "") {
+		// Under an authority a path is empty or starts with /.
+		out = "/" + out
+	}
+	return out
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// normalisePercent decodes the percent-encodings of unreserved characters,
+// writes the others with upper-case hex digits and encodes a % that starts
+// no encoding as %25. With lower, ASCII letters outside encodings are put
+// in lower case (for a host).
+func normalisePercent(s string, lower bool) string {
+	if !strings.ContainsRune(s, '%') && (!lower || s == strings.ToLower(s)) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			if lower && 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			b.WriteString("%25")
+			continue
+		}
+		d := unhex(s[i+1])<<4 | unhex(s[i+2])
+		i += 2
+		if unreserved(d) {
+			if lower && 'A' <= d && d <= 'Z' {
+				d += 'a' - 'A'
+			}
+			b.WriteByte(d)
+			continue
+		}
+		const hexDigits = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[d>>4])
+		b.WriteByte(hexDigits[d&15])
+	}
+	return b.String()
+}
+
+// percentDecodeAll decodes every valid percent-encoding, reserved
+// characters included, as a file server turns a file: URI into a path; a %
+// that starts no encoding stays.
+func percentDecodeAll(s string) string {
+	if !strings.ContainsRune(s, '%') {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unreserved reports whether c is ALPHA / DIGIT / "-" / "." / "_" / "~".
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
