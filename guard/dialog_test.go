@@ -1,0 +1,107 @@
+package guard
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The dialog corpus lives in testdata/dialogs: imitations of the hosts' own
+// permission dialogs (Claude Code's "Do you want to proceed? ❯ 1. Yes",
+// Codex's "Would you like to run the following command? › 1. Yes, proceed
+// (y)", Gemini CLI's "Allow execution of: ...? ● 1. Yes, allow once") and
+// real CLI prompts and documentation that must pass.
+//
+//	heldout_positive.txt, heldout_negative.txt  written before the dialog
+//	    rules and never used to tune them: the honest estimate
+//	tuning_positive.txt, tuning_negative.txt    the phrasings the rules were
+//	    developed on
+//
+// An entry starts with a line "=== <name>" and runs to the next one; lines
+// starting with "#" before the first entry are comments. An entry whose name
+// ends in "crlf" has its line ends written as CRLF.
+
+type dialogEntry struct {
+	name, text string
+}
+
+func readDialogs(t testing.TB, file string) []dialogEntry {
+	t.Helper()
+	b, err := os.ReadFile("testdata/dialogs/" + file)
+	if err != nil {
+		t.Fatalf("read dialog corpus: %v", err)
+	}
+	var out []dialogEntry
+	var cur *dialogEntry
+	var lines []string
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		cur.text = strings.Join(lines, "\n")
+		if strings.HasSuffix(cur.name, "crlf") {
+			cur.text = strings.ReplaceAll(cur.text, "\n", "\r\n")
+		}
+		out = append(out, *cur)
+	}
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if name, ok := strings.CutPrefix(l, "=== "); ok {
+			flush()
+			cur, lines = &dialogEntry{name: name}, nil
+			continue
+		}
+		if cur == nil {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				t.Fatalf("%s: text before the first entry: %q", file, l)
+			}
+			continue
+		}
+		lines = append(lines, l)
+	}
+	flush()
+	if len(out) == 0 {
+		t.Fatalf("%s holds no entries", file)
+	}
+	return out
+}
+
+// dialogRate runs every entry as a text result and returns the names of the
+// entries that were not flagged.
+func dialogMisses(entries []dialogEntry) (missed []string) {
+	for _, e := range entries {
+		if InspectResult(textResult(e.text)) == nil {
+			missed = append(missed, e.name)
+		}
+	}
+	return missed
+}
+
+// dialogFalsePositives places every entry where tools put output and
+// returns each placement that was flagged.
+func dialogFalsePositives(t *testing.T, file string) (fps []string) {
+	t.Helper()
+	entries := readDialogs(t, file)
+	n := 0
+	for _, e := range entries {
+		for _, p := range negativePlaces(e.name, []byte(e.text)) {
+			n++
+			if got := InspectResult(p.build([]byte(e.text))); got != nil {
+				fps = append(fps, file+": "+e.name+" in "+p.name+": "+got[0].Kind+": "+got[0].Detail)
+			}
+		}
+	}
+	t.Logf("%s: %d entries × 4 places = %d results, %d flagged", file, len(entries), n, len(fps))
+	return fps
+}
+
+func TestDialogHeldOut(t *testing.T) {
+	pos := readDialogs(t, "heldout_positive.txt")
+	missed := dialogMisses(pos)
+	rate := float64(len(pos)-len(missed)) / float64(len(pos))
+	t.Logf("held-out dialogs: %d/%d detected (%.1f%%); missed: %s",
+		len(pos)-len(missed), len(pos), 100*rate, strings.Join(missed, ", "))
+	// Measurement only in this commit: the rules for dialogs come next.
+	for _, fp := range dialogFalsePositives(t, "heldout_negative.txt") {
+		t.Logf("false positive: %s", fp)
+	}
+}
