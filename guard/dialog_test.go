@@ -105,3 +105,12 @@ func TestDialogHeldOut(t *testing.T) {
 		t.Logf("false positive: %s", fp)
 	}
 }
+
+func TestDialogTuning(t *testing.T) {
+	pos := readDialogs(t, "tuning_positive.txt")
+	missed := dialogMisses(pos)
+	t.Logf("tuning dialogs: %d/%d detected; missed: %s", len(pos)-len(missed), len(pos), strings.Join(missed, ", "))
+	for _, fp := range dialogFalsePositives(t, "tuning_negative.txt") {
+		t.Errorf("false positive: %s", fp)
+	}
+}

@@ -14,6 +14,9 @@ const (
 	catVocab stemCat = iota + 1
 	// catShape stems only occur in structural shapes (keys, method names).
 	catShape
+	// catDialog stems occur in the hosts' permission dialogs: they trigger
+	// the dialog check only (see dialog.go).
+	catDialog
 )
 
 // stems is the complete list of trigger stems, lower-case, matched ASCII
@@ -50,6 +53,18 @@ var stems = []struct {
 	{"requestu", catShape},  // requestUserInput
 	{"request_u", catShape}, // request_user_input
 	{"request-u", catShape}, // request-user-input
+	// Host permission dialogs; every one is also a trigger of the dialog
+	// check, and catVocab stems are too.
+	{"proceed", catDialog},     // "Do you want to proceed?", "Yes, proceed (y)"
+	{"ask again", catDialog},   // "don't ask again"
+	{"differently", catDialog}, // "tell Claude what to do differently"
+	{"(esc)", catDialog},       // "No, suggest changes (esc)", in any language
+	{"yes, ", catDialog},       // "Yes, and ...", "Yes, allow once"
+	{"1. yes", catDialog},
+	{"1) yes", catDialog},
+	{"claude", catDialog},
+	{"codex", catDialog},
+	{"gemini", catDialog},
 }
 
 // stemAlphabet holds the bytes that occur in stems in either case. A \uXXXX

@@ -83,7 +83,7 @@ func (s *sentence) w(i int) string {
 // consent.
 func (in *inspector) prose(text []byte, path func() string) {
 	cur := newHitCursor(text)
-	done := 0
+	done, dialogDone := 0, 0
 	sent := &in.sent
 	for pos := 0; pos < len(text) && !in.full(); {
 		h, st := cur.next(pos)
@@ -91,7 +91,19 @@ func (in *inspector) prose(text []byte, path func() string) {
 			return
 		}
 		pos = h + 1
-		if pf.cats[st] != catVocab || h < done || h > 0 && isASCIILetter(text[h-1]) {
+		cat := pf.cats[st]
+		if cat == catShape || h > 0 && isASCIILetter(text[h-1]) && isASCIILetter(text[h]) {
+			continue
+		}
+		// The lines around the stem may draw a host's dialog; read each
+		// window once.
+		if h >= dialogDone {
+			dialogDone = in.dialog(text, h, path)
+			if in.full() {
+				return
+			}
+		}
+		if cat != catVocab || h < done {
 			continue
 		}
 		a, b := sentenceAround(text, h)
@@ -732,8 +744,11 @@ func hasPromptOptions(text []byte, a, b int) bool {
 				break
 			}
 			j += from
-			// At a word boundary: "deny/not_in" does not offer "y/n".
-			if j == 0 || !isASCIILetter(l[j-1]) && !('0' <= l[j-1] && l[j-1] <= '9') {
+			// At word boundaries: "deny/not_in" does not offer "y/n", and
+			// "yes, approved it" does not offer "yes, approve".
+			k := j + len(o)
+			if (j == 0 || !isASCIILetter(l[j-1]) && !('0' <= l[j-1] && l[j-1] <= '9')) &&
+				(k == len(l) || !isASCIILetter(o[len(o)-1]) || !isASCIILetter(l[k])) {
 				return true
 			}
 			from = j + 1
