@@ -123,7 +123,7 @@ func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
 	d.items = d.items[:0]
 	d.segment()
 
-	var yes, yesNum, yesAnswered, no, hostOpt, q, qVerb bool
+	var yes, yesNum, yesAnswered, no, hostOpt, keyHint, q, qVerb bool
 	opts, sel := 0, 0
 	afterQ := false // unmarked short lines right after a question are its options
 	for i := range d.items {
@@ -168,11 +168,15 @@ func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
 		yesAnswered = yesAnswered || y && it.answered
 		no = no || n
 		hostOpt = hostOpt || h
-	}
-	if !yes && !hostOpt {
-		return 0, nil
+		keyHint = keyHint || endsWithKeyHint(label)
 	}
 	cursor := sel > 0 && (sel < opts || opts == 1)
+	// A menu asks (a question), is being answered (a cursor), was
+	// answered, or names the keys that answer it ("(esc)", "(y)"): a list
+	// of options alone is documentation.
+	if !yes && !hostOpt || !q && !cursor && !yesAnswered && !keyHint {
+		return 0, nil
+	}
 	if yes {
 		score++
 	}
@@ -255,10 +259,16 @@ func (d *dialogScratch) line(a, b int) {
 			}
 		case c == '|':
 			cut(i, i+1, true)
+		case c == '"':
+			// The strings of JSON written on one line are separate
+			// lines of the screen: ["Do you want to proceed?","❯ 1. Yes"].
+			if isTerminator(l, i) {
+				cut(i, i+1, false)
+			}
 		case c == '[':
 			// A button ("[ Allow once ]") is a segment of its own; a short
 			// bracket ("[x]", "[1]", "[Y]") marks what follows.
-			if j := bytes.IndexByte(l[i:b], ']'); j > 4 {
+			if j := bytes.IndexByte(l[i:min(b, i+48)], ']'); j > 4 && bytes.IndexAny(l[i+1:i+j], "[\"") < 0 {
 				cut(i, i, true)
 				d.add(i+1, i+j, true)
 				s = i + j + 1
@@ -479,6 +489,13 @@ var (
 	// requestPhrases make a line a request for permission.
 	requestPhrases = []string{"wants to", "would like to", "needs your approval", "needs approval",
 		"needs permission", "requests permission", "is requesting", "asks to", "is asking"}
+	// verbOptionWords open options whose wording goes on ("Allow for
+	// this session", "Always allow", "Don't allow", "Accept all").
+	verbOptionWords = []string{"allow", "always", "approve", "accept", "deny", "reject", "don't", "dont",
+		"don’t", "cancel", "skip", "block", "decline", "abort", "continue", "proceed", "run",
+		"erlauben", "permitir", "autoriser"}
+	// conditionWords open a clause that describes rather than asks.
+	conditionWords = []string{"when", "if", "once", "after", "before", "whenever", "until", "unless", "while"}
 	// hostOptionWords are the hosts' own option wording.
 	hostOptionWords = []string{"ask again", "always allow", "allow always", "allow once", "this session",
 		"the session", "for session", "this turn", "this project", "this workspace", "differently",
@@ -502,7 +519,7 @@ func firstWord(label []byte) []byte {
 	i := 0
 	for i < len(label) {
 		c := label[i]
-		if c == ' ' || c == ',' || c == '.' || c == ':' || c == '(' || c == ')' || c == '!' || c == ';' || c == '/' || c == '\t' {
+		if c == ' ' || c == ',' || c == '.' || c == ':' || c == '(' || c == ')' || c == '!' || c == ';' || c == '/' || c == '\t' || c == '"' {
 			break
 		}
 		if c >= utf8.RuneSelf {
@@ -514,6 +531,9 @@ func firstWord(label []byte) []byte {
 			continue
 		}
 		i++
+	}
+	for i > 0 && (label[i-1] == '*' || label[i-1] == '`' || label[i-1] == '_') {
+		i--
 	}
 	return label[:i]
 }
@@ -532,19 +552,80 @@ func inWords(w []byte, set []string) bool {
 func yesLike(label []byte) bool {
 	w := firstWord(label)
 	if string(w) == "you" && len(w) < len(label) {
-		w = firstWord(label[len(w)+1:])
-		return inWords(w, answeredWords)
+		return inWords(firstWord(label[len(w)+1:]), answeredWords)
 	}
-	return inWords(w, yesWords) || inWords(w, answeredWords)
+	return inWords(w, answeredWords) || inWords(w, yesWords) && optionShaped(label, w)
+}
+
+// noLike reports an option that refuses: "No", "No, and tell Codex ...",
+// "Deny", "Don't allow".
+func noLike(label []byte) bool {
+	w := firstWord(label)
+	return inWords(w, noWords) && optionShaped(label, w)
+}
+
+// optionShaped reports whether label, which starts with the word w, reads
+// as the label of an option rather than a sentence that starts with the
+// same word: "Yes", "Yes, and don't ask again", "Yes (y)", "Allow once"
+// are options; "Yes runs the command once" and "No blockers remain" are
+// the prose of documentation and mail.
+func optionShaped(label, w []byte) bool {
+	if inWords(w, verbOptionWords) {
+		return len(label) <= 64
+	}
+	rest := label[len(w):]
+	for len(rest) > 0 && (rest[0] == '*' || rest[0] == '`' || rest[0] == '_') {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	switch rest[0] {
+	case ',', '!', '(', '.', ';':
+		return true
+	}
+	if r, _ := utf8.DecodeRune(rest); r == '，' || r == '、' || r == '。' {
+		return true
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	if len(rest) == 0 || rest[0] == '(' || rest[0] == '[' {
+		return true
+	}
+	r, _ := utf8.DecodeRune(rest)
+	return r == '←' || isAnsweredRune(r)
+}
+
+// endsWithKeyHint reports an option label that ends with the key that
+// chooses it: "Yes, proceed (y)", "No, suggest changes (esc)", "Yes,
+// allow all edits during this session (shift+tab)".
+func endsWithKeyHint(label []byte) bool {
+	if len(label) < 3 || label[len(label)-1] != ')' {
+		return false
+	}
+	i := bytes.LastIndexByte(label, '(')
+	if i < 0 || len(label)-i-2 > 9 || i == len(label)-2 {
+		return false
+	}
+	for _, c := range label[i+1 : len(label)-1] {
+		if !isASCIILetter(c) && c != '+' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // isRequestLine reports a line in which a host asks in its own name:
 // "Claude wants to run: rm -rf ./tmp", "Cursor needs your approval to
 // run:". It counts as the dialog's question.
 func isRequestLine(label []byte) bool {
-	return len(label) > 0 && label[len(label)-1] == ':' && hasAny(label, requestPhrases)
+	if len(label) == 0 || label[len(label)-1] != ':' {
+		return false
+	}
+	// The phrase follows the subject closely: "When Claude wants to run
+	// a command, you are asked:" is documentation.
+	head := label[:min(len(label), 40)]
+	return hasAny(head, requestPhrases) && !inWords(firstWord(label), conditionWords)
 }
-func noLike(label []byte) bool { return inWords(firstWord(label), noWords) }
 
 func startsWord(label []byte, w string) bool { return string(firstWord(label)) == w }
 
