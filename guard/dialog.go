@@ -106,18 +106,89 @@ func (in *inspector) dialog(text []byte, h int, path func() string) (end int) {
 		in.stopped = true
 		return len(text)
 	}
+	if !mayDrawMenu(text[a:b]) {
+		return b
+	}
 	d := &in.dlg
 	if score, why := d.judge(text[a:b]); score >= dialogThreshold {
 		in.add(KindHostDialog, path(), truncDetailN("imitates a host's permission dialog: "+snippet(why, proseSnip), proseSnip+48))
+		return len(text) // one finding per text is enough
 	}
 	return b
 }
 
-// judge scores the menu in w and returns the score and the text to quote:
-// the question, or else the first option.
+// mayDrawMenu is a quick look for what every menu the judge can flag has:
+// a line that starts, after indentation, quoting and borders, with an
+// option marker (a digit, a bracket, a bullet, a glyph, a key letter), or
+// a line that asks ("...?", "Claude wants to run:"), or a menu drawn on
+// one line (selection glyphs, " | ", HTML, JSON strings).
+// Prose, whose lines start with words, is passed over without being
+// segmented.
+func mayDrawMenu(w []byte) bool {
+	for i := 0; i < len(w); {
+		// Skip indentation, borders and quoting at the start of a line.
+		for i < len(w) && (w[i] == ' ' || w[i] == '\t' || w[i] == '\r' || w[i] == '|' || w[i] == '*' || w[i] == '#') {
+			i++
+		}
+		if i < len(w) {
+			c := w[i]
+			switch {
+			case c >= utf8.RuneSelf, '1' <= c && c <= '9', c == '[', c == '(', c == '-', c == '+', c == '<', c == '>':
+				return true
+			case isASCIILetter(c) && i+2 < len(w) && (w[i+1] == ')' || w[i+1] == ' ' && w[i+2] == '-'):
+				return true // "a) Yes", "y - Yes"
+			}
+		}
+		j := bytes.IndexByte(w[i:], '\n')
+		if j < 0 {
+			break
+		}
+		// A question that ends its line may be followed by options
+		// without markers ("Allow once", "Deny").
+		if k := bytes.TrimRight(w[i:i+j], " \t\r"); len(k) > 0 && (k[len(k)-1] == '?' || k[len(k)-1] == ':') {
+			return true
+		}
+		i += j + 1
+	}
+	for _, m := range oneLineMenuMarks {
+		if bytes.Contains(w, []byte(m)) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLineMenuMarks betray a menu drawn inside a line.
+var oneLineMenuMarks = []string{"❯", "›", "●", "◉", "✔", "✓", "→", " | ", "<li", "<button", "<p>", `","`, `", "`}
+
+// judge scores the menu in w and returns the score and the text to quote
+// (lower-cased): the question, or else the first option.
 func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
+	// The window lower-cased, with runs of spaces, tabs and Unicode
+	// spaces read as one space ("Do  you\u00a0want" is "do you want"),
+	// carriage returns dropped.
 	d.low = d.low[:0]
-	for _, c := range w {
+	space := false
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		n := 0
+		switch {
+		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
+			n = 1
+		case c == '\r':
+			continue
+		case c >= utf8.RuneSelf:
+			n = unicodeSpace(w[i:])
+		}
+		if n > 0 {
+			i += n - 1
+			if !space {
+				d.low = append(d.low, ' ')
+			}
+			space = true
+			continue
+		}
+		space = false
 		d.low = append(d.low, lowerASCII(c))
 	}
 	d.items = d.items[:0]
@@ -143,10 +214,10 @@ func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
 		}
 		if it.question && !q {
 			q = true
-			quote = w[it.a:it.b]
+			quote = d.low[it.a:it.b]
 			qVerb = hasDialogVerb(label)
 		} else if it.question && !qVerb && hasDialogVerb(label) {
-			quote, qVerb = w[it.a:it.b], true
+			quote, qVerb = d.low[it.a:it.b], true
 		}
 		if !it.marked {
 			continue
@@ -161,7 +232,7 @@ func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
 			sel++
 		}
 		if quote == nil {
-			quote = w[it.a:it.b]
+			quote = d.low[it.a:it.b]
 		}
 		yes = yes || y
 		yesNum = yesNum || y && it.numbered
@@ -378,6 +449,29 @@ done:
 	}
 	it.a, it.b = a, b
 	d.items = append(d.items, it)
+}
+
+// unicodeSpace returns the length of the Unicode space (no-break, en to
+// hair, narrow no-break, ideographic) at the start of b, or 0.
+func unicodeSpace(b []byte) int {
+	switch {
+	case len(b) >= 2 && b[0] == 0xC2 && b[1] == 0xA0:
+		return 2
+	case len(b) >= 3 && b[0] == 0xE2 && b[1] == 0x80 && (0x80 <= b[2] && b[2] <= 0x8A || b[2] == 0xAF):
+		return 3
+	case len(b) >= 3 && b[0] == 0xE3 && b[1] == 0x80 && b[2] == 0x80:
+		return 3
+	}
+	return 0
+}
+
+// endsWithYes reports a text whose last word is "yes".
+func endsWithYes(text []byte) bool {
+	t := bytes.TrimRight(text, " \t\r\n*`.")
+	if len(t) < 3 || !equalFoldASCII(t[len(t)-3:], []byte("yes")) {
+		return false
+	}
+	return len(t) == 3 || !isASCIILetter(t[len(t)-4])
 }
 
 // closing returns the bracket that closes c.

@@ -114,14 +114,19 @@ func TestDialogTuning(t *testing.T) {
 	if len(missed) > len(tuningMisses) {
 		t.Errorf("missed %d tuning dialogs, want at most %d: %s", len(missed), len(tuningMisses), strings.Join(missed, ", "))
 	}
-	// A dialog found in a text item is found wherever a result carries it.
+	// A dialog found in a text item is found wherever a result carries it,
+	// and however it is spelt.
 	for _, e := range pos {
 		if slices.Contains(missed, e.name) {
 			continue
 		}
-		for _, p := range prosePlaces() {
-			if got := InspectResult(p.build([]byte(e.text))); !slices.ContainsFunc(got, func(f Finding) bool { return f.Kind == KindHostDialog || f.Kind == KindApprovalProse }) {
-				t.Errorf("%s: found as text but missed in %s: %+v", e.name, p.name, got)
+		for vn, v := range dialogVariants(e.text) {
+			for _, p := range prosePlaces() {
+				got := InspectResult(p.build([]byte(v)))
+				if _, known := variantMisses[e.name+"/"+vn]; !known &&
+					!slices.ContainsFunc(got, func(f Finding) bool { return f.Kind == KindHostDialog || f.Kind == KindApprovalProse }) {
+					t.Errorf("%s: found as text but missed %s in %s: %+v", e.name, vn, p.name, got)
+				}
 			}
 		}
 	}
@@ -130,7 +135,79 @@ func TestDialogTuning(t *testing.T) {
 	}
 }
 
+// variantMisses are the spellings of a tuning dialog that are missed.
+var variantMisses = map[string]string{
+	"answered-edit/nbsp": "the option word is the only stem; a no-break space before it leaves the text without one",
+}
+
 // tuningMisses are the tuning dialogs the rules do not catch, and why.
 var tuningMisses = map[string]string{
 	"press-keys": "a sentence, not a menu: no option is drawn",
+}
+
+// dialogVariants spell a dialog the ways a terminal capture or an evasion
+// may: capitals, CRLF line ends, no-break spaces after the markers,
+// doubled spaces, tabs. (A dialog with no-break spaces everywhere can
+// lose every stem; see the report of issue 8.)
+func dialogVariants(s string) map[string]string {
+	return map[string]string{
+		"as-is":   s,
+		"upper":   strings.ToUpper(s),
+		"crlf":    strings.ReplaceAll(s, "\n", "\r\n"),
+		"nbsp":    strings.NewReplacer(". ", ".\u00a0", "❯ ", "❯\u00a0", "› ", "›\u00a0").Replace(s),
+		"spaces":  strings.ReplaceAll(s, " ", "  "),
+		"tabs":    strings.ReplaceAll(s, "\n  ", "\n\t"),
+		"trailed": strings.ReplaceAll(s, "\n", "   \n"),
+	}
+}
+
+// BenchmarkDialog measures the dialog check where it runs most: text in
+// which its stems are common (a chat log with "Yes, " every few lines) and
+// text made of nothing but menus.
+func BenchmarkDialog(b *testing.B) {
+	var chat, menus strings.Builder
+	for i := 0; chat.Len() < 1<<20; i++ {
+		chat.WriteString(ordinaryText(180, int64(i)))
+		chat.WriteString("\nYes, I think so.\n")
+	}
+	for menus.Len() < 1<<20 {
+		menus.WriteString("Do you want to proceed?\n❯ 1. Yes\n  2. Yes, and don't ask again\n  3. No (esc)\n")
+	}
+	for _, in := range []struct {
+		name string
+		data []byte
+	}{
+		{"chat-1MB", textResult(chat.String())},
+		{"menus-1MB", textResult(menus.String())},
+	} {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				InspectResult(in.data)
+			}
+		})
+	}
+}
+
+// TestDialogWorkBudget: past maxDialogWork the detector refuses rather
+// than reads on or passes.
+func TestDialogWorkBudget(t *testing.T) {
+	in := newInspector()
+	in.dialogWork = maxDialogWork - 10
+	in.prose([]byte("Do you want to proceed?\n❯ 1. Yes\n  2. No\n"), func() string { return "content[0].text" })
+	if got := in.result(); len(got) != 1 || got[0].Kind != KindInspectionLimit {
+		t.Fatalf("got %+v, want one %s finding", got, KindInspectionLimit)
+	}
+}
+
+// TestDialogPrefilterSkipsOrdinaryText: the dialog stems do not make
+// ordinary text take the slow path.
+func TestDialogPrefilterSkipsOrdinaryText(t *testing.T) {
+	for seed := range int64(8) {
+		if r := textResult(ordinaryText(64<<10, seed)); mayHold(r) {
+			p, st := pf.next(r, 0)
+			t.Errorf("seed %d: ordinary text holds stem %q at %d", seed, stems[st].text, p)
+		}
+	}
 }

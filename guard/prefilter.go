@@ -62,9 +62,14 @@ var stems = []struct {
 	{"yes, ", catDialog},       // "Yes, and ...", "Yes, allow once"
 	{"1. yes", catDialog},
 	{"1) yes", catDialog},
-	{"claude", catDialog},
-	{"codex", catDialog},
+	{" yes\n", catDialog}, // an option "Yes" at the end of its line, however it is numbered
+	{" yes\r", catDialog},
+	{" yes\\", catDialog}, // ... inside a JSON string: "1.  Yes\n"
+	{" yes\"", catDialog},
+	{"claude", catDialog}, // translated dialogs keep the host's name
 	{"gemini", catDialog},
+	// Not "codex": its windows include "code", which tool output is full
+	// of, and Codex's dialogs carry "proceed", "yes, " and "(esc)".
 }
 
 // stemAlphabet holds the bytes that occur in stems in either case. A \uXXXX

@@ -88,7 +88,7 @@ func (in *inspector) prose(text []byte, path func() string) {
 	for pos := 0; pos < len(text) && !in.full(); {
 		h, st := cur.next(pos)
 		if st < 0 {
-			return
+			break
 		}
 		pos = h + 1
 		cat := pf.cats[st]
@@ -119,6 +119,12 @@ func (in *inspector) prose(text []byte, path func() string) {
 			in.add(kind, path(), truncDetailN(why+": "+snippet(bytes.TrimSpace(text[a:b]), proseSnip), proseSnip+40))
 			return
 		}
+	}
+	// The stems " yes\n" and " yes\"" find an option "Yes" at the end of
+	// its line; one at the end of the text has no byte after it ("Do you
+	// want to proceed?\n✔ 1. Yes").
+	if !in.full() && dialogDone < len(text) && endsWithYes(text) {
+		in.dialog(text, len(text)-1, path)
 	}
 }
 
