@@ -36,6 +36,8 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "dialogs":
+		err = runRaw(dialogsHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
