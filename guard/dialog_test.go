@@ -220,3 +220,30 @@ func TestDialogPrefilterSkipsOrdinaryText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDialog: the dialog check never panics, reads only its window and
+// quotes only text of the input (made safe to show).
+func FuzzDialog(f *testing.F) {
+	for _, file := range []string{"heldout_positive.txt", "heldout_negative.txt", "tuning_positive.txt", "tuning_negative.txt"} {
+		for _, e := range readDialogs(f, file) {
+			f.Add(e.text)
+		}
+	}
+	f.Add("[" + strings.Repeat("1. Yes ", 40) + "]")
+	f.Add("<li>Yes<li>No<li>\u276f1.yes\u00a0\u2714")
+	f.Fuzz(func(t *testing.T, s string) {
+		var d dialogScratch
+		score, quote := d.judge([]byte(s))
+		if score < 0 || len(d.items) > maxDialogItems || len(quote) > len(d.low) {
+			t.Fatalf("score %d, %d items, quote of %d bytes", score, len(d.items), len(quote))
+		}
+		for _, f := range InspectResult(textResult(s)) {
+			if !knownKinds[f.Kind] {
+				t.Fatalf("unknown kind %q", f.Kind)
+			}
+			if _, n := Neutralize(f.Detail); n != 0 {
+				t.Fatalf("unsafe detail %q", f.Detail)
+			}
+		}
+	})
+}
