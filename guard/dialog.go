@@ -41,8 +41,6 @@ const (
 	dialogLinesAfter  = 12   // and below it
 	dialogBytesBefore = 1200 // at most these many bytes either side
 	dialogBytesAfter  = 1200
-	// maxDialogItems bounds the options and lines scored per window.
-	maxDialogItems = 64
 )
 
 // maxDialogWork bounds the bytes of windows read as dialogs in one call.
@@ -286,7 +284,9 @@ func (d *dialogScratch) judge(w []byte) (score int, quote []byte) {
 func (d *dialogScratch) segment() {
 	l := d.low
 	start := 0
-	for start <= len(l) && len(d.items) < maxDialogItems {
+	// No cap on the items: a window is at most a few kilobytes, and a cap
+	// would let padding push the options out of it.
+	for start <= len(l) {
 		end := bytes.IndexByte(l[start:], '\n')
 		if end < 0 {
 			end = len(l)
@@ -362,7 +362,7 @@ func (d *dialogScratch) line(a, b int) {
 
 // add parses one segment: its markers, then its label.
 func (d *dialogScratch) add(a, b int, sep bool) {
-	if len(d.items) >= maxDialogItems || a >= b {
+	if a >= b {
 		return
 	}
 	l := d.low
