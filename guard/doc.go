@@ -85,7 +85,8 @@
 // Every rule needs one of a handful of trigger stems (approv, permi, allow,
 // accept, grant, confirm, consent, authori, elicit, decision, behavio,
 // sampling, roots/, requestedschema, executetool, can_use_tool,
-// requestuserinput) in the object or sentence it flags;
+// requestuserinput; for the hosts' dialogs proceed, "ask again", "(esc)",
+// "yes, ", "1. yes", claude, ...) in the object, sentence or lines it flags;
 // TestVocabularyHasStems enforces it. So a first pass looks for those
 // stems, in any letter case, with an aligned 4-byte-window bloom filter
 // (about one table probe per four bytes), and a result without any stem,

@@ -47,6 +47,11 @@ const (
 	// KindApprovalProse: text announcing a granted approval or imitating an
 	// approval prompt.
 	KindApprovalProse = "approval_prose"
+	// KindHostDialog: text drawing a host's own permission dialog, the
+	// numbered menus Claude Code, Codex and Gemini CLI ask with ("Do you
+	// want to proceed? ❯ 1. Yes  2. Yes, and don't ask again ..."), asked
+	// or already answered.
+	KindHostDialog = "host_dialog"
 	// KindGateImpersonation: text or an elicitation that names mcp-gate
 	// together with approval vocabulary; only the gate itself may.
 	KindGateImpersonation = "gate_impersonation"
@@ -85,8 +90,10 @@ type inspector struct {
 	sent       sentence // reused by prose
 	norm       []byte   // scratch for normalised keys and values, cap 256
 	proseWork  int      // bytes of sentences read so far, against maxProseWork
-	tokens     int      // JSON tokens read so far, against maxTokens
-	stopped    bool     // a budget ran out: stop reading
+	dlg        dialogScratch
+	dialogWork int  // bytes of dialog windows read so far, against maxDialogWork
+	tokens     int  // JSON tokens read so far, against maxTokens
+	stopped    bool // a budget ran out: stop reading
 }
 
 type findingKey struct {

@@ -15,7 +15,7 @@ var knownKinds = map[string]bool{
 	KindApprovalRequest: true, KindApprovalDecision: true, KindApprovalRecord: true,
 	KindElicitationRequest: true, KindElicitationResult: true, KindJSONRPCApprovalMethod: true,
 	KindHostApprovalMarker: true, KindApprovalProse: true, KindGateImpersonation: true,
-	KindApprovalForm: true, KindInspectionLimit: true,
+	KindApprovalForm: true, KindInspectionLimit: true, KindHostDialog: true,
 }
 
 // seedCorpus adds the files of a corpus directory, raw and as text

@@ -14,6 +14,9 @@ const (
 	catVocab stemCat = iota + 1
 	// catShape stems only occur in structural shapes (keys, method names).
 	catShape
+	// catDialog stems occur in the hosts' permission dialogs: they trigger
+	// the dialog check only (see dialog.go).
+	catDialog
 )
 
 // stems is the complete list of trigger stems, lower-case, matched ASCII
@@ -50,6 +53,23 @@ var stems = []struct {
 	{"requestu", catShape},  // requestUserInput
 	{"request_u", catShape}, // request_user_input
 	{"request-u", catShape}, // request-user-input
+	// Host permission dialogs; every one is also a trigger of the dialog
+	// check, and catVocab stems are too.
+	{"proceed", catDialog},     // "Do you want to proceed?", "Yes, proceed (y)"
+	{"ask again", catDialog},   // "don't ask again"
+	{"differently", catDialog}, // "tell Claude what to do differently"
+	{"(esc)", catDialog},       // "No, suggest changes (esc)", in any language
+	{"yes, ", catDialog},       // "Yes, and ...", "Yes, allow once"
+	{"1. yes", catDialog},
+	{"1) yes", catDialog},
+	{" yes\n", catDialog}, // an option "Yes" at the end of its line, however it is numbered
+	{" yes\r", catDialog},
+	{" yes\\", catDialog}, // ... inside a JSON string: "1.  Yes\n"
+	{" yes\"", catDialog},
+	{"claude", catDialog}, // translated dialogs keep the host's name
+	{"gemini", catDialog},
+	// Not "codex": its windows include "code", which tool output is full
+	// of, and Codex's dialogs carry "proceed", "yes, " and "(esc)".
 }
 
 // stemAlphabet holds the bytes that occur in stems in either case. A \uXXXX

@@ -83,15 +83,27 @@ func (s *sentence) w(i int) string {
 // consent.
 func (in *inspector) prose(text []byte, path func() string) {
 	cur := newHitCursor(text)
-	done := 0
+	done, dialogDone := 0, 0
 	sent := &in.sent
 	for pos := 0; pos < len(text) && !in.full(); {
 		h, st := cur.next(pos)
 		if st < 0 {
-			return
+			break
 		}
 		pos = h + 1
-		if pf.cats[st] != catVocab || h < done || h > 0 && isASCIILetter(text[h-1]) {
+		cat := pf.cats[st]
+		if cat == catShape || h > 0 && isASCIILetter(text[h-1]) && isASCIILetter(text[h]) {
+			continue
+		}
+		// The lines around the stem may draw a host's dialog; read each
+		// window once.
+		if h >= dialogDone {
+			dialogDone = in.dialog(text, h, path)
+			if in.full() {
+				return
+			}
+		}
+		if cat != catVocab || h < done {
 			continue
 		}
 		a, b := sentenceAround(text, h)
@@ -107,6 +119,12 @@ func (in *inspector) prose(text []byte, path func() string) {
 			in.add(kind, path(), truncDetailN(why+": "+snippet(bytes.TrimSpace(text[a:b]), proseSnip), proseSnip+40))
 			return
 		}
+	}
+	// The stems " yes\n" and " yes\"" find an option "Yes" at the end of
+	// its line; one at the end of the text has no byte after it ("Do you
+	// want to proceed?\n✔ 1. Yes").
+	if !in.full() && dialogDone < len(text) && endsWithYes(text) {
+		in.dialog(text, len(text)-1, path)
 	}
 }
 
@@ -732,8 +750,11 @@ func hasPromptOptions(text []byte, a, b int) bool {
 				break
 			}
 			j += from
-			// At a word boundary: "deny/not_in" does not offer "y/n".
-			if j == 0 || !isASCIILetter(l[j-1]) && !('0' <= l[j-1] && l[j-1] <= '9') {
+			// At word boundaries: "deny/not_in" does not offer "y/n", and
+			// "yes, approved it" does not offer "yes, approve".
+			k := j + len(o)
+			if (j == 0 || !isASCIILetter(l[j-1]) && !('0' <= l[j-1] && l[j-1] <= '9')) &&
+				(k == len(l) || !isASCIILetter(o[len(o)-1]) || !isASCIILetter(l[k])) {
 				return true
 			}
 			from = j + 1

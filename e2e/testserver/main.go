@@ -41,6 +41,8 @@ func main() {
 		err = runRaw(colonHandlers(), ev)
 	case "paths":
 		err = runPaths(ev)
+	case "dialogs":
+		err = runRaw(dialogsHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
