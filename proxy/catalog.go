@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -129,23 +130,92 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		// A name is shown to the human (in approval questions) and to the
 		// model: one carrying control, line-breaking or invisible
 		// characters is a trick, not a tool.
-		if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 || guard.IsHidden(r) }) >= 0 {
+		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
 			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
-		// Titles and descriptions, the schemas' included, reach the model
-		// and the human: escape sequences and invisible characters in them
-		// are made visible (issue #5). Everything else stays byte for byte.
-		clean, n, err := guard.NeutralizeJSON(item, isDescriptionKey)
-		if err == nil && n > 0 {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: k.noun + " definition", Count: n})
-			item = clean
+		clean, ok := g.neutralizeEntry(s.Name, name, k.noun+" definition", item, "name")
+		if !ok {
+			return
 		}
-		out = append(out, entry{name: name, raw: item})
+		out = append(out, entry{name: name, raw: clean})
 	})
 	return out, err
+}
+
+// hiddenName reports a name, URI or argument name that holds a control,
+// line-breaking or invisible character: it identifies something, so it is
+// refused rather than rewritten.
+func hiddenName(name string) bool {
+	return strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 || guard.IsHidden(r) }) >= 0 ||
+		!utf8.ValidString(name)
+}
+
+// neutralizeEntry is how every list entry (tool, prompt, resource, resource
+// template) reaches the host: every string in it (title, description,
+// annotations, _meta, icons, the schemas' titles and descriptions) has its
+// hidden characters made visible, by the same walk as results (issue #8).
+// An entry is left out, with a log and an audit line, when a key in it
+// holds a hidden character, or when neutralising would change what
+// identifies it (ids: its name, uri or uriTemplate) or a prompt argument's
+// name, which the host sends back.
+func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, ids ...string) (json.RawMessage, bool) {
+	clean, err := g.neutralize(server, name, what, item)
+	if err != nil {
+		return nil, false // audited by neutralize
+	}
+	if bytes.Equal(clean, item) {
+		return item, true
+	}
+	changed := ""
+	for _, id := range ids {
+		a, _ := rawjson.Get(item, id)
+		b, _ := rawjson.Get(clean, id)
+		if !bytes.Equal(a, b) {
+			changed = id
+		}
+	}
+	if a, ok := rawjson.Get(item, "arguments"); ok {
+		b, _ := rawjson.Get(clean, "arguments")
+		var before, after []struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(a, &before) != nil || json.Unmarshal(b, &after) != nil || len(before) != len(after) {
+			changed = "arguments"
+		} else {
+			for i := range before {
+				if before[i].Name != after[i].Name {
+					changed = "arguments[" + strconv.Itoa(i) + "].name"
+				}
+			}
+		}
+	}
+	if changed != "" {
+		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
+		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		return nil, false
+	}
+	return clean, true
+}
+
+// declaresOutputSchema reports whether the upstream's definition of a tool
+// has an outputSchema, so that its structuredContent must match it.
+func (g *Gate) declaresOutputSchema(server, tool string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.tools.servers[server]
+	if l == nil {
+		return true // not listed: assume the strict case
+	}
+	for _, e := range l.entries {
+		if e.name == tool {
+			v, ok := rawjson.Get(e.raw, "outputSchema")
+			return ok && string(v) != "null"
+		}
+	}
+	return true
 }
 
 // maxPages stops a server whose cursors never end.
