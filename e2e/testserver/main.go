@@ -10,6 +10,8 @@
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
+//	neutral   hidden characters in every string a host shows: metadata,
+//	          results, log notifications, elicitations
 //
 // With --events FILE it appends one line per notable event (a cancelled
 // call, say) so a test can see what reached the server.
@@ -22,7 +24,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "honest", "honest, fidelity, garbage, exit or hostile")
+	mode := flag.String("mode", "honest", "honest, fidelity, garbage, exit, hostile or neutral")
 	events := flag.String("events", "", "append event lines to this file")
 	flag.Parse()
 	ev := newEventLog(*events)
@@ -36,6 +38,8 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "neutral":
+		err = runRaw(neutralHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
