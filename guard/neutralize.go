@@ -27,7 +27,7 @@ import (
 // zero-width joiner U+200D between two pictographs (👨‍👩‍👧) and the
 // presentation selectors U+FE0E/U+FE0F after a pictograph or a keycap base
 // (❤️, 1️⃣). Line and paragraph separators and look-alike letters
-// (homoglyphs) are not hidden; see docs/threat-model-guard.md.
+// (homoglyphs) are not hidden; see docs/threat-model.md.
 func IsHidden(r rune) bool {
 	switch {
 	case r < 0x20:
