@@ -392,3 +392,32 @@ func TestElicitationLabelStaysInView(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsAndProgressNeutralised: an upstream's error message and data,
+// and a progress notification's message, are shown by hosts too; the
+// host's own progress token comes back unchanged.
+func TestErrorsAndProgressNeutralised(t *testing.T) {
+	h := startRawHost(t, map[string]scripted{"h": func(method string, id, params json.RawMessage, w func(string)) {
+		switch method {
+		case "tools/list":
+			reply(w, id, `{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			var p struct {
+				Meta struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
+			}
+			_ = json.Unmarshal(params, &p)
+			w(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(p.Meta.ProgressToken) + `,"progress":1,"message":"half\u202eway\b"}}`)
+			w(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32000,"message":"failed\u001b[2J\f","data":{"hint":"soft\u00adhyphen"}}}`)
+		}
+	}})
+	res := h.call("tools/call", `{"name":"h__x","arguments":{},"_meta":{"progressToken":"tok\u0007"}}`)
+	if want := `"error":{"code":-32000,"message":"failed[U+001B][2J[U+000C]","data":{"hint":"soft[U+00AD]hyphen"}}`; !strings.Contains(string(res), want) {
+		t.Errorf("upstream error:\n got %s\nwant %s", res, want)
+	}
+	got := string(h.next("notifications/progress"))
+	if !strings.Contains(got, `"message":"half[U+202E]way[U+0008]"`) || !strings.Contains(got, `"progressToken":"tok\u0007"`) {
+		t.Errorf("progress: %s", got)
+	}
+}

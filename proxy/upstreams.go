@@ -201,9 +201,14 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 			g.log.Debug("progress for no request in flight; dropped", "server", h.server)
 			return
 		}
-		params, err := rawjson.Set(msg.Params, "progressToken", hostTok)
-		if err == nil {
-			g.relayNotification(h.server, msg.Method, params) // its message is shown
+		// Its message is shown; the token, the host's own, is put back
+		// after the neutraliser so that the host still recognises it.
+		params, err := g.neutralize(h.server, msg.Method, msg.Method, msg.Params)
+		if err != nil {
+			return
+		}
+		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
+			g.notifyHost(msg.Method, params)
 		}
 	case "notifications/message":
 		// Log messages reach the user's screen.
