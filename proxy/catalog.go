@@ -200,22 +200,67 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 	return clean, true
 }
 
-// declaresOutputSchema reports whether the upstream's definition of a tool
-// has an outputSchema, so that its structuredContent must match it.
-func (g *Gate) declaresOutputSchema(server, tool string) bool {
+// outputSchemaConstrainsStrings reports whether the upstream's definition
+// of a tool has an outputSchema that a string made longer, or two strings
+// made equal, could stop matching: one with const, enum, pattern,
+// minLength, maxLength, format or uniqueItems anywhere in it, or a
+// reference the gate cannot follow. Neutralising only lengthens strings and
+// never touches keys, so any other schema still matches. A tool the
+// catalog does not hold counts as constrained.
+func (g *Gate) outputSchemaConstrainsStrings(server, tool string) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := g.tools.servers[server]
-	if l == nil {
-		return true // not listed: assume the strict case
-	}
-	for _, e := range l.entries {
-		if e.name == tool {
-			v, ok := rawjson.Get(e.raw, "outputSchema")
-			return ok && string(v) != "null"
+	var raw json.RawMessage
+	found := false
+	if l := g.tools.servers[server]; l != nil {
+		for _, e := range l.entries {
+			if e.name == tool {
+				raw, _ = rawjson.Get(e.raw, "outputSchema")
+				found = true
+				break
+			}
 		}
 	}
-	return true
+	g.mu.Unlock()
+	if !found {
+		return true
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var schema any
+	if json.Unmarshal(raw, &schema) != nil {
+		return true
+	}
+	return constrainsStrings(schema, 0)
+}
+
+func constrainsStrings(v any, depth int) bool {
+	if depth > 64 {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch k {
+			case "const", "enum", "pattern", "minLength", "maxLength", "format", "uniqueItems":
+				return true
+			case "$ref", "$dynamicRef":
+				if ref, _ := e.(string); !strings.HasPrefix(ref, "#") {
+					return true
+				}
+			}
+			if constrainsStrings(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if constrainsStrings(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // maxPages stops a server whose cursors never end.

@@ -232,20 +232,32 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	if nerr != nil {
 		return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: %s.", tool, server, refusedBecause(nerr)))
 	}
-	if !bytes.Equal(neutralized, res) && g.declaresOutputSchema(server, tool) {
+	if !bytes.Equal(neutralized, res) {
 		before, _ := rawjson.Get(res, "structuredContent")
 		after, _ := rawjson.Get(neutralized, "structuredContent")
-		if !bytes.Equal(before, after) {
-			// The schema may constrain the changed strings (const, enum,
-			// pattern, maxLength, format); rather than half-validate it,
-			// a structured result that had to change is refused: the
-			// host would reject it or act on data its tool did not send.
-			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent of a tool with an outputSchema"})
+		if !bytes.Equal(before, after) && g.outputSchemaConstrainsStrings(server, tool) {
+			// The changed strings may no longer match the schema (a const,
+			// an enum, a pattern, a maxLength): the host would reject the
+			// result, or act on values its tool never sent.
+			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: its structuredContent holds control or invisible characters, "+
-				"and making them visible would change data that the tool's outputSchema describes.", tool, server))
+				"and made visible they may no longer match the string constraints of the tool's outputSchema.", tool, server))
 		}
 	}
 	return neutralized
+}
+
+// guardCompletion neutralises a completion/complete result: its values
+// are offered to the user as they type.
+func (g *Gate) guardCompletion(res json.RawMessage, err error) (json.RawMessage, error) {
+	if err != nil || g.noGuard.Load() {
+		return res, err
+	}
+	out, nerr := g.neutralize("", "completion/complete", "completion result", res)
+	if nerr != nil {
+		return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(nerr)}
+	}
+	return out, nil
 }
 
 // parallelGuardBytes is the result size from which the guard's two passes

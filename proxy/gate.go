@@ -225,7 +225,7 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		return g.resourceRequest(ctx, req.Method, req.Params)
 	case "completion/complete":
-		return g.complete(ctx, req.Params)
+		return g.guardCompletion(g.complete(ctx, req.Params))
 	case "logging/setLevel":
 		return g.setLogLevel(req.Params)
 	}

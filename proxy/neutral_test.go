@@ -203,7 +203,8 @@ func hostileUpstream(p string) scripted {
 			reply(w, id, `{"tools":[{"name":"t","title":`+q+`,"description":`+q+`,"annotations":{"title":`+q+`},"_meta":{"note":`+q+`},
 				"icons":[{"src":"https://example.com/i.png","sizes":[`+q+`]}],
 				"inputSchema":{"type":"object","title":`+q+`,"properties":{"a":{"type":"string","description":`+q+`,"title":`+q+`}}}},
-				{"name":"s","description":`+q+`,"inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"v":{"type":"string","description":`+q+`}}}}]}`)
+				{"name":"s","description":`+q+`,"inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"v":{"type":"string","description":`+q+`,"maxLength":1000}}}},
+				{"name":"u","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"v":{"type":"string"}}}}]}`)
 		case "prompts/list":
 			reply(w, id, `{"prompts":[{"name":"p","title":`+q+`,"description":`+q+`,"arguments":[{"name":"arg","description":`+q+`,"title":`+q+`}]}]}`)
 		case "resources/list":
@@ -217,7 +218,7 @@ func hostileUpstream(p string) scripted {
 			w(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":` + q + `,"data":{"msg":` + q + `,"list":[` + q + `]}}}`)
 			w(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"Pick a colour ` + p + `","requestedSchema":{"type":"object","title":` + q + `,"properties":{"colour":{"type":"string","title":` + q + `,"description":` + q + `}}}}}`)
 			w(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":` + q + `}}],"systemPrompt":` + q + `,"maxTokens":10}}`)
-			if c.Name == "s" {
+			if c.Name == "s" || c.Name == "u" {
 				reply(w, id, `{"content":[{"type":"text","text":"{}"}],"structuredContent":{"v":`+q+`}}`)
 				return
 			}
@@ -229,6 +230,8 @@ func hostileUpstream(p string) scripted {
 			reply(w, id, `{"description":`+q+`,"messages":[{"role":"user","content":{"type":"text","text":`+q+`}},{"role":"assistant","content":{"type":"resource","resource":{"uri":"file:///e","text":`+q+`}}}]}`)
 		case "resources/read":
 			reply(w, id, `{"contents":[{"uri":"file:///r","mimeType":"text/plain","text":`+q+`,"_meta":{"m":`+q+`}}]}`)
+		case "completion/complete":
+			reply(w, id, `{"completion":{"values":[`+q+`],"total":1}}`)
 		}
 	}
 }
@@ -286,6 +289,7 @@ func TestNeutralisationCoversEveryMessageKind(t *testing.T) {
 			checkShown(t, "resources/templates/list", h.call("resources/templates/list", `{}`), 3)
 			checkShown(t, "prompts/get", h.call("prompts/get", `{"name":"h__p"}`), 3)
 			checkShown(t, "resources/read", h.call("resources/read", `{"uri":"file:///r"}`), 2)
+			checkShown(t, "completion/complete", h.call("completion/complete", `{"ref":{"type":"ref/prompt","name":"h__p"},"argument":{"name":"arg","value":"a"}}`), 1)
 			res := h.call("tools/call", `{"name":"h__t","arguments":{}}`)
 			checkShown(t, "tools/call", res, 10)
 			checkShown(t, "notifications/message", h.next("notifications/message"), 3)
@@ -304,6 +308,13 @@ func TestNeutralisationCoversEveryMessageKind(t *testing.T) {
 			if json.Unmarshal(res, &r) != nil || !r.Result.IsError || len(r.Result.Content) != 1 ||
 				!strings.Contains(r.Result.Content[0].Text, "outputSchema") || !strings.Contains(r.Result.Content[0].Text, `"h"`) {
 				t.Errorf("structured result changed under an outputSchema was not refused: %s", res)
+			}
+			// Under an outputSchema that does not constrain strings, the
+			// neutralised structured result passes.
+			res = h.call("tools/call", `{"name":"h__u","arguments":{}}`)
+			checkShown(t, "tools/call under an unconstraining outputSchema", res, 1)
+			if strings.Contains(string(res), `"isError":true`) {
+				t.Errorf("structured result under an unconstraining outputSchema refused: %s", res)
 			}
 		})
 	}
@@ -419,5 +430,27 @@ func TestErrorsAndProgressNeutralised(t *testing.T) {
 	got := string(h.next("notifications/progress"))
 	if !strings.Contains(got, `"message":"half[U+202E]way[U+0008]"`) || !strings.Contains(got, `"progressToken":"tok\u0007"`) {
 		t.Errorf("progress: %s", got)
+	}
+}
+
+func TestConstrainsStrings(t *testing.T) {
+	for schema, want := range map[string]bool{
+		`{"type":"object","properties":{"v":{"type":"string","description":"d"}}}`:        false,
+		`{"type":"object","properties":{"v":{"type":"string","maxLength":3}}}`:            true,
+		`{"type":"object","properties":{"v":{"enum":["a","b"]}}}`:                         true,
+		`{"type":"object","properties":{"v":{"$ref":"#/$defs/x"}},"$defs":{"x":{}}}`:      false,
+		`{"type":"object","properties":{"v":{"$ref":"https://example.com/s.json"}}}`:      true,
+		`{"type":"array","items":{"type":"string"},"uniqueItems":true}`:                   true,
+		`{"anyOf":[{"type":"string"},{"not":{"type":"string","minLength":20}}]}`:          true,
+		`{"type":"object","properties":{"v":{"type":"string","format":"date-time"}}}`:     true,
+		`{"type":"object","additionalProperties":{"type":"string","pattern":"^[a-z]+$"}}`: true,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(schema), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := constrainsStrings(v, 0); got != want {
+			t.Errorf("constrainsStrings(%s) = %v, want %v", schema, got, want)
+		}
 	}
 }
