@@ -302,7 +302,7 @@ func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.
 		detail := what + ": not valid JSON"
 		var ke *guard.KeyError
 		if errors.As(err, &ke) {
-			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), ke.Path)
+			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
 		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
 		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
@@ -314,6 +314,14 @@ func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.
 	return out, nil
 }
 
+// shorten cuts s to n code points, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
 // refusedBecause says, for the model and the user, why neutralising failed.
 func refusedBecause(err error) string {
 	var ke *guard.KeyError
@@ -322,7 +330,7 @@ func refusedBecause(err error) string {
 		if where == "" {
 			where = "the top level"
 		}
-		return fmt.Sprintf("an object key at %s holds control or invisible characters (%q); keys are not rewritten, so nothing of it was passed on", where, ke.Key)
+		return fmt.Sprintf("an object key at %s holds control or invisible characters (%q); keys are not rewritten, so nothing of it was passed on", shorten(where, 200), shorten(ke.Key, 64))
 	}
 	return "it is not JSON the gate can read, so nothing of it was passed on"
 }
