@@ -80,7 +80,12 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		if !host.sampling {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 		}
-		// What a server puts in front of the user's model is untrusted too.
+		// What a server puts in front of the user's model is untrusted too,
+		// and is inspected as the host will read it: one member per key.
+		if err := rawjson.UniqueKeys(req.Params); err != nil {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: err.Error()})
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
+		}
 		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
 			f := findings[0]
 			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
@@ -163,6 +168,12 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 		return refuse("unknown_mode", fmt.Sprintf("mode %q", mode))
 	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
 		return refuse("unsupported_mode", "the host did not declare "+mode+" elicitation")
+	}
+	// The label goes on the "message" member; a duplicate or case-variant
+	// one ("Message") would be the one some hosts show, unlabelled and
+	// uninspected.
+	if err := rawjson.UniqueKeys(req.Params); err != nil {
+		return refuse("duplicate_keys", err.Error())
 	}
 	if findings := guard.InspectElicitation(req.Params); len(findings) > 0 {
 		f := findings[0]
