@@ -108,6 +108,18 @@ func TestNeutralisationThroughTheBinary(t *testing.T) {
 		t.Errorf("typed: %+v %q", res, resultText(res))
 	}
 
+	// An elicitation with a case-variant second message is declined
+	// without reaching the host.
+	if got := resultText(call(t, sess, "neutral__ask_variant", map[string]any{})); got != "action=decline" {
+		t.Errorf("ask_variant: the upstream got %q", got)
+	}
+	mu.Lock()
+	if asked != nil {
+		t.Errorf("the host was asked %q", asked.Message)
+		asked = nil
+	}
+	mu.Unlock()
+
 	// An elicitation: the label stays on the first line beside the
 	// message's first words, and every title and description is neutralised.
 	if got := resultText(call(t, sess, "neutral__ask", map[string]any{})); got != "action=decline" {
