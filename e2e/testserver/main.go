@@ -10,8 +10,6 @@
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
-//	neutral   hidden characters in every string a host shows: metadata,
-//	          results, log notifications, elicitations
 //
 // With --events FILE it appends one line per notable event (a cancelled
 // call, say) so a test can see what reached the server.
@@ -24,7 +22,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "honest", "honest, fidelity, garbage, exit, hostile or neutral")
+	mode := flag.String("mode", "honest", "honest, fidelity, garbage, exit or hostile")
 	events := flag.String("events", "", "append event lines to this file")
 	flag.Parse()
 	ev := newEventLog(*events)
