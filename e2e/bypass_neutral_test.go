@@ -45,8 +45,13 @@ func TestNeutralisationThroughTheBinary(t *testing.T) {
 		}
 	}
 
-	// Tool metadata.
-	tool := toolNames(t, sess)["neutral__show"]
+	// Tool metadata; a tool with a hidden character in a schema key is left
+	// out, with an audit line.
+	tools := toolNames(t, sess)
+	if tools["neutral__badkey"] != nil {
+		t.Error("neutral__badkey listed although a key of its schema holds a soft hyphen")
+	}
+	tool := tools["neutral__show"]
 	if tool == nil {
 		t.Fatal("neutral__show not listed")
 	}
@@ -144,4 +149,23 @@ func TestNeutralisationThroughTheBinary(t *testing.T) {
 	check("elicitation schema title", rs.Title)
 	check("elicitation property title", rs.Properties["colour"].Title)
 	check("elicitation property description", rs.Properties["colour"].Description)
+
+	var neutralised, refusedKey, refusedStructured bool
+	for _, l := range g.auditLines(t) {
+		if l["event"] != "guard" || l["kind"] != "hidden_characters" {
+			continue
+		}
+		detail, _ := l["detail"].(string)
+		switch {
+		case l["outcome"] == "neutralised":
+			neutralised = true
+		case l["outcome"] == "refused" && l["tool"] == "badkey" && strings.Contains(detail, "object key"):
+			refusedKey = true
+		case l["outcome"] == "refused" && l["tool"] == "typed":
+			refusedStructured = true
+		}
+	}
+	if !neutralised || !refusedKey || !refusedStructured {
+		t.Errorf("audit: neutralised %v, badkey refused %v, typed refused %v", neutralised, refusedKey, refusedStructured)
+	}
 }

@@ -28,7 +28,8 @@ func neutralHandlers() rawHandlers {
 		{"name":"typed","description":"has an outputSchema","inputSchema":{"type":"object"},
 			"outputSchema":{"type":"object","properties":{"v":{"type":"string","const":"x"}}}},
 		{"name":"ask","inputSchema":{"type":"object"}},
-		{"name":"ask_variant","inputSchema":{"type":"object"}}]}`)
+		{"name":"ask_variant","inputSchema":{"type":"object"}},
+		{"name":"badkey","inputSchema":{"type":"object","properties":{"pa\u00adth":{"type":"string"}}}}]}`)
 	show := oneLine(`{"content":[
 		{"type":"text","text":` + q + `,"annotations":{"audience":["user"]},"_meta":{"m":` + q + `}},
 		{"type":"resource_link","uri":"file:///tmp/report.txt","name":` + q + `,"title":` + q + `,"description":` + q + `},
