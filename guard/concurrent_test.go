@@ -20,7 +20,6 @@ func TestConcurrentUse(t *testing.T) {
 	for i, in := range inputs {
 		want[i] = InspectResult(in)
 	}
-	match := func(k string) bool { return k == "text" }
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for g := range 8 {
@@ -35,7 +34,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				InspectElicitation(in)
 				Neutralize(string(in))
-				if _, _, err := NeutralizeJSON(in, match); err != nil {
+				if _, _, err := NeutralizeJSON(in); err != nil {
 					errs <- err.Error()
 					return
 				}

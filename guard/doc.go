@@ -133,13 +133,20 @@
 //
 // # The neutraliser
 //
-// Neutralize makes hidden characters visible instead of dropping them: each
-// code point for which IsHidden is true (C0 controls but tab, LF and CR;
-// DEL; C1; bidi controls; zero-width and invisible format characters; tag
-// characters and the variation selectors supplement) becomes "[U+XXXX]",
-// and each invalid UTF-8 byte "[0xNN]", so "\x1b[31m" reads "[U+001B][31m".
-// NeutralizeJSON does the same inside string values of raw JSON whose key
-// matches, decoding \u escapes to find hidden code points and leaving every
-// other byte as it was. Both return their input without allocating when
-// there is nothing to change.
+// Neutralize makes hidden characters visible instead of dropping them: C0
+// controls but tab, LF and CR; DEL; C1; every Default_Ignorable_Code_Point
+// (soft hyphen, bidi controls, zero-width characters, Hangul fillers,
+// variation selectors, tag characters); and the interlinear annotation
+// controls. Each becomes "[U+XXXX]", and each invalid UTF-8 byte "[0xNN]",
+// so "\x1b[31m" reads "[U+001B][31m". The zero-width joiner and the
+// presentation selectors U+FE0E/U+FE0F are kept where they belong to an
+// emoji (hiddenIn has the rule), so 👨‍👩‍👧 and ❤️ pass unchanged.
+//
+// NeutralizeJSON applies the same rule to every string value of raw JSON,
+// at any depth, decoding escapes (\u001b, \b, \f, surrogate pairs) to find
+// hidden code points and leaving every other byte as it was. Object keys are
+// never rewritten: a key holding a hidden character is a *KeyError, and the
+// caller refuses the item that carries it. Both functions are idempotent
+// and return their input without allocating when there is nothing to
+// change.
 package guard

@@ -111,8 +111,24 @@ var (
 	runWords = []string{"tool", "call", "run", "exec", "invok", "command", "action", "operation", "function"}
 )
 
+// visibleText drops the code points IsHidden reports, so that a word split
+// by a soft hyphen or a zero-width space ("appr\u00adove") is read whole,
+// as the human reads it once the neutraliser has marked the split.
+func visibleText(s string) string {
+	if strings.IndexFunc(s, IsHidden) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if IsHidden(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // checkMessage applies the elicitation message rules.
 func checkMessage(in *inspector, path, msg string) {
+	msg = visibleText(msg)
 	low := strings.ToLower(msg)
 	words := messageWords(msg)
 	switch {
@@ -218,7 +234,7 @@ func descAsksApproval(desc string) bool {
 	if desc == "" {
 		return false
 	}
-	words := messageWords(desc)
+	words := messageWords(visibleText(desc))
 	return anyPrefix(words, "approv", "permission", "authoriz", "authoris", "consent") ||
 		anyPrefix(words, "allow", "permit", "grant") && anyPrefix(words, runWords...)
 }

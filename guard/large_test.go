@@ -94,13 +94,13 @@ func TestLargeNeutralize(t *testing.T) {
 	}
 	raw := textResult(s)
 	start = time.Now()
-	res, n, err := NeutralizeJSON(raw, func(k string) bool { return k == "text" })
+	res, n, err := NeutralizeJSON(raw)
 	t.Logf("NeutralizeJSON: %.1f MB, %d replaced, %v", float64(len(raw))/(1<<20), n, time.Since(start))
 	if err != nil || firstHiddenJSON(res) >= 0 {
 		t.Fatalf("NeutralizeJSON: err %v, hidden left %v", err, firstHiddenJSON(res) >= 0)
 	}
 	deep := []byte(strings.Repeat("[", 20000) + `"\u001b"` + strings.Repeat("]", 20000))
-	if _, _, err := NeutralizeJSON(deep, func(string) bool { return true }); err == nil {
+	if _, _, err := NeutralizeJSON(deep); err == nil {
 		t.Fatal("NeutralizeJSON accepted nesting deeper than its limit")
 	}
 }

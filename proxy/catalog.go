@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -129,23 +130,137 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		// A name is shown to the human (in approval questions) and to the
 		// model: one carrying control, line-breaking or invisible
 		// characters is a trick, not a tool.
-		if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 || guard.IsHidden(r) }) >= 0 {
+		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
 			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
-		// Titles and descriptions, the schemas' included, reach the model
-		// and the human: escape sequences and invisible characters in them
-		// are made visible (issue #5). Everything else stays byte for byte.
-		clean, n, err := guard.NeutralizeJSON(item, isDescriptionKey)
-		if err == nil && n > 0 {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: k.noun + " definition", Count: n})
-			item = clean
+		clean, ok := g.neutralizeEntry(s.Name, name, k.noun+" definition", item, "name")
+		if !ok {
+			return
 		}
-		out = append(out, entry{name: name, raw: item})
+		out = append(out, entry{name: name, raw: clean})
 	})
 	return out, err
+}
+
+// hiddenName reports a name, URI or argument name that holds a control,
+// line-breaking or invisible character: it identifies something, so it is
+// refused rather than rewritten.
+func hiddenName(name string) bool {
+	return strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 || guard.IsHidden(r) }) >= 0 ||
+		!utf8.ValidString(name)
+}
+
+// neutralizeEntry is how every list entry (tool, prompt, resource, resource
+// template) reaches the host: every string in it (title, description,
+// annotations, _meta, icons, the schemas' titles and descriptions) has its
+// hidden characters made visible, by the same walk as results (issue #8).
+// An entry is left out, with a log and an audit line, when a key in it
+// holds a hidden character, or when neutralising would change what
+// identifies it (ids: its name, uri or uriTemplate) or a prompt argument's
+// name, which the host sends back.
+func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, ids ...string) (json.RawMessage, bool) {
+	clean, err := g.neutralize(server, name, what, item)
+	if err != nil {
+		return nil, false // audited by neutralize
+	}
+	if bytes.Equal(clean, item) {
+		return item, true
+	}
+	changed := ""
+	for _, id := range ids {
+		a, _ := rawjson.Get(item, id)
+		b, _ := rawjson.Get(clean, id)
+		if !bytes.Equal(a, b) {
+			changed = id
+		}
+	}
+	if a, ok := rawjson.Get(item, "arguments"); ok {
+		b, _ := rawjson.Get(clean, "arguments")
+		var before, after []struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(a, &before) != nil || json.Unmarshal(b, &after) != nil || len(before) != len(after) {
+			changed = "arguments"
+		} else {
+			for i := range before {
+				if before[i].Name != after[i].Name {
+					changed = "arguments[" + strconv.Itoa(i) + "].name"
+				}
+			}
+		}
+	}
+	if changed != "" {
+		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
+		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		return nil, false
+	}
+	return clean, true
+}
+
+// outputSchemaConstrainsStrings reports whether the upstream's definition
+// of a tool has an outputSchema that a string made longer, or two strings
+// made equal, could stop matching: one with const, enum, pattern,
+// minLength, maxLength, format or uniqueItems anywhere in it, or a
+// reference the gate cannot follow. Neutralising only lengthens strings and
+// never touches keys, so any other schema still matches. A tool the
+// catalog does not hold counts as constrained.
+func (g *Gate) outputSchemaConstrainsStrings(server, tool string) bool {
+	g.mu.Lock()
+	var raw json.RawMessage
+	found := false
+	if l := g.tools.servers[server]; l != nil {
+		for _, e := range l.entries {
+			if e.name == tool {
+				raw, _ = rawjson.Get(e.raw, "outputSchema")
+				found = true
+				break
+			}
+		}
+	}
+	g.mu.Unlock()
+	if !found {
+		return true
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var schema any
+	if json.Unmarshal(raw, &schema) != nil {
+		return true
+	}
+	return constrainsStrings(schema, 0)
+}
+
+func constrainsStrings(v any, depth int) bool {
+	if depth > 64 {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch k {
+			case "const", "enum", "pattern", "minLength", "maxLength", "format", "uniqueItems":
+				return true
+			case "$ref", "$dynamicRef":
+				if ref, _ := e.(string); !strings.HasPrefix(ref, "#") {
+					return true
+				}
+			}
+			if constrainsStrings(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if constrainsStrings(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // maxPages stops a server whose cursors never end.

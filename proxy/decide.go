@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -179,9 +181,9 @@ func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
 }
 
 // guardResult looks through an upstream's tools/call result for
-// approval-shaped payloads, and makes hidden characters in its text visible.
-// A refused result becomes an isError result naming the server, the tool and
-// what was found.
+// approval-shaped payloads, and makes hidden characters in every string of
+// it visible. A refused result becomes an isError result naming the server,
+// the tool and what was found.
 func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.RawMessage) json.RawMessage {
 	if g.noGuard.Load() {
 		return res
@@ -190,12 +192,13 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	// the neutraliser on another core while the detector reads, which
 	// halves what the guard adds to the call's latency.
 	var neutralized json.RawMessage
+	var nerr error
 	var done chan struct{}
 	if len(res) >= parallelGuardBytes {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			neutralized = g.neutralizeField(server, tool, "content", res)
+			neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
 		}()
 	}
 	findings := guard.InspectResult(res)
@@ -223,10 +226,38 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 				tool, server, strings.Join(kinds, "; ")))
 		}
 	}
-	if neutralized != nil {
-		return neutralized
+	if done == nil {
+		neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
 	}
-	return g.neutralizeField(server, tool, "content", res)
+	if nerr != nil {
+		return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: %s.", tool, server, refusedBecause(nerr)))
+	}
+	if !bytes.Equal(neutralized, res) {
+		before, _ := rawjson.Get(res, "structuredContent")
+		after, _ := rawjson.Get(neutralized, "structuredContent")
+		if !bytes.Equal(before, after) && g.outputSchemaConstrainsStrings(server, tool) {
+			// The changed strings may no longer match the schema (a const,
+			// an enum, a pattern, a maxLength): the host would reject the
+			// result, or act on values its tool never sent.
+			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
+			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: its structuredContent holds control or invisible characters, "+
+				"and made visible they may no longer match the string constraints of the tool's outputSchema.", tool, server))
+		}
+	}
+	return neutralized
+}
+
+// guardCompletion neutralises a completion/complete result: its values
+// are offered to the user as they type.
+func (g *Gate) guardCompletion(res json.RawMessage, err error) (json.RawMessage, error) {
+	if err != nil || g.noGuard.Load() {
+		return res, err
+	}
+	out, nerr := g.neutralize("", "completion/complete", "completion result", res)
+	if nerr != nil {
+		return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(nerr)}
+	}
+	return out, nil
 }
 
 // parallelGuardBytes is the result size from which the guard's two passes
@@ -234,8 +265,9 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 const parallelGuardBytes = 256 << 10
 
 // guardOther inspects the result of prompts/get or resources/read, which
-// reach the model too, and neutralises the text under field. MCP gives
-// these no error result, so a refusal is a JSON-RPC error.
+// reach the model too, and neutralises every string in it; field names the
+// member that carries the content (messages, contents), for the audit. MCP
+// gives these no error result, so a refusal is a JSON-RPC error.
 func (g *Gate) guardOther(server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
 		pol := g.policy.Current()
@@ -250,29 +282,55 @@ func (g *Gate) guardOther(server, name, method, field string, res json.RawMessag
 			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
 		}
 	}
-	return g.neutralizeField(server, name, field, res), nil
-}
-
-// neutralizeField makes hidden characters visible in the "text" strings
-// under one member of a result (content, messages, contents), and only
-// there: structured data elsewhere keeps its bytes.
-func (g *Gate) neutralizeField(server, name, field string, res json.RawMessage) json.RawMessage {
-	sub, ok := rawjson.Get(res, field)
-	if !ok {
-		return res
-	}
-	clean, n, err := guard.NeutralizeJSON(sub, isTextKey)
-	if err != nil || n == 0 {
-		return res
-	}
-	out, err := rawjson.Set(res, field, clean)
+	out, err := g.neutralize(server, name, method+" result ("+field+")", res)
 	if err != nil {
-		return res
+		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", method, name, server, refusedBecause(err))}
 	}
-	g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Count: n})
-	return out
+	return out, nil
 }
 
-func isTextKey(k string) bool { return k == "text" }
+// neutralize is the one path by which upstream JSON reaches the host: every
+// string value in it, at any depth (text, structuredContent, resource links,
+// annotations, _meta, schemas, log data), has its hidden characters made
+// visible; see guard.NeutralizeJSON. It records what it changed. An error
+// (a key holding a hidden character, or JSON it cannot read) means the
+// whole item must be refused: it is audited here, and the caller refuses.
+func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+	out, n, err := guard.NeutralizeJSON(raw)
+	if err != nil {
+		// Positions and sizes only: the key itself is upstream data.
+		detail := what + ": not valid JSON"
+		var ke *guard.KeyError
+		if errors.As(err, &ke) {
+			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
+		}
+		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
+		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
+		return nil, err
+	}
+	if n > 0 {
+		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+	}
+	return out, nil
+}
 
-func isDescriptionKey(k string) bool { return k == "description" || k == "title" }
+// shorten cuts s to n code points, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// refusedBecause says, for the model and the user, why neutralising failed.
+func refusedBecause(err error) string {
+	var ke *guard.KeyError
+	if errors.As(err, &ke) {
+		where := ke.Path
+		if where == "" {
+			where = "the top level"
+		}
+		return fmt.Sprintf("an object key at %s holds control or invisible characters (%q); keys are not rewritten, so nothing of it was passed on", shorten(where, 200), shorten(ke.Key, 64))
+	}
+	return "it is not JSON the gate can read, so nothing of it was passed on"
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -224,7 +225,7 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		return g.resourceRequest(ctx, req.Method, req.Params)
 	case "completion/complete":
-		return g.complete(ctx, req.Params)
+		return g.guardCompletion(g.complete(ctx, req.Params))
 	case "logging/setLevel":
 		return g.setLogLevel(req.Params)
 	}
@@ -368,11 +369,21 @@ func (g *Gate) notifyHost(method string, params json.RawMessage) {
 }
 
 // upstreamError turns a failure to reach an upstream into a JSON-RPC error
-// for the host. Errors the upstream itself returned pass through unchanged.
+// for the host. Errors the upstream itself returned pass through with their
+// code, and with hidden characters in their message and data made visible:
+// hosts show error messages to the user.
 func upstreamError(server, method string, err error) error {
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
-		return werr
+		msg, n := guard.Neutralize(werr.Message)
+		data, m, derr := guard.NeutralizeJSON(werr.Data)
+		if derr != nil {
+			data, m = nil, 1 // data it cannot pass whole is left out
+		}
+		if n+m == 0 {
+			return werr
+		}
+		return &rpc.Error{Code: werr.Code, Message: msg, Data: data}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err

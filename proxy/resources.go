@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-gate/mcp-gate/audit"
-	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -186,21 +184,15 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if !s.Caps.Resources {
 		return l, nil
 	}
-	clean := func(item json.RawMessage, what string) json.RawMessage {
-		out, n, err := guard.NeutralizeJSON(item, isDescriptionKey)
-		if err != nil || n == 0 {
-			return item
-		}
-		g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
-		return out
-	}
 	err := fetchPages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
 			return
 		}
-		l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean(item, "resource "+uri)})
+		if clean, ok := g.neutralizeEntry(s.Name, uri, "resource", item, "uri"); ok {
+			l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean})
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -212,7 +204,9 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", t, "error", err)
 			return
 		}
-		l.templates = append(l.templates, templateEntry{raw: clean(item, "resource template"), re: re, literals: literals})
+		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {
+			l.templates = append(l.templates, templateEntry{raw: clean, re: re, literals: literals})
+		}
 	})
 	var werr *rpc.Error
 	if errors.As(err, &werr) && werr.Code == rpc.CodeMethodNotFound {

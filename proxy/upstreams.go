@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -79,7 +80,12 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		if !host.sampling {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 		}
-		// What a server puts in front of the user's model is untrusted too.
+		// What a server puts in front of the user's model is untrusted too,
+		// and is inspected as the host will read it: one member per key.
+		if err := rawjson.UniqueKeys(req.Params); err != nil {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: err.Error()})
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
+		}
 		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
 			f := findings[0]
 			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
@@ -97,7 +103,12 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 			// approval vocabulary is what the guard refuses.
 			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused by policy: " + v.reason}
 		}
-		return g.askHost(ctx, req)
+		// The host shows the request to the user before it runs it.
+		params, err := g.neutralize(h.server, "sampling/createMessage", "sampling request", req.Params)
+		if err != nil {
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+		}
+		return g.host.Call(ctx, req.Method, params)
 	case "elicitation/create":
 		return g.relayElicitation(ctx, h.server, host, req)
 	}
@@ -114,6 +125,22 @@ func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, 
 // question to the user. To the upstream it is indistinguishable from a user
 // who said no, which is all it needs to know.
 var declined = json.RawMessage(`{"action":"decline"}`)
+
+// labelMessage puts the server's name in front of an elicitation message,
+// so the human knows who is asking. msg is already neutralised. Whatever
+// blank space the message starts with is dropped, so the label is on the
+// first line beside the first words, never pushed out of view; a carriage
+// return, which could move the cursor back over the label in a terminal,
+// is shown as [U+000D].
+func labelMessage(server, msg string) string {
+	msg = strings.TrimLeftFunc(msg, func(r rune) bool {
+		// White_Space (which has LF, VT, FF, NEL, NBSP, U+2028, U+2029,
+		// U+3000 ...) and the blank Braille pattern.
+		return unicode.IsSpace(r) || r == 0x2800
+	})
+	msg = strings.ReplaceAll(msg, "\r", "[U+000D]")
+	return "[" + server + "] " + msg
+}
 
 // relayElicitation passes an upstream's question to the user, with the
 // server's name in front so the human knows who is asking. A question shaped
@@ -142,21 +169,27 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
 		return refuse("unsupported_mode", "the host did not declare "+mode+" elicitation")
 	}
+	// The label goes on the "message" member; a duplicate or case-variant
+	// one ("Message") would be the one some hosts show, unlabelled and
+	// uninspected.
+	if err := rawjson.UniqueKeys(req.Params); err != nil {
+		return refuse("duplicate_keys", err.Error())
+	}
 	if findings := guard.InspectElicitation(req.Params); len(findings) > 0 {
 		f := findings[0]
 		return refuse(f.Kind, f.Path+": "+f.Detail)
 	}
-	msg, _ := rawjson.GetString(req.Params, "message")
-	msg, _ = guard.Neutralize(msg)
-	// A carriage return could overwrite the server's name in a terminal.
-	msg = strings.ReplaceAll(msg, "\r", "[U+000D]")
-	params, err := rawjson.Set(req.Params, "message", rawjson.AppendString(nil, "["+server+"] "+strings.TrimLeft(msg, "\n")))
+	// Every string the host shows (message, the form's titles and
+	// descriptions, choices) is neutralised by the one walk; a key with a
+	// hidden character declines the request.
+	params, err := g.neutralize(server, "elicitation/create", "elicitation", req.Params)
+	if err != nil {
+		return refuse("hidden_characters", "an object key holds hidden characters")
+	}
+	msg, _ := rawjson.GetString(params, "message")
+	params, err = rawjson.Set(params, "message", rawjson.AppendString(nil, labelMessage(server, msg)))
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
-	}
-	// The form's titles and descriptions are read by the human too.
-	if clean, n, err := guard.NeutralizeJSON(params, isDescriptionKey); err == nil && n > 0 {
-		params = clean
 	}
 	if mode == "url" {
 		id, _ := rawjson.GetString(req.Params, "elicitationId")
@@ -179,31 +212,29 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 			g.log.Debug("progress for no request in flight; dropped", "server", h.server)
 			return
 		}
-		params, err := rawjson.Set(msg.Params, "progressToken", hostTok)
-		if err == nil {
-			g.notifyHost(msg.Method, params)
-		}
-	case "notifications/message":
-		// Log messages reach the user's screen: no hidden characters.
-		params, n, err := guard.NeutralizeJSON(msg.Params, func(string) bool { return true })
+		// Its message is shown; the token, the host's own, is put back
+		// after the neutraliser so that the host still recognises it.
+		params, err := g.neutralize(h.server, msg.Method, msg.Method, msg.Params)
 		if err != nil {
 			return
 		}
-		if n > 0 {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Outcome: "neutralised", Kind: "hidden_characters", Detail: "log message", Count: n})
+		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
+			g.notifyHost(msg.Method, params)
 		}
-		g.notifyHost(msg.Method, params)
+	case "notifications/message":
+		// Log messages reach the user's screen.
+		g.relayNotification(h.server, msg.Method, msg.Params)
 	case "notifications/resources/updated":
 		// An upstream speaks only for its own resources.
 		if uri, _ := rawjson.GetString(msg.Params, "uri"); g.ownsResource(h.server, uri) {
-			g.notifyHost(msg.Method, msg.Params)
+			g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
 			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", uri)
 		}
 	case "notifications/elicitation/complete":
 		// Only for an elicitation this upstream started.
 		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); g.urlElicitations.take(h.server, id) {
-			g.notifyHost(msg.Method, msg.Params)
+			g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
 			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", id)
 		}
@@ -216,6 +247,20 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 	default:
 		g.log.Debug("upstream notification ignored", "server", h.server, "method", msg.Method)
 	}
+}
+
+// relayNotification passes an upstream's notification to the host through
+// the same neutraliser as results; one it cannot pass whole (a key with a
+// hidden character) is dropped, and neutralize has audited why.
+func (g *Gate) relayNotification(server, method string, params json.RawMessage) {
+	if params != nil {
+		clean, err := g.neutralize(server, method, method, params)
+		if err != nil {
+			return
+		}
+		params = clean
+	}
+	g.notifyHost(method, params)
 }
 
 // urlElicitations remembers which upstream started each URL-mode

@@ -43,6 +43,8 @@ func main() {
 		err = runPaths(ev)
 	case "dialogs":
 		err = runRaw(dialogsHandlers(), ev)
+	case "neutral":
+		err = runRaw(neutralHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
