@@ -30,11 +30,8 @@ func parseCallParams(method string, params json.RawMessage, argsKey string) (cal
 	if len(params) == 0 || params[0] != '{' {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params must be an object with a %q", method, "name")
 	}
-	// Parsers disagree on which duplicate key wins; the gate must decide on
-	// exactly what the upstream will execute.
-	if err := rawjson.UniqueKeys(params); err != nil {
-		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
-	}
+	// Duplicate and case-variant keys were refused where the host's
+	// message was read (checkHostParams): the params are unambiguous here.
 	name, ok := rawjson.GetString(params, "name")
 	if !ok || name == "" {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params need a non-empty string %q", method, "name")
