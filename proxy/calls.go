@@ -181,3 +181,36 @@ func (g *Gate) forward(ctx context.Context, server, method string, params json.R
 func (g *Gate) decisionID() string {
 	return fmt.Sprintf("%s-%d", g.session, g.seq.Add(1))
 }
+
+// itemTitle is the title the upstream gave a tool or prompt, for the
+// approval question (which shows it quoted and bounded), or "".
+func (g *Gate) itemTitle(k policy.Kind, server, name string) string {
+	var c *catalog
+	switch k {
+	case policy.KindTool:
+		c = &g.tools
+	case policy.KindPrompt:
+		c = &g.prompts
+	default:
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := c.servers[server]
+	if l == nil {
+		return ""
+	}
+	for _, e := range l.entries {
+		if e.name == name {
+			if t, ok := rawjson.GetString(e.raw, "title"); ok {
+				return t
+			}
+			if ann, ok := rawjson.Get(e.raw, "annotations"); ok {
+				t, _ := rawjson.GetString(ann, "title")
+				return t
+			}
+			return ""
+		}
+	}
+	return ""
+}
