@@ -7,6 +7,8 @@
 //	fidelity  a hand-written server whose schemas and results use every
 //	          corner of JSON that a lossy proxy would change
 //	garbage   writes non-JSON lines, malformed and duplicate responses
+//	resources a go-sdk server listing the resources and templates given after
+//	          "--" (label, list:URI, template:TEMPLATE); two make a capture test
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
@@ -36,6 +38,8 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "resources":
+		err = runResources(ev, flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
