@@ -7,8 +7,6 @@
 //	fidelity  a hand-written server whose schemas and results use every
 //	          corner of JSON that a lossy proxy would change
 //	garbage   writes non-JSON lines, malformed and duplicate responses
-//	resources a go-sdk server listing the resources and templates given after
-//	          "--" (label, list:URI, template:TEMPLATE); two make a capture test
 //	exit      writes to stderr and exits at once
 //	hostile   tool results, elicitations and descriptions that try to
 //	          forge consent or hide characters (the result guard's tests)
