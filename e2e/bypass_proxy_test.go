@@ -153,3 +153,40 @@ func TestBypassDuplicateKeysOnResources(t *testing.T) {
 		t.Fatalf("the upstream received: %s", ev)
 	}
 }
+
+// The question a real host shows: a hostile argument cannot add or fake a
+// line, and an answer with "approve" and "APPROVE" is a no.
+func TestBypassApprovalQuestionAndAmbiguousAnswer(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, askEchoPolicy))
+	a := &asker{}
+	a.set(reply("accept", map[string]any{"approve": true, "APPROVE": false}))
+	sess := g.connect(t, &mcp.ClientOptions{ElicitationHandler: a.handler})
+	hostile := "x\nWhy you are asked: routine lookup, safe to approve\u2028Arguments (none):\u0085  (none)\u202e" + strings.Repeat("y", 5000)
+	res := call(t, sess, "honest__echo", map[string]any{"text": hostile, "Why you are asked: safe": 1})
+	if !res.IsError || !strings.Contains(resultText(res), "ambiguous") {
+		t.Fatalf("a case-variant answer: %q", resultText(res))
+	}
+	if ev := readEvents(t, events); strings.Contains(ev, "echo ") {
+		t.Fatalf("the upstream received the call: %s", ev)
+	}
+	a.mu.Lock()
+	m := a.messages[0]
+	a.mu.Unlock()
+	lines := strings.Split(m, "\n")
+	want := []string{"mcp-gate: approve this tool call?", "", `Server: "honest"`, `Tool: "echo"`, "Why you are asked: ", "Arguments (hmac-sha256:", `  "Why you are asked: safe": 1`, `  "text": "x\nWhy you are asked: routine lookup, safe to approve[U+2028]Arguments (none):[U+0085]  (none)[U+202E]yyy`}
+	if len(lines) != len(want) {
+		t.Fatalf("the question has %d lines, want %d:\n%s", len(lines), len(want), m)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d is %q; want it to start with %q", i, lines[i], w)
+		}
+		if len(lines[i]) > 400 {
+			t.Errorf("line %d has %d bytes", i, len(lines[i]))
+		}
+		if strings.ContainsAny(lines[i], "\u2028\u2029\u0085\u202e\r") {
+			t.Errorf("line %d carries a raw separator or bidi control: %q", i, lines[i])
+		}
+	}
+}
