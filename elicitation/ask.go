@@ -300,7 +300,7 @@ func ArgsView(args json.RawMessage) string {
 	var lines []string
 	size, more := 0, 0
 	emit := func(path []string, value string) {
-		p := bounded(strings.Join(path, ""), maxPathView)
+		p := pathView(path)
 		if p == "" {
 			p = "(value)"
 		}
@@ -321,6 +321,20 @@ func ArgsView(args json.RawMessage) string {
 		lines = append(lines, fmt.Sprintf("  … %d more values not shown; the digest covers them", more))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// pathView joins a value's path, cut after the last whole segment that
+// fits maxPathView, so a cut never splits a quoted key.
+func pathView(path []string) string {
+	var b strings.Builder
+	for _, seg := range path {
+		if b.Len()+len(seg) > maxPathView {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
 }
 
 // walkValue reads one value from dec and emits a line for each scalar in

@@ -26,6 +26,7 @@ var (
 		`  (?:` + pathSeg + `(?:\.?` + pathSeg + `)*(?:…)?|\(value\)): (?:` + quoted + `|-?[0-9.eE+-]+|true|false|null|\{\}|\[\])`,
 		`  … \d+ more values not shown; the digest covers them`,
 		`  \(none\)`,
+		`  \(not shown: the arguments are not valid JSON\)`,
 	}, "|") + `)$`)
 )
 
@@ -149,4 +150,26 @@ func TestAmbiguousAnswersRefused(t *testing.T) {
 	if a := Interpret(json.RawMessage(`{"action":"accept","content":{"approve":true,"scope":"session"},"_meta":{}}`)); a.Outcome != ApprovedSession {
 		t.Fatalf("a plain yes: %+v", a)
 	}
+}
+
+// FuzzMessage: whatever the names and arguments, the question has only the
+// gate's lines, is bounded, and never panics. Its seeds run in the normal
+// suite.
+func FuzzMessage(f *testing.F) {
+	f.Add("echo", "", []byte(`{"text":"x"}`))
+	f.Add("a\u2028b", "t\u0085", []byte(`{"k\n":"v\u2029","n":[1,{"":null}]}`))
+	f.Add("\"", "\\", []byte(`[1,"\u202e"]`))
+	f.Add("", "", []byte(`{"a":`))
+	f.Add("x", "y", []byte(strings.Repeat(`{"a":`, 300)+"1"+strings.Repeat("}", 300)))
+	f.Fuzz(func(t *testing.T, tool, title string, args []byte) {
+		m := Message(Request{Server: "s", Tool: tool, Title: title, Args: args, ArgsDigest: "hmac-sha256:0011", Rule: "ask[0]", Reason: "Writes need a human."})
+		if len(m) > 16000 {
+			t.Fatalf("question of %d bytes", len(m))
+		}
+		for _, l := range strings.Split(m, "\n") {
+			if !gateLine.MatchString(l) {
+				t.Fatalf("a line that is not the gate's: %q", l)
+			}
+		}
+	})
 }

@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -214,5 +217,45 @@ func TestHostParamsWithDuplicateKeysRefused(t *testing.T) {
 	}
 	if seen := up.methods(); len(seen) != 2 {
 		t.Fatalf("the upstream saw %v; want the read and the call", seen)
+	}
+}
+
+// What an upstream asks the gate to decide on is held to the same rule:
+// a sampling request with the same key twice is denied before the policy
+// reads it, and never reaches the host's model.
+func TestSamplingWithDuplicateKeysDenied(t *testing.T) {
+	answered := make(chan struct{})
+	var once sync.Once
+	var sampled atomic.Int32
+	up := func(method string, id, params json.RawMessage, w func(string)) {
+		switch method {
+		case "tools/list":
+			reply(w, id, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			w(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10,"maxTokens":100000}}`)
+			<-answered
+			reply(w, id, `{"content":[{"type":"text","text":"done"}]}`)
+		case "":
+			if string(id) == `"s1"` {
+				once.Do(func() { close(answered) })
+			}
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sampled.Add(1)
+			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "ok"}, Model: "m"}, nil
+		},
+	})
+	var auditLog lockedBuffer
+	f := startScripted(t, map[string]scripted{"s": up}, nil, static(t, allowAll), client, withAudit(&auditLog))
+	if _, err := callText(t, f.sess, "s__t", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if sampled.Load() != 0 {
+		t.Fatal("the host's model was asked")
+	}
+	if log := auditLog.String(); !strings.Contains(log, `"rule":"gate"`) || !strings.Contains(log, "duplicate key") {
+		t.Fatalf("audit: %s", log)
 	}
 }
