@@ -188,3 +188,44 @@ rules:
 		t.Fatalf("the upstream received %v after %d questions", a.seen(), asked.Load())
 	}
 }
+
+// The question's why line is the policy's own words or the gate's fixed
+// text, never the decision's generated reason, which here carries the
+// error of a condition that could not be evaluated on the arguments.
+func TestQuestionWhyIsPolicyText(t *testing.T) {
+	var message atomic.Value
+	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			message.Store(r.Params.Message)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	a := &recorder{}
+	var auditLog lockedBuffer
+	f := start(t, map[string]upstreamtest.ServeFunc{"alpha": a.server("write")}, static(t, `version: 1
+fallback: deny
+rules:
+  - name: big-writes
+    match: "mcp:alpha:write"
+    when: int(args.text) > 3
+    action: ask
+`), client, withAudit(&auditLog))
+	r, err := callText(t, f.sess, "alpha__write", "not-a-number")
+	if err != nil || !r.IsError {
+		t.Fatalf("got %v %q", err, resultText(r))
+	}
+	m, _ := message.Load().(string)
+	var why string
+	for _, l := range strings.Split(m, "\n") {
+		if strings.HasPrefix(l, "Why you are asked: ") {
+			why = l
+		}
+	}
+	if why != "Why you are asked: the policy asks a human before this call runs (policy rule big-writes)" {
+		t.Fatalf("why line %q in:\n%s", why, m)
+	}
+	// The detail is for the audit log and the model.
+	if !strings.Contains(auditLog.String(), "its condition failed") || !strings.Contains(resultText(r), "its condition failed") {
+		t.Fatalf("the detailed reason is lost: %q / %s", resultText(r), auditLog.String())
+	}
+}
