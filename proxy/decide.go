@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,10 +51,15 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	// an upstream asks for (sampling), and any caller to come.
 	if len(call.Args) > 0 {
 		if err := rawjson.UniqueKeys(call.Args); err != nil {
-			d := policy.Decision{Verdict: policy.Deny, Rule: "gate", Revision: pol.Revision(),
-				Reason: "the arguments are ambiguous: " + err.Error()}
-			logDecision(d, d.Reason, time.Since(start))
-			return verdict{reason: d.Reason}
+			d := policy.Decision{Verdict: policy.Deny, Rule: "gate", Revision: pol.Revision()}
+			// The audit gets the position only: keys are the caller's bytes.
+			audited := "the arguments are ambiguous JSON (a key occurs twice, as written or under case folding)"
+			var ke *rawjson.KeyError
+			if errors.As(err, &ke) {
+				audited += fmt.Sprintf(" at byte %d", ke.Offset)
+			}
+			logDecision(d, audited, time.Since(start))
+			return verdict{reason: "the arguments are ambiguous: " + err.Error()}
 		}
 	}
 	d := pol.Decide(call)

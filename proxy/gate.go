@@ -239,7 +239,7 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	if err := checkHostParams(msg.Method, msg.Params); err != nil {
 		// A notification has no answer: drop it, as the gate drops any
 		// message it will not relay.
-		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "error", err)
+		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
 		return
 	}
 	switch msg.Method {
@@ -283,6 +283,16 @@ func checkHostParams(method string, params json.RawMessage) error {
 		}
 	}
 	return rpc.Errorf(rpc.CodeInvalidParams, "%s: params: %v", method, err)
+}
+
+// keyErrorOffset is where a duplicate key was found, for logs, which carry
+// positions and never the message's own bytes; -1 for a syntax error.
+func keyErrorOffset(err error) int {
+	var ke *rawjson.KeyError
+	if errors.As(err, &ke) {
+		return ke.Offset
+	}
+	return -1
 }
 
 // initialize answers the host itself: the gate is the host's server, and
