@@ -105,7 +105,7 @@ func TestApprovalOutcomes(t *testing.T) {
 	a.mu.Lock()
 	m := a.messages[0]
 	a.mu.Unlock()
-	for _, want := range []string{"mcp-gate: approve this tool call?", "Server: honest", "Tool: echo", "ask[0]", `"text": "call-yes"`, "hmac-sha256:"} {
+	for _, want := range []string{"mcp-gate: approve this tool call?", `Server: "honest"`, `Tool: "echo"`, "ask[0]", `"text": "call-yes"`, "hmac-sha256:"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("the question lacks %q:\n%s", want, m)
 		}

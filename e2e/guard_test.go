@@ -197,7 +197,7 @@ func TestSamplingPolicy(t *testing.T) {
 				},
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked.Add(1)
-					if !strings.Contains(req.Params.Message, "Server: honest") || !strings.Contains(req.Params.Message, "sampling") {
+					if !strings.Contains(req.Params.Message, `Server: "honest"`) || !strings.Contains(req.Params.Message, "sampling") {
 						t.Errorf("the question does not say who wants the model: %q", req.Params.Message)
 					}
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil

@@ -18,9 +18,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcp-gate/mcp-gate/guard"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
 // DefaultTimeout bounds a question nobody answers, when the policy says
@@ -31,9 +33,6 @@ const DefaultTimeout = 2 * time.Minute
 // guard refuses upstream elicitations that imitate it.
 const MessagePrefix = "mcp-gate: approve this tool call?"
 
-// maxArgsView bounds the arguments shown to the human, in bytes.
-const maxArgsView = 2000
-
 // Host is the part of the host connection the asker needs. Call must be safe
 // for concurrent use and must return when ctx is done (telling the host the
 // request is cancelled, so its dialog closes).
@@ -42,13 +41,21 @@ type Host interface {
 }
 
 // Request is the call the human is asked about.
+//
+// Server, Tool, Title and Args come from upstreams and the model: the
+// question shows them only as quoted, one-line, bounded values after the
+// gate's own labels. Rule and Reason are the policy's: Reason must be text
+// the policy's authors wrote (a rule's reason: field) or the gate's own,
+// never a generated decision reason, which can carry a condition's error
+// or an argument.
 type Request struct {
 	Server     string
 	Tool       string          // the upstream's tool name
+	Title      string          // the upstream's title for the tool, if any
 	Args       json.RawMessage // the arguments exactly as they will be forwarded
 	ArgsDigest string
 	Rule       string // the policy rule that asked
-	Reason     string
+	Reason     string // policy-authored: why this rule asks
 	// Titled selects the 2025-11-25 form of a titled enum (oneOf/const);
 	// older hosts get enum with enumNames.
 	Titled bool
@@ -120,26 +127,40 @@ func Ask(ctx context.Context, host Host, canAsk bool, req Request, timeout time.
 var errAskTimeout = errors.New("approval timed out")
 
 // Interpret reads the host's elicitation result. Anything but a well-formed
-// accept with approve == true is a no.
+// accept with approve == true is a no. Keys are matched exactly, and an
+// answer with the same key twice or two keys equal under case folding
+// ("action" and "Action", approve twice) is malformed: parsers disagree on
+// which copy counts, and the gate must not read a yes where the host meant
+// a no.
 func Interpret(res json.RawMessage) Answer {
-	var r struct {
-		Action  string                     `json:"action"`
-		Content map[string]json.RawMessage `json:"content"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(res))
-	if err := dec.Decode(&r); err != nil {
+	if len(res) == 0 || res[0] != '{' {
 		return Answer{Outcome: Malformed, Detail: "the host's answer is not an elicitation result"}
 	}
-	switch r.Action {
+	if err := rawjson.UniqueKeys(res); err != nil {
+		var ke *rawjson.KeyError
+		if errors.As(err, &ke) {
+			return Answer{Outcome: Malformed, Detail: "the host's answer is ambiguous: " + ke.Error()}
+		}
+		return Answer{Outcome: Malformed, Detail: "the host's answer is not an elicitation result"}
+	}
+	var action string
+	if raw, ok := rawjson.Get(res, "action"); !ok || json.Unmarshal(raw, &action) != nil {
+		return Answer{Outcome: Malformed, Detail: `the host's answer has no "action" string`}
+	}
+	switch action {
 	case "decline":
 		return Answer{Outcome: Declined, Detail: "declined by the user"}
 	case "cancel":
 		return Answer{Outcome: Cancelled, Detail: "the user dismissed the question without answering"}
 	case "accept":
 	default:
-		return Answer{Outcome: Malformed, Detail: fmt.Sprintf("the host answered with action %q; expected accept, decline or cancel", r.Action)}
+		return Answer{Outcome: Malformed, Detail: fmt.Sprintf("the host answered with action %s; expected accept, decline or cancel", quote(action, 40))}
 	}
-	approve, ok := r.Content["approve"]
+	content, ok := rawjson.Get(res, "content")
+	if !ok || len(content) == 0 || content[0] != '{' {
+		return Answer{Outcome: Malformed, Detail: "the answer has no approve field"}
+	}
+	approve, ok := rawjson.Get(content, "approve")
 	if !ok {
 		return Answer{Outcome: Malformed, Detail: "the answer has no approve field"}
 	}
@@ -149,12 +170,12 @@ func Interpret(res json.RawMessage) Answer {
 		return Answer{Outcome: Declined, Detail: "the user answered no"}
 	default:
 		// A string "true" is not consent: the form asked for a boolean.
-		return Answer{Outcome: Malformed, Detail: fmt.Sprintf("approve is %s; expected the boolean true or false", truncate(string(approve), 40))}
+		return Answer{Outcome: Malformed, Detail: fmt.Sprintf("approve is %s; expected the boolean true or false", quote(string(approve), 40))}
 	}
 	scope := "once"
-	if raw, ok := r.Content["scope"]; ok {
+	if raw, ok := rawjson.Get(content, "scope"); ok {
 		if err := json.Unmarshal(raw, &scope); err != nil || (scope != "once" && scope != "session") {
-			return Answer{Outcome: Malformed, Detail: fmt.Sprintf("scope is %s; expected \"once\" or \"session\"", truncate(string(raw), 40))}
+			return Answer{Outcome: Malformed, Detail: fmt.Sprintf("scope is %s; expected \"once\" or \"session\"", quote(string(raw), 40))}
 		}
 	}
 	if scope == "session" {
@@ -207,28 +228,60 @@ func Params(req Request) (json.RawMessage, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
+// Bounds of the question. Every line the question has is one of the gate's
+// own: the prefix, the labels below, and one line per argument value.
+const (
+	maxNameView   = 200  // a server, tool or title, in bytes of the quoted form
+	maxReasonView = 400  // the policy's reason
+	maxKeyView    = 80   // one key of an argument's path
+	maxPathView   = 240  // the whole path of one value
+	maxValueView  = 200  // one argument value
+	maxArgLines   = 40   // argument values shown
+	maxArgsView   = 4000 // all argument lines together
+)
+
 // Message is the text the human reads: who wants to run what, why the
-// policy asks, and a bounded, escaped view of the arguments.
+// policy asks, and a bounded view of the arguments. Its lines are exactly
+//
+//	mcp-gate: approve this tool call?
+//	(empty)
+//	Server: "<server>"
+//	Tool: "<tool>"
+//	Title: "<title>"                                (when the tool has one)
+//	Why you are asked: <policy text> (policy rule <rule>)
+//	Arguments (<digest>):
+//	  "<key>"."<key>"[<index>]: <value>             (one per value)
+//	  … <n> more values not shown; the digest covers them
+//
+// Upstream and model strings appear only as quoted values (see quote), so
+// they can neither add a line nor imitate a label, and each is bounded, so
+// none can push the real lines out of view.
 func Message(req Request) string {
 	var b strings.Builder
 	b.WriteString(MessagePrefix)
 	b.WriteString("\n\nServer: ")
-	b.WriteString(visible(req.Server))
+	b.WriteString(quote(req.Server, maxNameView))
 	b.WriteString("\nTool: ")
-	b.WriteString(visible(req.Tool))
+	b.WriteString(quote(req.Tool, maxNameView))
+	if req.Title != "" {
+		b.WriteString("\nTitle: ")
+		b.WriteString(quote(req.Title, maxNameView))
+	}
+	b.WriteString("\nWhy you are asked: ")
 	if req.Reason != "" {
-		b.WriteString("\nWhy you are asked: ")
-		b.WriteString(visible(req.Reason))
+		b.WriteString(bounded(oneLine(req.Reason), maxReasonView))
+	} else {
+		b.WriteString("the policy asks a human before this call runs")
 	}
 	if req.Rule != "" {
 		b.WriteString(" (policy rule ")
-		b.WriteString(visible(req.Rule))
+		b.WriteString(bounded(oneLine(req.Rule), maxNameView))
 		b.WriteString(")")
 	}
 	b.WriteString("\nArguments")
 	if req.ArgsDigest != "" {
 		b.WriteString(" (")
-		b.WriteString(req.ArgsDigest)
+		b.WriteString(bounded(oneLine(req.ArgsDigest), maxNameView))
 		b.WriteString(")")
 	}
 	b.WriteString(":\n")
@@ -236,47 +289,158 @@ func Message(req Request) string {
 	return b.String()
 }
 
-// ArgsView renders arguments for a human: indented JSON (which escapes
-// control characters), hidden characters made visible, cut at a bound with
-// a note of how much is not shown.
+// ArgsView renders arguments for a human, one line per value, each line
+// "  <path>: <value>" with every key and string quoted (see quote), at most
+// maxArgLines lines and about maxArgsView bytes, and a last line saying how
+// many values are not shown.
 func ArgsView(args json.RawMessage) string {
-	if len(args) == 0 || string(args) == "null" {
-		return "(none)"
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		return "  (none)"
 	}
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, args, "", "  "); err != nil {
-		ind.Reset()
-		ind.Write(args)
+	var lines []string
+	size, more := 0, 0
+	emit := func(path []string, value string) {
+		p := pathView(path)
+		if p == "" {
+			p = "(value)"
+		}
+		line := "  " + p + ": " + value
+		if more > 0 || len(lines) >= maxArgLines || size+len(line) > maxArgsView {
+			more++
+			return
+		}
+		size += len(line) + 1
+		lines = append(lines, line)
 	}
-	s, _ := guard.Neutralize(ind.String())
-	if len(s) <= maxArgsView {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	if err := walkValue(dec, nil, emit); err != nil {
+		return "  (not shown: the arguments are not valid JSON)"
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("  … %d more values not shown; the digest covers them", more))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pathView joins a value's path, cut after the last whole segment that
+// fits maxPathView, so a cut never splits a quoted key.
+func pathView(path []string) string {
+	var b strings.Builder
+	for _, seg := range path {
+		if b.Len()+len(seg) > maxPathView {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+// walkValue reads one value from dec and emits a line for each scalar in
+// it (and each empty object or array), with its path.
+func walkValue(dec *json.Decoder, path []string, emit func([]string, string)) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := 0
+		for ; dec.More(); n++ {
+			seg := fmt.Sprintf("[%d]", n)
+			if t == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := k.(string)
+				seg = quote(key, maxKeyView)
+				if len(path) > 0 {
+					seg = "." + seg
+				}
+			}
+			if err := walkValue(dec, append(path[:len(path):len(path)], seg), emit); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return err
+		}
+		if n == 0 {
+			if t == '{' {
+				emit(path, "{}")
+			} else {
+				emit(path, "[]")
+			}
+		}
+	case string:
+		emit(path, quote(t, maxValueView))
+	case json.Number:
+		emit(path, bounded(t.String(), 40))
+	case bool:
+		emit(path, fmt.Sprint(t))
+	case nil:
+		emit(path, "null")
+	}
+	return nil
+}
+
+// quote renders an untrusted string as one bounded, quoted value: hidden
+// characters made visible by the guard's neutraliser, and quotes,
+// backslashes, line breaks, line and paragraph separators, NEL and every
+// other control or format character escaped, so the value cannot end its
+// quotes, start a line, or reorder what follows it. A value longer than
+// max bytes is cut, with the number of bytes not shown after the quotes.
+func quote(s string, max int) string {
+	v, _ := guard.Neutralize(s)
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, r := range v {
+		var esc string
+		switch {
+		case r == '"':
+			esc = `\"`
+		case r == '\\':
+			esc = `\\`
+		case r == '\n':
+			esc = `\n`
+		case r == '\r':
+			esc = `\r`
+		case r == '\t':
+			esc = `\t`
+		case r == utf8.RuneError, unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs):
+			esc = fmt.Sprintf("[U+%04X]", r)
+		default:
+			esc = string(r)
+		}
+		if b.Len()+len(esc) > max {
+			b.WriteString(`…"`)
+			fmt.Fprintf(&b, " (%d more bytes not shown)", len(v)-i)
+			return b.String()
+		}
+		b.WriteString(esc)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// oneLine makes policy text safe for one line of the question: it is
+// trusted, but a multi-line YAML reason or a stray control character must
+// not add lines either.
+func oneLine(s string) string {
+	q := quote(s, len(s)*10+2)
+	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+}
+
+// bounded cuts s at n bytes, on a character boundary, marking the cut.
+func bounded(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxArgsView
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n… (%d more bytes not shown; the digest above covers all of them)", len(s)-cut)
-}
-
-// visible renders a one-line value (a server or tool name, a rule) for the
-// question: hidden characters made visible, and line breaks, tabs and line
-// separators escaped, so that a name cannot add lines of its own to the
-// question ("Why you are asked: safe to approve") or push the real ones out
-// of view.
-func visible(s string) string {
-	v, _ := guard.Neutralize(s)
-	if strings.ContainsAny(v, "\r\n\t\u2028\u2029") {
-		v = lineBreaks.Replace(v)
-	}
-	return v
-}
-
-var lineBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`, "\t", `\t`, "\u2028", "[U+2028]", "\u2029", "[U+2029]")
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
+	return s[:cut] + "…"
 }

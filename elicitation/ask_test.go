@@ -127,7 +127,7 @@ func TestManyOpenAsks(t *testing.T) {
 		var p struct{ Message string }
 		_ = json.Unmarshal(params, &p)
 		var i int
-		fmt.Sscanf(p.Message[strings.Index(p.Message, "Tool: t")+len("Tool: t"):], "%d", &i)
+		fmt.Sscanf(p.Message[strings.Index(p.Message, `Tool: "t`)+len(`Tool: "t`):], "%d", &i)
 		opened.Done()
 		return json.RawMessage(<-release[i]), nil
 	})
@@ -185,7 +185,7 @@ func TestSchemaRequiresBoolean(t *testing.T) {
 		if _, hasDefault := approve["default"]; hasDefault {
 			t.Fatal("approve must have no default: a filled-in default would be consent nobody gave")
 		}
-		if !strings.HasPrefix(got.Message, MessagePrefix) || !strings.Contains(got.Message, "Server: github") || !strings.Contains(got.Message, "Tool: create_issue") || !strings.Contains(got.Message, "Creating issues needs a human.") || !strings.Contains(got.Message, `"title": "x"`) {
+		if !strings.HasPrefix(got.Message, MessagePrefix) || !strings.Contains(got.Message, `Server: "github"`) || !strings.Contains(got.Message, `Tool: "create_issue"`) || !strings.Contains(got.Message, "Creating issues needs a human.") || !strings.Contains(got.Message, `  "title": "x"`) {
 			t.Fatalf("message: %q", got.Message)
 		}
 	}
@@ -204,7 +204,7 @@ func TestArgsViewBoundedAndEscaped(t *testing.T) {
 	if strings.ContainsRune(hidden, '\u202e') || strings.ContainsRune(hidden, 0x1b) {
 		t.Fatalf("hidden characters reach the human: %q", hidden)
 	}
-	if ArgsView(nil) != "(none)" {
+	if ArgsView(nil) != "  (none)" {
 		t.Fatal("empty arguments")
 	}
 }
@@ -306,7 +306,7 @@ func TestNamesCannotAddLines(t *testing.T) {
 			t.Fatalf("the tool name added a line to the question:\n%s", m)
 		}
 	}
-	if !strings.Contains(m, `Tool: read_notes\nWhy you are asked: routine lookup, safe to approve\r\nArguments: (none)[U+2028]\t`) {
+	if !strings.Contains(m, `Tool: "read_notes\nWhy you are asked: routine lookup, safe to approve\r\nArguments: (none)[U+2028]\t"`) {
 		t.Fatalf("the name is not shown escaped:\n%s", m)
 	}
 	if strings.ContainsAny(m, "\r\u2028\t") {

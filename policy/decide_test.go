@@ -323,3 +323,33 @@ rules:
 		}
 	}
 }
+
+// RuleReason gives the policy's own words and nothing of the call, even
+// when the decision's reason carries a condition's error.
+func TestRuleReasonIsPolicyText(t *testing.T) {
+	p, _, err := Parse("t.yaml", []byte(`version: 1
+fallback: deny
+rules:
+  - name: risky
+    match: "mcp:s:run"
+    when: int(args.n) > 3
+    action: ask
+    reason: Runs need a human.
+  - name: plain
+    match: "mcp:s:other"
+    action: ask
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Decide(Call{Kind: KindTool, Server: "s", Name: "run", Args: []byte(`{"n":"secret-value"}`)})
+	if d.Verdict != Ask || d.Rule != "risky" {
+		t.Fatalf("got %+v", d)
+	}
+	if got := p.RuleReason(d.Rule); got != "Runs need a human." {
+		t.Fatalf("RuleReason = %q", got)
+	}
+	if p.RuleReason("plain") != "" || p.RuleReason("nope") != "" {
+		t.Fatal("a rule without a reason, or no rule, has no reason")
+	}
+}

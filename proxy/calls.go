@@ -30,11 +30,8 @@ func parseCallParams(method string, params json.RawMessage, argsKey string) (cal
 	if len(params) == 0 || params[0] != '{' {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params must be an object with a %q", method, "name")
 	}
-	// Parsers disagree on which duplicate key wins; the gate must decide on
-	// exactly what the upstream will execute.
-	if err := rawjson.UniqueKeys(params); err != nil {
-		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
-	}
+	// Duplicate and case-variant keys were refused where the host's
+	// message was read (checkHostParams): the params are unambiguous here.
 	name, ok := rawjson.GetString(params, "name")
 	if !ok || name == "" {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params need a non-empty string %q", method, "name")
@@ -183,4 +180,37 @@ func (g *Gate) forward(ctx context.Context, server, method string, params json.R
 // decisionID names one decision in the audit log.
 func (g *Gate) decisionID() string {
 	return fmt.Sprintf("%s-%d", g.session, g.seq.Add(1))
+}
+
+// itemTitle is the title the upstream gave a tool or prompt, for the
+// approval question (which shows it quoted and bounded), or "".
+func (g *Gate) itemTitle(k policy.Kind, server, name string) string {
+	var c *catalog
+	switch k {
+	case policy.KindTool:
+		c = &g.tools
+	case policy.KindPrompt:
+		c = &g.prompts
+	default:
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := c.servers[server]
+	if l == nil {
+		return ""
+	}
+	for _, e := range l.entries {
+		if e.name == name {
+			if t, ok := rawjson.GetString(e.raw, "title"); ok {
+				return t
+			}
+			if ann, ok := rawjson.Get(e.raw, "annotations"); ok {
+				t, _ := rawjson.GetString(ann, "title")
+				return t
+			}
+			return ""
+		}
+	}
+	return ""
 }

@@ -33,10 +33,10 @@ type verdict struct {
 
 // decide takes the policy's decision about a call and, for ask, the human's.
 // It writes the audit records. The returned verdict allows the call only on
-// an allow from the policy or an explicit yes from the human.
+// an allow from the policy or an explicit yes from the human that still
+// holds once the human has answered.
 func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
 	start := time.Now()
-	d := pol.Decide(call)
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) {
@@ -46,6 +46,24 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 			Latency: took,
 		})
 	}
+	// Nothing is decided on arguments that parsers read in two ways: the
+	// policy would see one copy of a key and the server act on the other.
+	// Host requests were checked where they were read; this also covers what
+	// an upstream asks for (sampling), and any caller to come.
+	if len(call.Args) > 0 {
+		if err := rawjson.UniqueKeys(call.Args); err != nil {
+			d := policy.Decision{Verdict: policy.Deny, Rule: "gate", Revision: pol.Revision()}
+			// The audit gets the position only: keys are the caller's bytes.
+			audited := "the arguments are ambiguous JSON (a key occurs twice, as written or under case folding)"
+			var ke *rawjson.KeyError
+			if errors.As(err, &ke) {
+				audited += fmt.Sprintf(" at byte %d", ke.Offset)
+			}
+			logDecision(d, audited, time.Since(start))
+			return verdict{reason: "the arguments are ambiguous: " + err.Error()}
+		}
+	}
+	d := pol.Decide(call)
 	logDecision(d, d.Reason, time.Since(start))
 	switch d.Verdict {
 	case policy.Allow:
@@ -68,9 +86,13 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	g.mu.Lock()
 	host := g.hostInfo
 	g.mu.Unlock()
+	// The human reads the policy's own words for why (the rule's reason:),
+	// never d.Reason, which can carry a condition's error text; the audit
+	// and the model get d.Reason.
 	req := elicitation.Request{
-		Server: call.Server, Tool: call.Name, Args: call.Args, ArgsDigest: digest,
-		Rule: d.Rule, Reason: d.Reason, Titled: host.protocolVersion >= "2025-11-25",
+		Server: call.Server, Tool: call.Name, Title: g.itemTitle(call.Kind, call.Server, call.Name),
+		Args: call.Args, ArgsDigest: digest,
+		Rule: d.Rule, Reason: pol.RuleReason(d.Rule), Titled: host.protocolVersion >= "2025-11-25",
 	}
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"
@@ -80,16 +102,25 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
 	}
-	// The human may have taken minutes; if the policy changed meanwhile,
-	// the call must still pass the policy in force now. An emergency deny
-	// stops calls whose questions are still open.
-	if cur := g.policy.Current(); cur.Revision() != d.Revision {
-		start := time.Now()
-		d2 := cur.Decide(call)
-		logDecision(d2, "re-decided after approval under a new policy: "+d2.Reason, time.Since(start))
-		if d2.Verdict == policy.Deny {
-			return verdict{reason: fmt.Sprintf("the user approved, but the policy changed while they were asked and now denies the call: %s [rule %s, policy %s]", d2.Reason, d2.Rule, d2.Revision)}
+	// The human may have taken minutes, and what they approved may no
+	// longer be what the policy sees: the policy may have been reloaded (an
+	// emergency deny must stop calls whose questions are still open), or a
+	// condition may read the world differently now (a symlink re-pointed
+	// while they read). Decide again under the policy in force; the yes
+	// counts only for an allow, or for an ask by the very rule, with the
+	// very reason, the human was shown.
+	cur := g.policy.Current()
+	start = time.Now()
+	d2 := cur.Decide(call)
+	logDecision(d2, "re-decided after the user approved: "+d2.Reason, time.Since(start))
+	approvedSame := d2.Verdict == policy.Ask && d2.Rule == d.Rule && cur.RuleReason(d2.Rule) == req.Reason
+	if d2.Verdict != policy.Allow && !approvedSame {
+		what := "the decision changed while they were asked"
+		if d2.Revision != d.Revision {
+			what = "the policy changed while they were asked"
 		}
+		return verdict{reason: fmt.Sprintf("the user approved, but %s (%s by rule %s under policy %s, now %s by rule %s under policy %s), so the approval does not cover it: %s",
+			what, d.Verdict, d.Rule, d.Revision, d2.Verdict, d2.Rule, d2.Revision, d2.Reason)}
 	}
 	if a.Outcome == elicitation.ApprovedSession {
 		g.grants.Grant(d.Revision, call.Server, grantName) // ignored if the policy has changed since

@@ -197,6 +197,9 @@ type hostHandler struct{ g *Gate }
 
 func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	g := h.g
+	if err := checkHostParams(req.Method, req.Params); err != nil {
+		return nil, err
+	}
 	switch req.Method {
 	case "initialize":
 		return g.initialize(req.Params)
@@ -234,6 +237,12 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 
 func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	g := h.g
+	if err := checkHostParams(msg.Method, msg.Params); err != nil {
+		// A notification has no answer: drop it, as the gate drops any
+		// message it will not relay.
+		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
+		return
+	}
 	switch msg.Method {
 	case "notifications/initialized":
 	case "notifications/roots/list_changed":
@@ -246,6 +255,45 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	default:
 		g.log.Debug("host notification ignored", "method", msg.Method)
 	}
+}
+
+// checkHostParams refuses params in which any object, at any depth, has
+// the same key twice or two keys equal under case folding ("uri" and
+// "URI"). Parsers disagree on which copy wins and some match keys without
+// regard to case, so the gate could decide on one reading while an upstream
+// acts on the other. Checked here, where every host message arrives, so
+// that no method can be forgotten: tools/call and prompts/get as much as
+// resources/read, subscriptions, completion/complete, logging and
+// initialize (whose capabilities reach the upstreams). The error names the
+// keys and their position, never a value.
+func checkHostParams(method string, params json.RawMessage) error {
+	if len(params) == 0 {
+		return nil
+	}
+	err := rawjson.UniqueKeys(params)
+	if err == nil {
+		return nil
+	}
+	var ke *rawjson.KeyError
+	if errors.As(err, &ke) {
+		return &rpc.Error{
+			Code: rpc.CodeInvalidParams,
+			Message: fmt.Sprintf("%s: params: %v; mcp-gate refuses a request that JSON parsers can read in two ways, "+
+				"since the gate could decide on one reading and the server act on the other", method, err),
+			Data: mustJSON(map[string]any{"position": ke.Pointer(), "offset": ke.Offset}),
+		}
+	}
+	return rpc.Errorf(rpc.CodeInvalidParams, "%s: params: %v", method, err)
+}
+
+// keyErrorOffset is where a duplicate key was found, for logs, which carry
+// positions and never the message's own bytes; -1 for a syntax error.
+func keyErrorOffset(err error) int {
+	var ke *rawjson.KeyError
+	if errors.As(err, &ke) {
+		return ke.Offset
+	}
+	return -1
 }
 
 // initialize answers the host itself: the gate is the host's server, and

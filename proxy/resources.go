@@ -20,13 +20,18 @@ const CodeResourceNotFound = -32002
 
 // resourceIndex is the merged resource lists. Resource URIs are not renamed
 // (they are addresses, often file:// paths the user recognises), so the
-// gate remembers which server listed each one. A URI that two servers claim
-// is nobody's: the gate refuses it rather than let one server answer for
-// another's resource. Guarded by Gate.mu.
+// gate remembers which server listed each one. A URI that two servers could
+// answer for is nobody's: the gate refuses it rather than let one server
+// answer for another's resource. Two servers can both answer for a URI
+// when both list it, when one lists it and a template of the other
+// produces it, or when templates of both produce it; the more specific
+// template does not win, or a server could capture another's URIs by
+// listing a narrower template (or the exact URIs) of its own. Guarded by
+// Gate.mu.
 type resourceIndex struct {
 	servers   map[string]*resourceList
 	owner     map[string]string   // URI → the one server that lists it
-	ambiguous map[string][]string // URI → the servers that all list it
+	ambiguous map[string][]string // URI → the servers that could all answer for it
 	lister    *lister
 }
 
@@ -42,9 +47,8 @@ type resourceEntry struct {
 }
 
 type templateEntry struct {
-	raw      json.RawMessage
-	re       *regexp.Regexp // matches the URIs the template can produce
-	literals int            // how many fixed characters it has: more is more specific
+	raw json.RawMessage
+	re  *regexp.Regexp // matches the URIs the template can produce
 }
 
 func newResourceIndex() resourceIndex {
@@ -66,6 +70,17 @@ func (ix *resourceIndex) reindex(order []string) {
 	ix.owner = map[string]string{}
 	ix.ambiguous = map[string][]string{}
 	for uri, servers := range claims {
+		// A listed URI that another server's template produces is just as
+		// contested as one two servers list.
+		if more := ix.templateServers(uri, order); len(more) > 0 {
+			all := servers
+			servers = nil
+			for _, s := range order { // in the configuration's order, as errors name them
+				if slices.Contains(all, s) || slices.Contains(more, s) {
+					servers = append(servers, s)
+				}
+			}
+		}
 		if len(servers) == 1 {
 			ix.owner[uri] = servers[0]
 		} else {
@@ -74,19 +89,38 @@ func (ix *resourceIndex) reindex(order []string) {
 	}
 }
 
-// errAmbiguous is a URI that more than one server claims.
+// templateServers returns the servers, in order, with a template that
+// produces uri. The caller holds Gate.mu.
+func (ix *resourceIndex) templateServers(uri string, order []string) []string {
+	var out []string
+	for _, s := range order {
+		if l := ix.servers[s]; l != nil {
+			for _, t := range l.templates {
+				if t.re.MatchString(uri) {
+					out = append(out, s)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// errAmbiguous is a URI that more than one server can answer for.
 type errAmbiguous struct {
 	uri     string
 	servers []string
 }
 
 func (e errAmbiguous) Error() string {
-	return fmt.Sprintf("resource %s is claimed by servers %s; the gate will not pick one", e.uri, strings.Join(e.servers, " and "))
+	return fmt.Sprintf("resource %s is claimed by servers %s (each lists it or has a URI template that produces it); the gate will not pick one",
+		e.uri, strings.Join(e.servers, " and "))
 }
 
-// lookupOwner finds the server a URI belongs to: the one that listed it;
-// else the one whose most specific template produces it. Two servers with
-// an equal claim make it ambiguous. The caller holds Gate.mu.
+// lookupOwner finds the server a URI belongs to: the one that listed it,
+// else the one with a template that produces it. A URI that more than one
+// server can answer for is ambiguous, however specific each template is.
+// The caller holds Gate.mu.
 func (ix *resourceIndex) lookupOwner(uri string, order []string) (string, error) {
 	if s, ok := ix.owner[uri]; ok {
 		return s, nil
@@ -94,58 +128,38 @@ func (ix *resourceIndex) lookupOwner(uri string, order []string) (string, error)
 	if servers, ok := ix.ambiguous[uri]; ok {
 		return "", errAmbiguous{uri, servers}
 	}
-	best, bestLen := []string(nil), -1
-	for _, s := range order {
-		l := ix.servers[s]
-		if l == nil {
-			continue
-		}
-		for _, t := range l.templates {
-			switch {
-			case !t.re.MatchString(uri), t.literals < bestLen:
-			case t.literals > bestLen:
-				best, bestLen = []string{s}, t.literals
-			case !slices.Contains(best, s):
-				best = append(best, s)
-			}
-		}
-	}
-	switch len(best) {
+	switch servers := ix.templateServers(uri, order); len(servers) {
 	case 0:
 		return "", nil
 	case 1:
-		return best[0], nil
+		return servers[0], nil
+	default:
+		return "", errAmbiguous{uri, servers}
 	}
-	return "", errAmbiguous{uri, best}
 }
 
 // templateRegexp turns an RFC 6570 URI template into a pattern that matches
-// every URI it can expand to, and counts its fixed characters. Each
-// expression may match anything: routing needs "which server could have
-// made this URI", not the variables.
-func templateRegexp(t string) (*regexp.Regexp, int, error) {
+// every URI it can expand to. Each expression may match anything: routing
+// needs "which server could have made this URI", not the variables.
+func templateRegexp(t string) (*regexp.Regexp, error) {
 	var b strings.Builder
-	literals := 0
 	b.WriteString("^")
 	for {
 		i := strings.IndexByte(t, '{')
 		if i < 0 {
 			b.WriteString(regexp.QuoteMeta(t))
-			literals += len(t)
 			break
 		}
 		j := strings.IndexByte(t[i:], '}')
 		if j < 0 {
-			return nil, 0, errors.New("unterminated expression")
+			return nil, errors.New("unterminated expression")
 		}
 		b.WriteString(regexp.QuoteMeta(t[:i]))
-		literals += i
 		b.WriteString(".*")
 		t = t[i+j+1:]
 	}
 	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	return re, literals, err
+	return regexp.Compile(b.String())
 }
 
 // resourceLister keeps the resource and template lists in step.
@@ -170,7 +184,7 @@ func (g *Gate) resourceLister() *lister {
 				ix.reindex(g.pool.Names())
 				for uri, servers := range ix.ambiguous {
 					if slices.Contains(servers, s.Name) {
-						g.log.Warn("resource claimed by more than one server; refused", "uri", uri, "servers", servers)
+						g.log.Warn("resource claimed by more than one server (listed or produced by a template); refused", "uri", uri, "servers", servers)
 					}
 				}
 				return true
@@ -199,13 +213,13 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	}
 	err = fetchPages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
 		t, _ := rawjson.GetString(item, "uriTemplate")
-		re, literals, err := templateRegexp(t)
+		re, err := templateRegexp(t)
 		if err != nil {
 			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", t, "error", err)
 			return
 		}
 		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {
-			l.templates = append(l.templates, templateEntry{raw: clean, re: re, literals: literals})
+			l.templates = append(l.templates, templateEntry{raw: clean, re: re})
 		}
 	})
 	var werr *rpc.Error

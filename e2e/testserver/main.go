@@ -45,6 +45,8 @@ func main() {
 		err = runRaw(dialogsHandlers(), ev)
 	case "neutral":
 		err = runRaw(neutralHandlers(), ev)
+	case "resources":
+		err = runResources(ev, flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

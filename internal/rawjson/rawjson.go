@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -184,13 +185,72 @@ func SetPath(obj []byte, path []string, value []byte) ([]byte, error) {
 // duplicate wins, and some match keys case-insensitively (Go's
 // encoding/json, .NET's case-insensitive options): a policy condition that
 // read args.path must not be executed on a server that reads "PATH".
+//
+// A key found twice is reported as a *[KeyError], which says where the
+// object is and never what its values are; other errors are syntax errors.
 func UniqueKeys(v []byte) error {
 	_, err := checkUnique(v, skipSpace(v, 0), 0)
 	return err
 }
 
+// KeyError is a key that occurs twice in one object, as written or under
+// case folding. It names the keys and their position, never a value, so it
+// can be shown and logged without leaking the message's content.
+type KeyError struct {
+	Key   string   // the second occurrence, as written
+	First string   // the first occurrence, as written; equal to Key for an exact duplicate
+	Path  []string // the object's position: member names and array indexes from the outside in
+	// Offset is the byte offset of the second key in the checked input.
+	Offset int
+}
+
+func (e *KeyError) Error() string {
+	at := e.Pointer()
+	if at == "" {
+		at = "the top level"
+	}
+	if e.First == e.Key {
+		return fmt.Sprintf("duplicate key %s in the object at %s (byte %d)", shortQuote(e.Key), at, e.Offset)
+	}
+	return fmt.Sprintf("keys %s and %s differ only in case, in the object at %s (byte %d)", shortQuote(e.First), shortQuote(e.Key), at, e.Offset)
+}
+
+// Pointer renders Path as a JSON Pointer (RFC 6901) with control and
+// non-printing characters escaped, bounded so that a hostile key cannot
+// make the message long: "/arguments/items/0".
+func (e *KeyError) Pointer() string {
+	var b strings.Builder
+	for _, seg := range e.Path {
+		b.WriteByte('/')
+		seg = strings.NewReplacer("~", "~0", "/", "~1").Replace(seg)
+		q := strconv.QuoteToASCII(seg)
+		b.WriteString(q[1 : len(q)-1])
+		if b.Len() > maxShown*2 {
+			return b.String()[:maxShown*2] + "…"
+		}
+	}
+	return b.String()
+}
+
+// maxShown bounds one key as an error shows it.
+const maxShown = 64
+
+func shortQuote(s string) string {
+	if len(s) > maxShown {
+		cut := maxShown
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.QuoteToASCII(s[:cut]) + "…"
+	}
+	return strconv.QuoteToASCII(s)
+}
+
 const maxDepth = 1000
 
+// checkUnique checks the value at v[i]. A *KeyError from inside a member or
+// an element gets that member's name or index prepended on the way out, so
+// the success path builds no paths at all.
 func checkUnique(v []byte, i, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, errors.New("rawjson: nesting too deep")
@@ -219,10 +279,7 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			}
 			folded := foldKey(key)
 			if first, dup := seen[folded]; dup {
-				if first == key {
-					return 0, fmt.Errorf("duplicate key %q", key)
-				}
-				return 0, fmt.Errorf("keys %q and %q differ only in case", first, key)
+				return 0, &KeyError{Key: key, First: first, Offset: i}
 			}
 			seen[folded] = key
 			i = skipSpace(v, end)
@@ -231,7 +288,7 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			}
 			i, err = checkUnique(v, skipSpace(v, i+1), depth+1)
 			if err != nil {
-				return 0, err
+				return 0, within(err, key)
 			}
 			i = skipSpace(v, i)
 			if i >= len(v) {
@@ -250,11 +307,11 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 		if i < len(v) && v[i] == ']' {
 			return i + 1, nil
 		}
-		for {
+		for n := 0; ; n++ {
 			var err error
 			i, err = checkUnique(v, i, depth+1)
 			if err != nil {
-				return 0, err
+				return 0, within(err, strconv.Itoa(n))
 			}
 			i = skipSpace(v, i)
 			if i >= len(v) {
@@ -271,6 +328,14 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 	default:
 		return skipValue(v, i)
 	}
+}
+
+// within prepends seg to the path of a *KeyError; other errors pass.
+func within(err error, seg string) error {
+	if ke, ok := err.(*KeyError); ok {
+		ke.Path = append([]string{seg}, ke.Path...)
+	}
+	return err
 }
 
 // foldKey maps every rune of s to the smallest rune of its case-folding

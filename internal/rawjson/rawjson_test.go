@@ -311,3 +311,38 @@ func BenchmarkSet(b *testing.B) {
 		}
 	}
 }
+
+// A duplicate is reported with the keys and the object's position, never a
+// value, so that the error can go back to the host and into logs.
+func TestUniqueKeysPosition(t *testing.T) {
+	tests := []struct {
+		in, key, first, pointer string
+	}{
+		{`{"a":1,"a":2}`, "a", "a", ""},
+		{`{"arguments":{"path":"/x","PATH":"/etc/secret"}}`, "PATH", "path", "/arguments"},
+		{`{"ref":{"type":"ref/resource","uri":"a","URI":"b"}}`, "URI", "uri", "/ref"},
+		{`{"x":[1,{"y":[{},{"k":"v1","k":"v2"}]}]}`, "k", "k", "/x/1/y/1"},
+		{`{"a/b~":{"c":1,"c":2}}`, "c", "c", "/a~1b~0"},
+		{`{"line\nbreak":{"c":1,"C":2}}`, "C", "c", `/line\nbreak`},
+	}
+	for _, tt := range tests {
+		err := UniqueKeys([]byte(tt.in))
+		var ke *KeyError
+		if !errors.As(err, &ke) {
+			t.Fatalf("UniqueKeys(%s) = %v, want a *KeyError", tt.in, err)
+		}
+		if ke.Key != tt.key || ke.First != tt.first || ke.Pointer() != tt.pointer {
+			t.Errorf("UniqueKeys(%s): key %q first %q at %q; want %q %q at %q", tt.in, ke.Key, ke.First, ke.Pointer(), tt.key, tt.first, tt.pointer)
+		}
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "v2") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("the error shows a value or a raw line break: %v", err)
+		}
+		if tt.in[ke.Offset] != '"' {
+			t.Errorf("offset %d does not point at a key in %s", ke.Offset, tt.in)
+		}
+	}
+	long := `{"` + strings.Repeat("k", 5000) + `":{"a":1,"a":2}}`
+	if err := UniqueKeys([]byte(long)); err == nil || len(err.Error()) > 400 {
+		t.Errorf("a long key makes a long error (%d bytes)", len(err.Error()))
+	}
+}
