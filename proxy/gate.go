@@ -296,6 +296,15 @@ func keyErrorOffset(err error) int {
 	return -1
 }
 
+// keyErrorDetail describes an ambiguous-keys error for an audit or log
+// line: where, never which key, since keys are the message's own bytes.
+func keyErrorDetail(err error) string {
+	if off := keyErrorOffset(err); off >= 0 {
+		return fmt.Sprintf("duplicate or case-variant key at byte %d", off)
+	}
+	return "params are not valid JSON"
+}
+
 // initialize answers the host itself: the gate is the host's server, and
 // the upstreams are not even running yet.
 func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {

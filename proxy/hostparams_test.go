@@ -255,7 +255,9 @@ func TestSamplingWithDuplicateKeysDenied(t *testing.T) {
 	if sampled.Load() != 0 {
 		t.Fatal("the host's model was asked")
 	}
-	if log := auditLog.String(); !strings.Contains(log, `"rule":"gate"`) || !strings.Contains(log, "ambiguous JSON") || strings.Contains(log, "maxTokens") {
+	// The guard refuses it before the policy is asked; the audit names the
+	// position, never the key.
+	if log := auditLog.String(); !strings.Contains(log, `"kind":"duplicate_keys"`) || !strings.Contains(log, "at byte") || strings.Contains(log, "maxTokens") {
 		t.Fatalf("audit: %s", log)
 	}
 }

@@ -83,7 +83,7 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		// What a server puts in front of the user's model is untrusted too,
 		// and is inspected as the host will read it: one member per key.
 		if err := rawjson.UniqueKeys(req.Params); err != nil {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: err.Error()})
+			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
 			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
 		}
 		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
@@ -173,7 +173,7 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 	// one ("Message") would be the one some hosts show, unlabelled and
 	// uninspected.
 	if err := rawjson.UniqueKeys(req.Params); err != nil {
-		return refuse("duplicate_keys", err.Error())
+		return refuse("duplicate_keys", keyErrorDetail(err))
 	}
 	if findings := guard.InspectElicitation(req.Params); len(findings) > 0 {
 		f := findings[0]
