@@ -36,6 +36,10 @@ func main() {
 		err = runRaw(garbageHandlers(), ev)
 	case "hostile":
 		err = runRaw(hostileHandlers(), ev)
+	case "secrets":
+		err = runRaw(secretsHandlers(), ev)
+	case "leaky":
+		err = runRaw(leakyHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

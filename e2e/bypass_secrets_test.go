@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// leakingEnv is one variable of every class a secret-name denylist let
+// through to the servers, plus classic names it did catch. None may reach
+// a server that did not ask for it.
+var leakingEnv = []string{
+	"SLACK_WEBHOOK_URL=https://hooks.slack.invalid/services/T0/B0/XXXX",
+	"DATABASE_URL=postgres://app:hunter2@db.invalid/app",
+	"SENTRY_DSN=https://abc123@o1.ingest.invalid/1",
+	"ID_JWT=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+	"AUTHORIZATION=Bearer abc",
+	"KUBECONFIG=/home/me/.kube/config",
+	"MYSECRETTHING=x",
+	"AWS_PROFILE=prod",
+	"AWS_ACCESS_KEY_ID=AKIAEXAMPLE",
+	"GOOGLE_APPLICATION_CREDENTIALS=/home/me/sa.json",
+	"NPM_TOKEN=npm_x",
+	"GITHUB_TOKEN=ghp_x",
+	"HTTPS_PROXY=http://user:pw@proxy.invalid:3128",
+}
+
+// envNames starts the gate with extra variables in its environment and
+// returns the names the secrets test server saw.
+func envNames(t *testing.T, entry server, extra ...string) []string {
+	t.Helper()
+	g := gateCommand(t, map[string]server{"sec": entry})
+	g.cmd.Env = append(withoutProxies(os.Environ()), extra...)
+	sess := g.connect(t, nil)
+	return strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
+}
+
+// withoutProxies drops the test runner's own proxy variables, so the test
+// decides what the gate sees.
+func withoutProxies(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return strings.HasSuffix(strings.ToUpper(name), "_PROXY")
+	})
+}
+
+func TestSecretsNeverReachServers(t *testing.T) {
+	names := envNames(t, testserver("secrets"), append(slices.Clone(leakingEnv), "NO_PROXY=localhost", "LC_TIME=C", "XDG_DATA_HOME=/x")...)
+	for _, kv := range leakingEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(names, name) {
+			t.Errorf("%s reached the server", name)
+		}
+	}
+	for _, want := range []string{"PATH", "HOME", "NO_PROXY", "LC_TIME", "XDG_DATA_HOME"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s did not reach the server; it got %q", want, names)
+		}
+	}
+	for _, n := range names {
+		if n != "PATH" && n != "HOME" && n != "NO_PROXY" && n != "LC_TIME" && n != "XDG_DATA_HOME" &&
+			!slices.Contains([]string{"USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "TERM", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}, n) &&
+			!strings.HasPrefix(n, "LC_") && !strings.HasPrefix(n, "XDG_") {
+			t.Errorf("%s reached the server, which is not on the allowlist", n)
+		}
+	}
+}
+
+func TestInheritEnv(t *testing.T) {
+	t.Run("globs and names", func(t *testing.T) {
+		names := envNamesInherit(t, testserver("secrets"), `["AWS_*", "KUBECONFIG"]`)
+		for _, want := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "KUBECONFIG", "PATH"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("%s did not reach the server; it got %q", want, names)
+			}
+		}
+		for _, not := range []string{"DATABASE_URL", "GITHUB_TOKEN", "NPM_TOKEN", "MYSECRETTHING"} {
+			if slices.Contains(names, not) {
+				t.Errorf("%s reached the server", not)
+			}
+		}
+	})
+	t.Run("true", func(t *testing.T) {
+		names := envNamesInherit(t, testserver("secrets"), `true`)
+		for _, kv := range leakingEnv {
+			name, _, _ := strings.Cut(kv, "=")
+			if !slices.Contains(names, name) {
+				t.Errorf("inheritEnv true: %s did not reach the server", name)
+			}
+		}
+	})
+}
+
+// envNamesInherit is envNames for an entry with an inheritEnv value, which
+// the harness's server type does not carry: the servers file is rewritten.
+func envNamesInherit(t *testing.T, entry server, inherit string) []string {
+	t.Helper()
+	g := gateCommand(t, map[string]server{"sec": entry})
+	servers := g.cmd.Args[slices.Index(g.cmd.Args, "--servers")+1]
+	data, err := os.ReadFile(servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := strings.Replace(string(data), `"command":`, `"inheritEnv": `+inherit+`, "command":`, 1)
+	if patched == string(data) {
+		t.Fatalf("could not add inheritEnv to %s", data)
+	}
+	if err := os.WriteFile(servers, []byte(patched), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Env = append(withoutProxies(os.Environ()), leakingEnv...)
+	sess := g.connect(t, nil)
+	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
+	if inherit == "true" && !strings.Contains(g.stderr.String(), `inherits the gate's whole environment`) {
+		t.Errorf("no warning for inheritEnv true:\n%s", g.stderr.String())
+	}
+	return names
+}
