@@ -55,3 +55,37 @@ func TestDigest(t *testing.T) {
 		t.Fatalf("digests %q %q", a, b)
 	}
 }
+
+// Issue 8: every audit line has an event key, whoever writes it: each
+// record type of the package, and lines other packages log through Slog,
+// with or without an event of their own, through derived loggers too.
+func TestEveryLineHasEvent(t *testing.T) {
+	var buf bytes.Buffer
+	a := New(&buf)
+	a.Decision(Decision{ID: "1"})
+	a.Approval(Approval{DecisionID: "1"})
+	a.Guard(Guard{})
+	a.Elicitation(Elicitation{})
+	a.Slog().Info("policy reload", KeyEvent, EventReload, "ok", true)
+	a.Slog().Info("policy loaded", "revision", "sha256:1")              // forgot its event
+	a.Slog().With("server", "s").Warn("derived, no event")              // derived logger
+	a.Slog().With(KeyEvent, EventPolicyLoad).Info("derived with event") // event set once for all its lines
+	a.Slog().WithGroup("g").Info("grouped", KeyEvent, "inner")          // an event inside a group is not the top-level one
+	want := []string{EventDecision, EventApproval, EventGuard, EventElicitation, EventReload, EventOther, EventOther, EventPolicyLoad, EventOther}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), buf.String())
+	}
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if m[KeyEvent] != want[i] {
+			t.Errorf("line %d has event %v, want %q: %s", i, m[KeyEvent], want[i], l)
+		}
+		if strings.Count(l, `"event":`) > 1 && !strings.Contains(l, `"g":{`) {
+			t.Errorf("line %d has event twice: %s", i, l)
+		}
+	}
+}

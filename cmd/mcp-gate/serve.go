@@ -98,7 +98,7 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	if path == "" {
 		p := policy.Default()
-		log.Info("no policy file; the embedded default serves", "revision", p.Revision(), "fallback", p.Fallback().String())
+		log.Info("no policy file; the embedded default serves", "event", audit.EventPolicyLoad, "revision", p.Revision(), "fallback", p.Fallback().String())
 		return policy.NewStatic(p), nil
 	}
 	store, err := policy.Watch(ctx, path, policy.Options{KnownServers: known}, log, onChange)
@@ -107,9 +107,9 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	p := store.Current()
 	for _, w := range p.Warnings() {
-		log.Warn("policy warning", "warning", w.String())
+		log.Warn("policy warning", "event", audit.EventPolicyLoad, "warning", w.String())
 	}
-	log.Info("policy loaded", "policy_file", p.Source(), "revision", p.Revision())
+	log.Info("policy loaded", "event", audit.EventPolicyLoad, "policy_file", p.Source(), "revision", p.Revision())
 	return store, nil
 }
 
