@@ -2,7 +2,9 @@
 // approval, guard refusal and policy reload, always with the same keys, so
 // that a security team can query it without guessing.
 //
-// Argument values never reach the log, only a keyed digest of them:
+// Argument and result bytes never reach the log, only a keyed digest of
+// them; a detail's quoted parts, where the gate names untrusted text, are
+// replaced by their size and digest (redact.go):
 // arguments carry secrets (tokens, file contents) and the audit log is often
 // shipped elsewhere. The digest still ties an approval to the exact call it
 // covered, within one run of the gate.
@@ -168,7 +170,7 @@ func (a *Logger) Approval(r Approval) {
 		slog.String(KeyTool, r.Tool),
 		slog.String(KeyArgsDigest, r.ArgsDigest),
 		slog.String(KeyOutcome, r.Outcome),
-		slog.String(KeyDetail, r.Detail),
+		slog.String(KeyDetail, Redact(r.Detail)),
 		slog.Int64(KeyLatencyUS, r.Latency.Microseconds()),
 	)
 }
@@ -195,7 +197,7 @@ func (a *Logger) Guard(g Guard) {
 		slog.String(KeyTool, g.Tool),
 		slog.String(KeyOutcome, g.Outcome),
 		slog.String(KeyKind, g.Kind),
-		slog.String(KeyDetail, g.Detail),
+		slog.String(KeyDetail, Redact(g.Detail)),
 		slog.Int(KeyCount, g.Count),
 	)
 }
@@ -217,7 +219,7 @@ func (a *Logger) Elicitation(e Elicitation) {
 		slog.String(KeyServer, e.Server),
 		slog.String(KeyOutcome, e.Outcome),
 		slog.String(KeyKind, e.Kind),
-		slog.String(KeyDetail, e.Detail),
+		slog.String(KeyDetail, Redact(e.Detail)),
 	)
 }
 

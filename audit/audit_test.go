@@ -89,3 +89,36 @@ func TestEveryLineHasEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"approved by the user":               "approved by the user",
+		`text: "hunter2" found`:              "text: " + PayloadString("hunter2") + " found",
+		`a "x\"hunter2" b "y"`:               "a " + PayloadString(`x"hunter2`) + " b " + PayloadString("y"),
+		`cut "hunter2 and no end`:            "cut " + PayloadString(`"hunter2 and no end`),
+		`path ["\u200bhunter2"]: something`:  "path [" + PayloadString("\u200bhunter2") + "]: something",
+		`bad escape "\q hunter2" stays safe`: "bad escape " + PayloadString(`"\q hunter2"`) + " stays safe",
+	} {
+		got := Redact(in)
+		if got != want || strings.Contains(got, "hunter2") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Every record type's detail goes through it.
+	var buf bytes.Buffer
+	a := New(&buf)
+	a.Approval(Approval{Detail: `the host answered with action "hunter2"`})
+	a.Guard(Guard{Detail: `content[0].text: "hunter2"`})
+	a.Elicitation(Elicitation{Detail: `message: "hunter2"`})
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Errorf("a quoted detail reached the audit log:\n%s", buf.String())
+	}
+}
+
+func TestPayload(t *testing.T) {
+	var buf bytes.Buffer
+	New(&buf).Slog().Info("bad message", "message", Payload([]byte("hunter2")))
+	if strings.Contains(buf.String(), "hunter2") || !strings.Contains(buf.String(), `"message":{"bytes":7,"digest":"hmac-sha256:`) {
+		t.Errorf("payload: %s", buf.String())
+	}
+}

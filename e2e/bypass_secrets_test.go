@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -116,4 +117,72 @@ func envNamesInherit(t *testing.T, entry server, inherit string) []string {
 		t.Errorf("no warning for inheritEnv true:\n%s", g.stderr.String())
 	}
 	return names
+}
+
+// Issue 8: no log or audit line carries the bytes of a message, an
+// argument or a result, malformed ones included. Every line a host or a
+// hostile upstream sends here carries a canary; the gate runs at debug
+// level with an audit log, and neither stream may contain it.
+func TestNoMessageBytesInLogs(t *testing.T) {
+	const canary = "CANARYq8Zx3v"
+	const num = "73194628105537" // for number literals, which cannot hold letters
+	leaky := testserver("leaky")
+	leaky.Env = map[string]string{"CANARY": canary, "CANARY_NUM": num}
+	g := gateCommand(t, map[string]server{"leak": leaky}, "--max-message-bytes", "65536")
+	h := startRaw(t, g)
+	// A host that can be asked, so that the upstream's imitation of the
+	// gate's prompt reaches the guard.
+	h.send("0", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	h.send("", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// From the host: lines that are not messages, broken messages, odd
+	// ids and methods, arguments the gate decides on and refuses.
+	for _, l := range []string{
+		canary + " not JSON",
+		`{"jsonrpc":"2.0","method":"` + canary,
+		`{"jsonrpc":"` + canary + `","id":100,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":{"` + canary + `":1},"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":101,"method":"tools/call","params":"` + canary + `"}`,
+		`{"jsonrpc":"2.0","id":"` + canary + `","result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/` + canary + `"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + canary + `"}}`,
+		`{"jsonrpc":"2.0","id":"m-` + canary + `","method":"` + canary + `/x","params":{}}`,
+		`{"jsonrpc":"2.0","id":102,"method":"tools/call","params":{"name":"leak__echo","arguments":{"x":"` + canary + `","x":"` + canary + `2"}}}`,
+		`{"jsonrpc":"2.0","id":103,"method":"tools/call","params":{"name":"leak__echo","arguments":{"` + canary + `":1,"` + strings.ToLower(canary) + `":2}}}`,
+		`{"jsonrpc":"2.0","id":104,"method":"tools/call","params":{"name":"leak__echo","arguments":{"n":` + num + `e99999}}}`,
+		`{"jsonrpc":"2.0","id":105,"method":"tools/call","params":{"name":"leak__echo","arguments":"` + canary + `"}}`,
+		`{"jsonrpc":"2.0","id":106,"method":"tools/call","params":{"name":"leak__echo","arguments":{"x":"` + canary + strings.Repeat("z", 70<<10) + canary + `"}}}`,
+		`{"jsonrpc":"2.0","id":107,"method":"resources/read","params":{"uri":1` + num + `}}`,
+		`{"jsonrpc":"2.0","id":108,"method":"prompts/get","params":{"name":"p","arguments":{"a":"` + canary + `"}}}`,
+		`{"jsonrpc":"2.0","id":109,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"` + canary + `"}}}`,
+	} {
+		h.send("", l)
+	}
+	// From the upstream: garbage, broken and oversized responses.
+	for i, tool := range []string{"garbage", "badversion", "badid", "cut", "badnumber", "baderror", "badresult", "huge", "forge", "impersonate", "echo"} {
+		id := fmt.Sprint(200 + i)
+		h.send(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"leak__`+tool+`","arguments":{"a":"`+canary+`"}}}`)
+	}
+	h.send("300", `{"jsonrpc":"2.0","id":300,"method":"ping"}`)
+
+	logs := g.stderr.String()
+	data, err := os.ReadFile(g.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, "bad message") || !strings.Contains(string(data), `"event":"decision"`) ||
+		!strings.Contains(string(data), `"event":"guard"`) || !strings.Contains(string(data), `"event":"elicitation"`) {
+		t.Fatalf("the gate logged no bad message or audited no decision: the test proves nothing\n%s", logs)
+	}
+	for _, c := range []string{canary, strings.ToLower(canary), num} {
+		for _, stream := range []struct{ name, text string }{{"stderr", logs}, {"audit log", string(data)}} {
+			for _, line := range strings.Split(stream.text, "\n") {
+				// The upstream's own stderr is its log, shown at debug
+				// level as it is (README); this upstream writes none.
+				if strings.Contains(line, c) {
+					t.Errorf("the %s carries message bytes (%s): %s", stream.name, c, line)
+				}
+			}
+		}
+	}
 }
