@@ -141,7 +141,7 @@ func (a *Logger) Decision(d Decision) {
 		slog.String(KeyWireName, d.WireName),
 		slog.String(KeyVerdict, d.Verdict),
 		slog.String(KeyRule, d.Rule),
-		slog.String(KeyReason, d.Reason),
+		slog.String(KeyReason, Redact(d.Reason)), // a failed condition's error can quote an argument
 		slog.String(KeyRevision, d.Revision),
 		slog.String(KeyArgsDigest, d.ArgsDigest),
 		slog.Int64(KeyLatencyUS, d.Latency.Microseconds()),

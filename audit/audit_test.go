@@ -107,6 +107,7 @@ func TestRedact(t *testing.T) {
 	// Every record type's detail goes through it.
 	var buf bytes.Buffer
 	a := New(&buf)
+	a.Decision(Decision{Reason: `denied by r (mcp:s:t): its condition failed (path "hunter2" is not absolute)`})
 	a.Approval(Approval{Detail: `the host answered with action "hunter2"`})
 	a.Guard(Guard{Detail: `content[0].text: "hunter2"`})
 	a.Elicitation(Elicitation{Detail: `message: "hunter2"`})

@@ -128,7 +128,17 @@ func TestNoMessageBytesInLogs(t *testing.T) {
 	const num = "73194628105537" // for number literals, which cannot hold letters
 	leaky := testserver("leaky")
 	leaky.Env = map[string]string{"CANARY": canary, "CANARY_NUM": num}
-	g := gateCommand(t, map[string]server{"leak": leaky}, "--max-message-bytes", "65536")
+	// A condition that fails on the canary: its error quotes the argument.
+	pol := writePolicy(t, `version: 1
+fallback: deny
+allow: ["mcp:leak:*"]
+rules:
+  - name: no-escape
+    match: mcp:leak:echo
+    when: '!path.within(args.p, "/tmp")'
+    action: deny
+`)
+	g := gateCommand(t, map[string]server{"leak": leaky}, "--max-message-bytes", "65536", "--policy", pol)
 	h := startRaw(t, g)
 	// A host that can be asked, so that the upstream's imitation of the
 	// gate's prompt reaches the guard.
@@ -152,6 +162,8 @@ func TestNoMessageBytesInLogs(t *testing.T) {
 		`{"jsonrpc":"2.0","id":104,"method":"tools/call","params":{"name":"leak__echo","arguments":{"n":` + num + `e99999}}}`,
 		`{"jsonrpc":"2.0","id":105,"method":"tools/call","params":{"name":"leak__echo","arguments":"` + canary + `"}}`,
 		`{"jsonrpc":"2.0","id":106,"method":"tools/call","params":{"name":"leak__echo","arguments":{"x":"` + canary + strings.Repeat("z", 70<<10) + canary + `"}}}`,
+		`{"jsonrpc":"2.0","id":110,"method":"tools/call","params":{"name":"leak__echo","arguments":{"p":"` + canary + `/rel"}}}`,
+		`{"jsonrpc":"2.0","id":111,"method":"tools/call","params":{"name":"leak__echo","arguments":{"p":"/tmp/x","n":` + num + `e99999}}}`,
 		`{"jsonrpc":"2.0","id":107,"method":"resources/read","params":{"uri":1` + num + `}}`,
 		`{"jsonrpc":"2.0","id":108,"method":"prompts/get","params":{"name":"p","arguments":{"a":"` + canary + `"}}}`,
 		`{"jsonrpc":"2.0","id":109,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"` + canary + `"}}}`,
@@ -171,7 +183,7 @@ func TestNoMessageBytesInLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs, "bad message") || !strings.Contains(string(data), `"event":"decision"`) ||
-		!strings.Contains(string(data), `"event":"guard"`) || !strings.Contains(string(data), `"event":"elicitation"`) {
+		!strings.Contains(string(data), `"rule":"no-escape"`) || !strings.Contains(string(data), `"event":"guard"`) || !strings.Contains(string(data), `"event":"elicitation"`) {
 		t.Fatalf("the gate logged no bad message or audited no decision: the test proves nothing\n%s", logs)
 	}
 	for _, c := range []string{canary, strings.ToLower(canary), num} {
