@@ -2,7 +2,10 @@ package rpc
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 )
@@ -55,4 +58,26 @@ func LogID(id json.RawMessage) slog.Value {
 		}
 	}
 	return audit.Payload(id)
+}
+
+// DescribeJSONError rewrites an encoding/json error about a peer's bytes
+// for a message that may reach a log: encoding/json quotes the offending
+// character of a syntax error and the literal of a number that does not fit
+// ("cannot unmarshal number 1e999"), and this keeps only the position, the
+// kind of value and the field.
+func DescribeJSONError(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 1e999" → "number"
+		field := te.Field
+		if field == "" {
+			field = "the top level"
+		}
+		return fmt.Errorf("found a %s at %s (byte %d) where %s was expected", kind, field, te.Offset, te.Type)
+	}
+	return fmt.Errorf("invalid JSON (%T)", err)
 }

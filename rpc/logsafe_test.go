@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
@@ -84,5 +85,22 @@ func TestLogID(t *testing.T) {
 	}
 	if LogMethod("tools/call") != "tools/call" || strings.Contains(LogMethod(canary), canary) {
 		t.Error("LogMethod")
+	}
+}
+
+func TestDescribeJSONError(t *testing.T) {
+	var v struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}
+	for _, in := range []string{`{"n":1e999` + `}`, `{"n":7319462810553799999999}`, `{"s":7319462810553799}`, `{"n":"` + canary + `"}`, `{"` + canary + ``, canary, `[` + canary + `]`} {
+		err := json.Unmarshal([]byte(in), &v)
+		if err == nil {
+			t.Fatalf("%s decoded", in)
+		}
+		d := DescribeJSONError(err).Error()
+		if strings.Contains(d, canary) || strings.Contains(d, "73194628") || strings.Contains(d, "1e999") {
+			t.Errorf("DescribeJSONError(%v) = %q quotes the input", err, d)
+		}
 	}
 }
