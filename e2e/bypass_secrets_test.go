@@ -3,9 +3,14 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // leakingEnv is one variable of every class a secret-name denylist let
@@ -196,5 +201,64 @@ rules:
 				}
 			}
 		}
+	}
+}
+
+// Issue 8: the gate's own audit log beside the policy, written at every
+// call, kept every reload from happening: an emergency deny never applied
+// while calls kept coming. Here a host calls without a pause, the audit log
+// sits beside the policy, and an in-place edit to deny must apply within a
+// second.
+func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nfallback: deny\nallow: [mcp:honest:echo]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")},
+		"--policy", pol, "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	sess := g.connect(t, nil)
+	if got := resultText(call(t, sess, "honest__echo", map[string]any{"text": "a"})); got != "a" {
+		t.Fatalf("before the edit: %q", got)
+	}
+	stop := make(chan struct{})
+	denied := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := sess.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "honest__echo", Arguments: map[string]any{"text": "a"}})
+			if err != nil {
+				t.Errorf("call: %v", err)
+				return
+			}
+			if res.IsError {
+				denied <- time.Now()
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(500 * time.Millisecond) // the audit log is busy before the edit
+	edited := time.Now()
+	if err := os.WriteFile(pol, []byte("version: 1\nfallback: deny\ndeny: [mcp:honest:echo]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-denied:
+		if took := at.Sub(edited); took > time.Second {
+			t.Errorf("the deny applied %s after the edit; want within 1s", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deny never applied while the audit log beside the policy was busy")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "audit.jsonl")); err != nil || fi.Size() == 0 {
+		t.Fatalf("the audit log beside the policy was not written: %v", err)
 	}
 }
