@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,20 @@ func TestPayload(t *testing.T) {
 	if strings.Contains(buf.String(), "hunter2") || !strings.Contains(buf.String(), `"message":{"bytes":7,"digest":"hmac-sha256:`) {
 		t.Errorf("payload: %s", buf.String())
 	}
+}
+
+// FuzzRedact: whatever a quoted string holds, Redact leaves none of it.
+func FuzzRedact(f *testing.F) {
+	f.Add("approve is ", "hunter2", " done")
+	f.Add("", `x"y\z`, "")
+	f.Add("path [", "\u200b\x00", "]")
+	f.Fuzz(func(t *testing.T, before, secret, after string) {
+		if len(secret) < 4 || strings.ContainsAny(before+after, `"\`) || strings.Contains(before+after, secret) {
+			return
+		}
+		got := Redact(before + strconv.Quote(secret) + after)
+		if strings.Contains(got, secret) || !strings.HasPrefix(got, before) || !strings.HasSuffix(got, after) {
+			t.Fatalf("Redact(%q + %q + %q) = %q", before, strconv.Quote(secret), after, got)
+		}
+	})
 }

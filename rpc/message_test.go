@@ -232,6 +232,10 @@ func FuzzDecode(f *testing.F) {
 		`[{"jsonrpc":"2.0"}]`,
 		`{"jsonrpc":"2.0","id":1,"method":"x","params":{`,
 		`garbage`,
+		`{"jsonrpc":"QQQQ","id":{"QQQQ":1},"method":"QQQQ","params":"QQQQ"}`,
+		`{"jsonrpc":"2.0","id":1,"error":"QQQQ"}`,
+		`{"jsonrpc":"2.0","id":[QQQQ],"result":1}`,
+		`QQQQ`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -241,6 +245,10 @@ func FuzzDecode(f *testing.F) {
 			var de *decodeError
 			if !errors.As(err, &de) || de.reason == "" {
 				t.Fatalf("Decode(%q) = %v; want a *decodeError with a reason", line, err)
+			}
+			// A reason reaches logs: it never quotes the line (issue 8).
+			if bytes.Contains(line, []byte("QQQQ")) && strings.Contains(de.reason, "QQQQ") {
+				t.Fatalf("Decode(%q): the reason quotes the input: %s", line, de.reason)
 			}
 			if de.id != nil && !json.Valid(de.id) {
 				t.Fatalf("Decode(%q) salvaged id %q, which is not JSON", line, de.id)

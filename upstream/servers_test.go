@@ -254,6 +254,8 @@ func FuzzParseServers(f *testing.F) {
 		`{"mcpServers": {"Bad_Key": {"type": "sse"}}, "other": 1}`,
 		`{"mcpServers": {"s": {"command": "${", "bogus": []}}}`,
 		`{"mcpServers": null}`,
+		`{"mcpServers": {"i": {"command": "x", "inheritEnv": ["AWS_*", "K[AB]", "*"]}, "j": {"command": "x", "inheritEnv": true}}}`,
+		`{"mcpServers": {"i": {"command": "x", "inheritEnv": [1, "[", ""]}, "h": {"type": "http", "url": "u", "inheritEnv": false}}}`,
 		`[]`,
 		`{`,
 	} {
@@ -277,13 +279,18 @@ func FuzzParseServers(f *testing.F) {
 			if !ServerKeyPattern.MatchString(c.Name) {
 				t.Fatalf("accepted key %q", c.Name)
 			}
+			for _, p := range c.InheritEnv {
+				if why := ValidInheritPattern(p); why != "" || p == "*" {
+					t.Fatalf("accepted inheritEnv pattern %q: %s", p, why)
+				}
+			}
 			switch c.Type {
 			case TypeStdio:
 				if strings.TrimSpace(c.Command) == "" && !strings.Contains(data, "${") {
 					t.Fatalf("stdio server %q without a command", c.Name)
 				}
 			case TypeHTTP, TypeSSE:
-				if c.Command != "" || c.Args != nil || c.Env != nil || c.Cwd != "" {
+				if c.Command != "" || c.Args != nil || c.Env != nil || c.Cwd != "" || c.InheritEnv != nil || c.InheritAll {
 					t.Fatalf("%s server %q with stdio fields: %+v", c.Type, c.Name, c)
 				}
 			default:
