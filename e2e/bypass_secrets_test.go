@@ -191,6 +191,7 @@ rules:
 		!strings.Contains(string(data), `"rule":"no-escape"`) || !strings.Contains(string(data), `"event":"guard"`) || !strings.Contains(string(data), `"event":"elicitation"`) {
 		t.Fatalf("the gate logged no bad message or audited no decision: the test proves nothing\n%s", logs)
 	}
+	assertEveryAuditLineHasEvent(t, g, "policy_load", "decision", "guard", "elicitation")
 	for _, c := range []string{canary, strings.ToLower(canary), num} {
 		for _, stream := range []struct{ name, text string }{{"stderr", logs}, {"audit log", string(data)}} {
 			for _, line := range strings.Split(stream.text, "\n") {
@@ -260,5 +261,26 @@ func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "audit.jsonl")); err != nil || fi.Size() == 0 {
 		t.Fatalf("the audit log beside the policy was not written: %v", err)
+	}
+	g.audit = filepath.Join(dir, "audit.jsonl")
+	assertEveryAuditLineHasEvent(t, g, "policy_load", "policy_reload", "decision")
+}
+
+// assertEveryAuditLineHasEvent decodes every audit line and checks that
+// each has an event, and that the kinds named were seen.
+func assertEveryAuditLineHasEvent(t *testing.T, g *gate, kinds ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, l := range g.auditLines(t) {
+		ev, _ := l["event"].(string)
+		if ev == "" || ev == "other" {
+			t.Errorf("audit line without an event of its own: %v", l)
+		}
+		seen[ev] = true
+	}
+	for _, k := range kinds {
+		if !seen[k] {
+			t.Errorf("no %s line in the audit log (saw %v)", k, seen)
+		}
 	}
 }
