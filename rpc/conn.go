@@ -368,7 +368,11 @@ func (c *Conn) badInput(ctx context.Context, err error, line []byte) {
 	}
 	// The reason names kinds, sizes and positions; the message itself is
 	// described, never quoted (audit.Payload).
-	c.log.Warn("bad message", "peer", c.opts.Peer, "error", de.reason, "message", audit.Payload(line))
+	attrs := []any{"peer", c.opts.Peer, "error", de.reason, "message", audit.Payload(line)}
+	if de.offset > 0 {
+		attrs = append(attrs, "offset", de.offset)
+	}
+	c.log.Warn("bad message", attrs...)
 	if de.id != nil && !de.request {
 		c.mu.Lock()
 		p, ok := c.pending[idKey(de.id)]

@@ -66,7 +66,8 @@ func (m *Message) IsResponse() bool { return m.Method == "" }
 type decodeError struct {
 	code    int64
 	id      json.RawMessage
-	reason  string
+	reason  string // names kinds and sizes, never the peer's bytes
+	offset  int64  // where a syntax error is, for the log; <= 0 when unknown
 	request bool
 }
 
@@ -78,7 +79,7 @@ func (e *decodeError) Error() string { return e.reason }
 // on to the other side, where a parser would fail on the whole stream.
 func Decode(line []byte) (*Message, error) {
 	if !segjson.Valid(line) {
-		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON" + syntaxPosition(line), request: looksLikeRequest(line)}
+		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON", offset: syntaxOffset(line), request: looksLikeRequest(line)}
 	}
 	first := line[skipSpace(line, 0)]
 	if first == '[' {
@@ -110,7 +111,7 @@ func Decode(line []byte) (*Message, error) {
 		return true
 	})
 	if err != nil {
-		return nil, &decodeError{code: CodeParseError, reason: "not a valid JSON object" + syntaxPosition(line)}
+		return nil, &decodeError{code: CodeParseError, reason: "not a valid JSON object", offset: syntaxOffset(line)}
 	}
 	fail := func(format string, args ...any) (*Message, error) {
 		var id json.RawMessage
@@ -190,15 +191,15 @@ func kindOf(b []byte) string {
 	return fmt.Sprintf("%s of %d bytes", kind, len(b))
 }
 
-// syntaxPosition says where line stops being JSON, as a byte offset, for an
-// error message that must not quote the line. encoding/json's own message
-// quotes the offending character, so only its offset is used.
-func syntaxPosition(line []byte) string {
+// syntaxOffset says where line stops being JSON, as a byte offset, for a
+// log line that must not quote the line (encoding/json's own message quotes
+// the offending character, so only its offset is used); -1 when unknown.
+func syntaxOffset(line []byte) int64 {
 	var se *json.SyntaxError
 	if err := json.Unmarshal(line, new(json.RawMessage)); errors.As(err, &se) {
-		return fmt.Sprintf(" (at byte %d of %d)", se.Offset, len(line))
+		return se.Offset
 	}
-	return fmt.Sprintf(" (%d bytes)", len(line))
+	return -1
 }
 
 func truncate(b []byte, n int) []byte {
