@@ -299,6 +299,9 @@ func (rl *reloader) run(ctx context.Context) {
 				return
 			}
 			rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path, "error", err.Error())
+			// An overflowed queue (a busy neighbour can fill it) may have
+			// lost the policy's own event: look again, it costs one read.
+			timer.Reset(rl.debounce)
 		case <-timer.C:
 			next := rl.check(time.Now())
 			added, err := rl.rewatch()
