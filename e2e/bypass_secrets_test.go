@@ -284,3 +284,23 @@ func assertEveryAuditLineHasEvent(t *testing.T, g *gate, kinds ...string) {
 		}
 	}
 }
+
+// The same through the reference server's own get-env tool: a Node child
+// started the way the README's quick start starts it sees none of the
+// secrets, and still runs.
+func TestSecretsNeverReachReferenceServer(t *testing.T) {
+	needNode(t)
+	g := gateCommand(t, map[string]server{"everything": everything()})
+	g.cmd.Env = append(withoutProxies(os.Environ()), leakingEnv...)
+	sess := g.connect(t, nil)
+	env := resultText(call(t, sess, "everything__get-env", map[string]any{}))
+	if !strings.Contains(env, `"PATH"`) || !strings.Contains(env, `"GZIP_ALLOWED_DOMAINS"`) {
+		t.Fatalf("get-env did not list the environment: %.300s", env)
+	}
+	for _, kv := range leakingEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.Contains(env, `"`+name+`"`) || len(value) > 3 && strings.Contains(env, value) {
+			t.Errorf("%s reached the reference server", name)
+		}
+	}
+}
