@@ -39,7 +39,14 @@ func envNames(t *testing.T, entry server, extra ...string) []string {
 	g := gateCommand(t, map[string]server{"sec": entry})
 	g.cmd.Env = append(withoutProxies(os.Environ()), extra...)
 	sess := g.connect(t, nil)
-	return strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
+	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
+	// A proxy variable with credentials is withheld with a log line that
+	// names it and never shows its value.
+	logs := g.stderr.String()
+	if !strings.Contains(logs, "variable=HTTPS_PROXY") || strings.Contains(logs, "user:pw") {
+		t.Errorf("want a log line naming HTTPS_PROXY without its value:\n%s", logs)
+	}
+	return names
 }
 
 // withoutProxies drops the test runner's own proxy variables, so the test
