@@ -2,7 +2,9 @@
 // approval, guard refusal and policy reload, always with the same keys, so
 // that a security team can query it without guessing.
 //
-// Argument values never reach the log, only a keyed digest of them:
+// Argument and result bytes never reach the log, only a keyed digest of
+// them; a detail's quoted parts, where the gate names untrusted text, are
+// replaced by their size and digest (redact.go):
 // arguments carry secrets (tokens, file contents) and the audit log is often
 // shipped elsewhere. The digest still ties an approval to the exact call it
 // covered, within one run of the gate.
@@ -46,6 +48,11 @@ const (
 	EventGuard       = "guard"         // an upstream payload refused or changed by the result guard
 	EventElicitation = "elicitation"   // an upstream elicitation relayed or refused
 	EventReload      = "policy_reload" // written by package policy through Logger.Slog
+	EventPolicyLoad  = "policy_load"   // the policy in force at start, and its warnings
+	EventPolicyWatch = "policy_watch"  // the policy file's watcher failed
+	// EventOther marks a line logged through Slog without an event of its
+	// own: a mistake, but one the log's readers can still select on.
+	EventOther = "other"
 )
 
 // A Logger writes audit records. It is safe for concurrent use.
@@ -55,18 +62,56 @@ type Logger struct {
 
 // New returns a Logger that writes JSON lines to w.
 func New(w io.Writer) *Logger {
-	return &Logger{l: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	return NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // NewHandler returns a Logger over any slog handler (tests use this).
-func NewHandler(h slog.Handler) *Logger { return &Logger{l: slog.New(h)} }
+// Every record it writes has an event key: a security team selects on it.
+func NewHandler(h slog.Handler) *Logger { return &Logger{l: slog.New(eventHandler{h})} }
 
 // Discard returns a Logger that writes nothing.
 func Discard() *Logger { return &Logger{l: slog.New(slog.DiscardHandler)} }
 
 // Slog returns the underlying logger, for packages (policy reloads) that log
-// their own audit events with these keys.
+// their own audit events with these keys. A record logged without an event
+// key gets event "other".
 func (a *Logger) Slog() *slog.Logger { return a.l }
+
+// eventHandler makes sure that every record has an event key, whoever logs
+// it: a line without one escapes every query that selects on event.
+type eventHandler struct{ slog.Handler }
+
+func (h eventHandler) Handle(ctx context.Context, r slog.Record) error {
+	has := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == KeyEvent {
+			has = true
+			return false
+		}
+		return true
+	})
+	if !has {
+		r = r.Clone()
+		r.AddAttrs(slog.String(KeyEvent, EventOther))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	for _, a := range as {
+		if a.Key == KeyEvent {
+			// Every record of the derived logger has its event now.
+			return h.Handler.WithAttrs(as)
+		}
+	}
+	return eventHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h eventHandler) WithGroup(name string) slog.Handler {
+	// Inside a group an event key would not be the top-level one: the
+	// top-level one is added before the group opens.
+	return h.Handler.WithAttrs([]slog.Attr{slog.String(KeyEvent, EventOther)}).WithGroup(name)
+}
 
 // Decision is one verdict.
 type Decision struct {
@@ -96,7 +141,7 @@ func (a *Logger) Decision(d Decision) {
 		slog.String(KeyWireName, d.WireName),
 		slog.String(KeyVerdict, d.Verdict),
 		slog.String(KeyRule, d.Rule),
-		slog.String(KeyReason, d.Reason),
+		slog.String(KeyReason, Redact(d.Reason)), // a failed condition's error can quote an argument
 		slog.String(KeyRevision, d.Revision),
 		slog.String(KeyArgsDigest, d.ArgsDigest),
 		slog.Int64(KeyLatencyUS, d.Latency.Microseconds()),
@@ -125,7 +170,7 @@ func (a *Logger) Approval(r Approval) {
 		slog.String(KeyTool, r.Tool),
 		slog.String(KeyArgsDigest, r.ArgsDigest),
 		slog.String(KeyOutcome, r.Outcome),
-		slog.String(KeyDetail, r.Detail),
+		slog.String(KeyDetail, Redact(r.Detail)),
 		slog.Int64(KeyLatencyUS, r.Latency.Microseconds()),
 	)
 }
@@ -152,7 +197,7 @@ func (a *Logger) Guard(g Guard) {
 		slog.String(KeyTool, g.Tool),
 		slog.String(KeyOutcome, g.Outcome),
 		slog.String(KeyKind, g.Kind),
-		slog.String(KeyDetail, g.Detail),
+		slog.String(KeyDetail, Redact(g.Detail)),
 		slog.Int(KeyCount, g.Count),
 	)
 }
@@ -174,7 +219,7 @@ func (a *Logger) Elicitation(e Elicitation) {
 		slog.String(KeyServer, e.Server),
 		slog.String(KeyOutcome, e.Outcome),
 		slog.String(KeyKind, e.Kind),
-		slog.String(KeyDetail, e.Detail),
+		slog.String(KeyDetail, Redact(e.Detail)),
 	)
 }
 

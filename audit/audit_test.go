@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,4 +55,88 @@ func TestDigest(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, "hmac-sha256:") || len(a) != len("hmac-sha256:")+16 || Digest([]byte(`{"a":1}`)) != a {
 		t.Fatalf("digests %q %q", a, b)
 	}
+}
+
+// Issue 8: every audit line has an event key, whoever writes it: each
+// record type of the package, and lines other packages log through Slog,
+// with or without an event of their own, through derived loggers too.
+func TestEveryLineHasEvent(t *testing.T) {
+	var buf bytes.Buffer
+	a := New(&buf)
+	a.Decision(Decision{ID: "1"})
+	a.Approval(Approval{DecisionID: "1"})
+	a.Guard(Guard{})
+	a.Elicitation(Elicitation{})
+	a.Slog().Info("policy reload", KeyEvent, EventReload, "ok", true)
+	a.Slog().Info("policy loaded", "revision", "sha256:1")              // forgot its event
+	a.Slog().With("server", "s").Warn("derived, no event")              // derived logger
+	a.Slog().With(KeyEvent, EventPolicyLoad).Info("derived with event") // event set once for all its lines
+	a.Slog().WithGroup("g").Info("grouped", KeyEvent, "inner")          // an event inside a group is not the top-level one
+	want := []string{EventDecision, EventApproval, EventGuard, EventElicitation, EventReload, EventOther, EventOther, EventPolicyLoad, EventOther}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), buf.String())
+	}
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if m[KeyEvent] != want[i] {
+			t.Errorf("line %d has event %v, want %q: %s", i, m[KeyEvent], want[i], l)
+		}
+		if strings.Count(l, `"event":`) > 1 && !strings.Contains(l, `"g":{`) {
+			t.Errorf("line %d has event twice: %s", i, l)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"approved by the user":               "approved by the user",
+		`text: "hunter2" found`:              "text: " + PayloadString("hunter2") + " found",
+		`a "x\"hunter2" b "y"`:               "a " + PayloadString(`x"hunter2`) + " b " + PayloadString("y"),
+		`cut "hunter2 and no end`:            "cut " + PayloadString(`"hunter2 and no end`),
+		`path ["\u200bhunter2"]: something`:  "path [" + PayloadString("\u200bhunter2") + "]: something",
+		`bad escape "\q hunter2" stays safe`: "bad escape " + PayloadString(`"\q hunter2"`) + " stays safe",
+	} {
+		got := Redact(in)
+		if got != want || strings.Contains(got, "hunter2") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Every record type's detail goes through it.
+	var buf bytes.Buffer
+	a := New(&buf)
+	a.Decision(Decision{Reason: `denied by r (mcp:s:t): its condition failed (path "hunter2" is not absolute)`})
+	a.Approval(Approval{Detail: `the host answered with action "hunter2"`})
+	a.Guard(Guard{Detail: `content[0].text: "hunter2"`})
+	a.Elicitation(Elicitation{Detail: `message: "hunter2"`})
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Errorf("a quoted detail reached the audit log:\n%s", buf.String())
+	}
+}
+
+func TestPayload(t *testing.T) {
+	var buf bytes.Buffer
+	New(&buf).Slog().Info("bad message", "message", Payload([]byte("hunter2")))
+	if strings.Contains(buf.String(), "hunter2") || !strings.Contains(buf.String(), `"message":{"bytes":7,"digest":"hmac-sha256:`) {
+		t.Errorf("payload: %s", buf.String())
+	}
+}
+
+// FuzzRedact: whatever a quoted string holds, Redact leaves none of it.
+func FuzzRedact(f *testing.F) {
+	f.Add("approve is ", "hunter2", " done")
+	f.Add("", `x"y\z`, "")
+	f.Add("path [", "\u200b\x00", "]")
+	f.Fuzz(func(t *testing.T, before, secret, after string) {
+		if len(secret) < 4 || strings.ContainsAny(before+after, `"\`) || strings.Contains(before+after, secret) {
+			return
+		}
+		got := Redact(before + strconv.Quote(secret) + after)
+		if strings.Contains(got, secret) || !strings.HasPrefix(got, before) || !strings.HasSuffix(got, after) {
+			t.Fatalf("Redact(%q + %q + %q) = %q", before, strconv.Quote(secret), after, got)
+		}
+	})
 }

@@ -1,12 +1,17 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,25 +41,39 @@ func (s *Store) Current() *Policy { return s.cur.Load() }
 // given to Watch is done, or at once for a static store.
 func (s *Store) Done() <-chan struct{} { return s.done }
 
-// reloadDebounce is how long the watcher waits after the last file event
-// before it reads the file: editors and Kubernetes change a file in several
-// steps, and only the end state matters.
+// reloadDebounce is how long the watcher waits after the last event that
+// concerns the policy file before it reads the file: editors and
+// Kubernetes change a file in several steps, and only the end state
+// matters.
 const reloadDebounce = 100 * time.Millisecond
+
+// settleFactor times the debounce is how long a content must stay the same
+// (size, modification time and bytes) before it is applied. A writer that
+// rewrites the file in place may pause in the middle, and a prefix of a
+// policy can be a valid policy that allows what the whole denies; a content
+// that held still this long is taken for finished. (fsnotify does not
+// export inotify's close-after-write event, which would say so exactly.)
+const settleFactor = 4
 
 // Watch loads the policy file at path and keeps the store in step with it
 // until ctx is done. A file that is missing or invalid at the start is an
 // error that lists every problem (a refusal to start).
 //
-// It watches the file's directory, not the file, because editors save by
-// writing a temporary file and renaming it over the old one, vim moves the
-// old file to a backup first, and Kubernetes swaps a `..data` symlink that
-// the watched path resolves through; after each burst of events (debounced)
-// it reads the path again and compares the content it resolves to with the
-// policy in force. A new content is validated fully and swapped in at once;
-// an invalid one is logged with all its problems and changes nothing; a
-// deleted file keeps the last good policy, and a file that reappears is
-// loaded. Every outcome is logged as "policy reload" with the keys event,
-// policy_file, ok, revision, old_revision, warnings and, on failure, error.
+// It watches the directories of the path and of every symlink on the way
+// to the file, because editors save by writing a temporary file and
+// renaming it over the old one, vim moves the old file to a backup first,
+// and Kubernetes swaps a `..data` symlink that the path resolves through.
+// Only events that name the path, a link on the way, or a directory above
+// one of them count: other files in those directories (the gate's own audit
+// log beside the policy, say) may change as often as they like without
+// delaying a reload. After the last such event (debounced) it reads what
+// the path resolves to, and applies it once the same content has been read
+// again settleFactor debounces later. A new content is validated fully and
+// swapped in at once; an invalid one is logged with all its problems and
+// changes nothing; a deleted file keeps the last good policy, and a file
+// that reappears is loaded. Every outcome is logged as "policy reload" with
+// the keys event, policy_file, ok, revision, old_revision, warnings and, on
+// failure, error and rejected_revision (the content that was refused).
 //
 // onChange, when not nil, is called with the old and the new policy after
 // each swap, only when the revision changed, on the watcher's goroutine and
@@ -84,13 +103,13 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 	s.cur.Store(p)
 	rl := &reloader{
 		store: s, path: abs, opts: opts, logger: logger, onChange: onChange,
-		w: w, watched: map[string]bool{},
+		w: w, watched: map[string]bool{}, debounce: debounce, settle: settleFactor * debounce,
 	}
 	if _, err := rl.rewatch(); err != nil {
 		w.Close()
 		return nil, err
 	}
-	go rl.run(ctx, debounce)
+	go rl.run(ctx)
 	return s, nil
 }
 
@@ -103,21 +122,133 @@ type reloader struct {
 	onChange func(old, new *Policy)
 	w        *fsnotify.Watcher
 	watched  map[string]bool
+	debounce time.Duration
+	settle   time.Duration
+
+	// chain is the path, every symlink met resolving it, and where it
+	// ends: the names whose events count.
+	chain []string
+	// pending is the last content read and not yet applied, and when it
+	// was first read; it is applied once it has held still for settle.
+	pending   *observation
+	pendingAt time.Time
 
 	// The last failure logged, so that the same bad content or the same
 	// missing file is reported once, not at every unrelated event.
 	lastFailure string
 }
 
-// rewatch watches the directory of the path and, when the path is a symlink
-// leading elsewhere, the directory of its target, so that an edit of the
-// target is seen too. A directory that stops mattering is let go. It
-// reports whether it added a directory: what changed there before the
-// watch began was not seen, so the caller checks again.
+// observation is what the path resolved to when it was read.
+type observation struct {
+	err   error // reading failed (a missing file included)
+	size  int64
+	mtime time.Time
+	sum   [sha256.Size]byte
+	data  []byte
+}
+
+func (o *observation) same(p *observation) bool {
+	if o.err != nil || p.err != nil {
+		return o.err != nil && p.err != nil && errors.Is(o.err, fs.ErrNotExist) == errors.Is(p.err, fs.ErrNotExist)
+	}
+	return o.size == p.size && o.mtime.Equal(p.mtime) && o.sum == p.sum
+}
+
+// observe reads the file the path resolves to, with the size and
+// modification time of the very file read.
+func (rl *reloader) observe() *observation {
+	f, err := os.Open(rl.path)
+	if err != nil {
+		return &observation{err: fmt.Errorf("reading the policy: %w", err)}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return &observation{err: fmt.Errorf("reading the policy: %w", err)}
+	}
+	var buf bytes.Buffer
+	// One byte past the bound is enough for the parser to report the size.
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxYAMLBytes+1)); err != nil {
+		return &observation{err: fmt.Errorf("reading the policy %s: %w", rl.path, err)}
+	}
+	return &observation{size: st.Size(), mtime: st.ModTime(), sum: sha256.Sum256(buf.Bytes()), data: buf.Bytes()}
+}
+
+// maxSymlinks bounds a symlink chain, as the kernel's ELOOP does.
+const maxSymlinks = 40
+
+// symlinkChain returns path, every symlink met while resolving it (a
+// directory on the way included, as Kubernetes' ..data is), and the path it
+// ends at. A missing or looping path ends where resolution stopped.
+func symlinkChain(path string) []string {
+	chain := []string{path}
+	cur := path
+	for range maxSymlinks {
+		link, next, ok := firstSymlink(cur)
+		if !ok {
+			break
+		}
+		if link != chain[len(chain)-1] {
+			chain = append(chain, link)
+		}
+		cur = next
+	}
+	if cur != path {
+		chain = append(chain, cur)
+	}
+	return chain
+}
+
+// firstSymlink finds the first component of the absolute path p that is a
+// symlink and returns it and p with it replaced by its target.
+func firstSymlink(p string) (link, next string, ok bool) {
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != filepath.Separator {
+			continue
+		}
+		prefix := p[:i]
+		st, err := os.Lstat(prefix)
+		if err != nil {
+			return "", "", false
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		dest, err := os.Readlink(prefix)
+		if err != nil {
+			return "", "", false
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(prefix), dest)
+		}
+		return prefix, filepath.Clean(dest + p[i:]), true
+	}
+	return "", "", false
+}
+
+// concerns reports whether an event on name can change what the path
+// resolves to: it names a link of the chain, the file it ends at, or a
+// directory above one of them (a `..2026_01_01` directory removed, say).
+func (rl *reloader) concerns(name string) bool {
+	name = filepath.Clean(name)
+	for _, c := range rl.chain {
+		if name == c || strings.HasPrefix(c, name+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewatch watches the directory of every name in the path's symlink chain,
+// so that an edit of the target or a re-pointed link is seen too. A
+// directory that stops mattering is let go. It reports whether it added a
+// directory: what changed there before the watch began was not seen, so
+// the caller checks again.
 func (rl *reloader) rewatch() (added bool, err error) {
-	want := map[string]bool{filepath.Dir(rl.path): true}
-	if target, err := filepath.EvalSymlinks(rl.path); err == nil {
-		want[filepath.Dir(target)] = true
+	rl.chain = symlinkChain(rl.path)
+	want := map[string]bool{}
+	for _, c := range rl.chain {
+		want[filepath.Dir(c)] = true
 	}
 	for d := range want {
 		if rl.watched[d] {
@@ -143,64 +274,94 @@ func (rl *reloader) rewatch() (added bool, err error) {
 	return added, nil
 }
 
-func (rl *reloader) run(ctx context.Context, debounce time.Duration) {
+func (rl *reloader) run(ctx context.Context) {
 	defer close(rl.store.done)
 	defer rl.w.Close()
 	// The first check covers what changed between the load and the watch.
-	timer := time.NewTimer(debounce)
+	timer := time.NewTimer(rl.debounce)
 	for {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case _, ok := <-rl.w.Events:
+		case ev, ok := <-rl.w.Events:
 			if !ok {
 				return
 			}
-			// Any event in a watched directory may change what the path
-			// resolves to (a `..data` swap never names the file), and the
-			// content comparison makes a needless check cheap.
-			timer.Reset(debounce)
+			// Only the policy's own events move the deadline: a busy
+			// neighbour (an audit log written every few milliseconds)
+			// must not postpone an emergency deny forever.
+			if rl.concerns(ev.Name) {
+				timer.Reset(rl.debounce)
+			}
 		case err, ok := <-rl.w.Errors:
 			if !ok {
 				return
 			}
 			rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path, "error", err.Error())
+			// An overflowed queue (a busy neighbour can fill it) may have
+			// lost the policy's own event: look again, it costs one read.
+			timer.Reset(rl.debounce)
 		case <-timer.C:
-			rl.check()
+			next := rl.check(time.Now())
 			added, err := rl.rewatch()
 			if err != nil {
 				rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path, "error", err.Error())
 			}
-			if added {
-				timer.Reset(debounce)
+			if added && (next == 0 || next > rl.debounce) {
+				next = rl.debounce
+			}
+			if next > 0 {
+				timer.Reset(next)
 			}
 		}
 	}
 }
 
-// check reads the path and swaps in its policy if it is new and valid.
-func (rl *reloader) check() {
+// check reads the path and, once its content has held still for settle,
+// swaps in its policy if it is new and valid. It returns when to look
+// again (0: only at the next event).
+func (rl *reloader) check(now time.Time) time.Duration {
+	obs := rl.observe()
+	if rl.pending == nil || !obs.same(rl.pending) {
+		rl.pending, rl.pendingAt = obs, now
+		if obs.err == nil && revisionOf(obs.data) == rl.store.Current().Revision() {
+			// What is in force already: nothing to wait for.
+			rl.pending = nil
+			rl.lastFailure = ""
+			return 0
+		}
+		return rl.settle
+	}
+	if wait := rl.settle - now.Sub(rl.pendingAt); wait > 0 {
+		return wait
+	}
+	rl.pending = nil
+	rl.apply(obs)
+	return 0
+}
+
+// apply swaps in the policy of a settled content, or logs why not.
+func (rl *reloader) apply(obs *observation) {
 	old := rl.store.Current()
-	data, err := readFileLimited(rl.path)
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
+	if obs.err != nil {
+		msg := obs.err.Error()
+		if errors.Is(obs.err, fs.ErrNotExist) {
 			msg = "the policy file is gone; keeping the last good policy " + old.Revision()
 		} else {
 			msg += "; keeping the last good policy " + old.Revision()
 		}
-		rl.fail("gone:"+msg, old, msg, nil)
+		rl.fail("gone:"+msg, old, "", msg, nil)
 		return
 	}
-	rev := revisionOf(data)
+	rev := revisionOf(obs.data)
 	if rev == old.Revision() {
 		rl.lastFailure = ""
 		return
 	}
-	p, warnings, err := Parse(rl.path, data, rl.opts)
+	p, warnings, err := Parse(rl.path, obs.data, rl.opts)
 	if err != nil {
-		rl.fail("invalid:"+rev, old, err.Error()+"\n(keeping the last good policy "+old.Revision()+")", warnings)
+		rl.fail("invalid:"+rev, old, rev, err.Error()+"\n(keeping the last good policy "+old.Revision()+")", warnings)
 		return
 	}
 	rl.lastFailure = ""
@@ -217,7 +378,11 @@ func (rl *reloader) check() {
 	}
 }
 
-func (rl *reloader) fail(key string, old *Policy, msg string, warnings []Warning) {
+// fail logs a reload that changed nothing. revision stays the one in
+// force, as on every line of the audit log; rejected_revision is the
+// content refused (empty when there was none to read), so that a security
+// team can tell which edit did not apply.
+func (rl *reloader) fail(key string, old *Policy, rejected, msg string, warnings []Warning) {
 	if key == rl.lastFailure {
 		return
 	}
@@ -228,6 +393,7 @@ func (rl *reloader) fail(key string, old *Policy, msg string, warnings []Warning
 		"ok", false,
 		"revision", old.Revision(),
 		"old_revision", old.Revision(),
+		"rejected_revision", rejected,
 		"error", msg,
 		"warnings", warningStrings(warnings))
 }

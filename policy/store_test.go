@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -426,4 +427,214 @@ func TestReloadUnderConcurrentCalls(t *testing.T) {
 		t.Error("the readers decided nothing")
 	}
 	t.Logf("%d decisions during the reloads", decisions.Load())
+}
+
+// startWatchAt is startWatch with the production debounce, for the tests
+// whose point is timing under real conditions.
+func startWatchAt(t *testing.T, path string, debounce time.Duration, onChange func(old, new *Policy)) (*Store, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := watch(ctx, path, Options{}, slog.New(slog.NewJSONHandler(logs, nil)), onChange, debounce)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-s.Done()
+	})
+	return s, logs
+}
+
+// Issue 8: a file beside the policy written more often than the debounce
+// (the gate's own audit log) kept every reload from happening, so an
+// emergency deny never applied. A valid edit must apply within a second
+// however busy the directory is.
+func TestWatchBusyNeighbour(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	writeInPlace(t, path, genPolicyText(0))
+	s, _ := startWatchAt(t, path, reloadDebounce, nil)
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				f.WriteString(`{"event":"decision"}` + "\n")
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	time.Sleep(300 * time.Millisecond) // the neighbour is busy before the edit
+	for gen := 1; gen <= 2; gen++ {
+		start := time.Now()
+		if gen == 1 {
+			writeInPlace(t, path, genPolicyText(gen))
+		} else {
+			writeRename(t, path, genPolicyText(gen))
+		}
+		want := fmt.Sprintf("gen-%d", gen)
+		waitFor(t, want, func() bool { return probe(s.Current()) == want })
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("edit %d applied after %s beside a busy file; want within 1s", gen, took)
+		}
+	}
+}
+
+// Issue 8: a slow in-place rewrite put a truncated but valid policy in
+// force. The prefix here allows what the whole file denies; it must never
+// be applied.
+func TestWatchSlowWriterNeverAppliesPrefix(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	writeInPlace(t, path, genPolicyText(0))
+	prefix := "version: 1\nfallback: deny\nrules:\n  - name: open\n    match: \"mcp:s:probe\"\n    action: allow\n"
+	whole := prefix + "deny: [\"mcp:s:probe\"]\n"
+	// The premise: both are valid, and they disagree.
+	pp, _, err := Parse("p", []byte(prefix), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _, err := Parse("w", []byte(whole), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pp.Decide(Call{Server: "s", Name: "probe"}).Verdict != Allow || pw.Decide(Call{Server: "s", Name: "probe"}).Verdict != Deny {
+		t.Fatal("the prefix must allow what the whole denies")
+	}
+	var mu sync.Mutex
+	var seen []string
+	s, _ := startWatchAt(t, path, reloadDebounce, func(_, new *Policy) {
+		mu.Lock()
+		seen = append(seen, new.Revision())
+		mu.Unlock()
+	})
+	var leaked atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if s.Current().Revision() == pp.Revision() {
+				leaked.Store(true)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(prefix); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := f.WriteString(whole[len(prefix):]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the whole file", func() bool { return s.Current().Revision() == pw.Revision() })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if leaked.Load() || slices.Contains(seen, pp.Revision()) {
+		t.Fatalf("the truncated policy %s was in force; revisions applied: %v", pp.Revision(), seen)
+	}
+	if want := []string{pw.Revision()}; !slices.Equal(seen, want) {
+		t.Errorf("revisions applied %v; want %v", seen, want)
+	}
+}
+
+// A failed reload names the content it refused, beside the one kept.
+func TestWatchFailureNamesRejectedRevision(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	writeInPlace(t, path, genPolicyText(0))
+	s, logs, _ := startWatch(t, path, nil)
+	writeRename(t, path, invalidPolicyText)
+	var rec map[string]any
+	waitFor(t, "the failure", func() bool {
+		for _, r := range logs.records(t) {
+			if r["ok"] == false {
+				rec = r
+				return true
+			}
+		}
+		return false
+	})
+	if rec["rejected_revision"] != revisionOf([]byte(invalidPolicyText)) || rec["revision"] != s.Current().Revision() || rec["event"] != "policy_reload" {
+		t.Errorf("failure record %v; want rejected_revision %s and revision %s", rec, revisionOf([]byte(invalidPolicyText)), s.Current().Revision())
+	}
+}
+
+// A link in the middle of a chain (policy.yaml -> b/link.yaml ->
+// c/real.yaml) re-pointed elsewhere is a new policy: its directory is
+// watched too.
+func TestWatchRepointedMiddleLink(t *testing.T) {
+	a, b, c := t.TempDir(), t.TempDir(), t.TempDir()
+	writeInPlace(t, filepath.Join(c, "real.yaml"), genPolicyText(0))
+	writeInPlace(t, filepath.Join(c, "other.yaml"), genPolicyText(1))
+	mid := filepath.Join(b, "link.yaml")
+	if err := os.Symlink(filepath.Join(c, "real.yaml"), mid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(a, "policy.yaml")
+	if err := os.Symlink(mid, path); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := startWatch(t, path, nil)
+	time.Sleep(10 * testDebounce) // past the first check
+	tmp := filepath.Join(b, "link.tmp")
+	if err := os.Symlink(filepath.Join(c, "other.yaml"), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, mid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the re-pointed link", func() bool { return probe(s.Current()) == "gen-1" })
+}
+
+func TestSymlinkChain(t *testing.T) {
+	k := &k8sDir{dir: t.TempDir()}
+	k.publish(t, genPolicyText(0))
+	dir, _ := filepath.EvalSymlinks(k.dir)
+	chain := symlinkChain(filepath.Join(dir, "policy.yaml"))
+	target, _ := filepath.EvalSymlinks(filepath.Join(dir, "policy.yaml"))
+	want := []string{filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "..data"), target}
+	if !slices.Equal(chain, want) {
+		t.Errorf("chain %q; want %q", chain, want)
+	}
+	// A loop ends; a missing file is its own chain.
+	loop := filepath.Join(dir, "loop")
+	os.Symlink(loop, loop)
+	if got := symlinkChain(loop); len(got) > maxSymlinks+2 {
+		t.Errorf("loop chain has %d names", len(got))
+	}
+	if got := symlinkChain(filepath.Join(dir, "none")); !slices.Equal(got, []string{filepath.Join(dir, "none")}) {
+		t.Errorf("missing: %q", got)
+	}
 }

@@ -288,10 +288,10 @@ func fetchPages(ctx context.Context, s *upstream.Session, method, field string, 
 			return fmt.Errorf("%s: the result has no %q array", method, field)
 		}
 		if err := json.Unmarshal(items, &page.Items); err != nil {
-			return fmt.Errorf("%s: %q is not an array of objects: %w", method, field, err)
+			return fmt.Errorf("%s: %q is not an array of objects: %w", method, field, rpc.DescribeJSONError(err))
 		}
 		if err := json.Unmarshal(res, &page); err != nil {
-			return fmt.Errorf("%s: bad nextCursor: %w", method, err)
+			return fmt.Errorf("%s: bad nextCursor: %w", method, rpc.DescribeJSONError(err))
 		}
 		for _, it := range page.Items {
 			if len(it) == 0 || it[0] != '{' {

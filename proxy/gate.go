@@ -253,7 +253,7 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 			go func() { _ = s.Notify(msg.Method, msg.Params) }()
 		}
 	default:
-		g.log.Debug("host notification ignored", "method", msg.Method)
+		g.log.Debug("host notification ignored", "method", rpc.LogMethod(msg.Method))
 	}
 }
 

@@ -149,7 +149,7 @@ func labelMessage(server, msg string) string {
 func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	refuse := func(kind, detail string) (json.RawMessage, error) {
 		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
-		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", detail)
+		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", audit.Redact(detail))
 		return declined, nil
 	}
 	if req.Params == nil || req.Params[0] != '{' {
@@ -229,14 +229,14 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 		if uri, _ := rawjson.GetString(msg.Params, "uri"); g.ownsResource(h.server, uri) {
 			g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
-			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", uri)
+			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
 		}
 	case "notifications/elicitation/complete":
 		// Only for an elicitation this upstream started.
 		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); g.urlElicitations.take(h.server, id) {
 			g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
-			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", id)
+			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
 		}
 	case "notifications/tools/list_changed":
 		g.refresh(g.tools.lister, h.server)
@@ -245,7 +245,7 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 	case "notifications/resources/list_changed":
 		g.refresh(g.resources.lister, h.server)
 	default:
-		g.log.Debug("upstream notification ignored", "server", h.server, "method", msg.Method)
+		g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
 	}
 }
 

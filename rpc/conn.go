@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"github.com/mcp-gate/mcp-gate/audit"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -364,7 +366,13 @@ func (c *Conn) badInput(ctx context.Context, err error, line []byte) {
 	if !errors.As(err, &de) {
 		de = &decodeError{code: CodeParseError, reason: err.Error()}
 	}
-	c.log.Warn("bad message", "peer", c.opts.Peer, "error", de.reason, "head", string(truncate(line, 200)))
+	// The reason names kinds, sizes and positions; the message itself is
+	// described, never quoted (audit.Payload).
+	attrs := []any{"peer", c.opts.Peer, "error", de.reason, "message", audit.Payload(line)}
+	if de.offset > 0 {
+		attrs = append(attrs, "offset", de.offset)
+	}
+	c.log.Warn("bad message", attrs...)
 	if de.id != nil && !de.request {
 		c.mu.Lock()
 		p, ok := c.pending[idKey(de.id)]
@@ -391,7 +399,7 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 		delete(c.pending, key)
 		c.mu.Unlock()
 		if !ok {
-			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", string(msg.ID))
+			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
 			return
 		}
 		p.ch <- msg
@@ -434,7 +442,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		// Answering the duplicate, even with an error, would give the id
 		// two responses once the original's comes, and the peer could not
 		// tell which is which. Dropped, it costs the peer only its mistake.
-		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", string(req.ID), "method", req.Method)
+		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
 		return
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -476,7 +484,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			resp.Result = result
 		}
 		if err := c.write(wctx, resp); err != nil && !errors.Is(err, ErrClosed) {
-			c.log.Warn("writing response", "peer", c.opts.Peer, "method", req.Method, "error", err)
+			c.log.Warn("writing response", "peer", c.opts.Peer, "method", LogMethod(req.Method), "error", err)
 		}
 	}
 	if sequential {
@@ -491,7 +499,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 func (c *Conn) callHandler(ctx context.Context, req *Message) (result json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("handler panic", "peer", c.opts.Peer, "method", req.Method, "panic", fmt.Sprint(r))
+			c.log.Error("handler panic", "peer", c.opts.Peer, "method", LogMethod(req.Method), "panic", fmt.Sprint(r))
 			result, err = nil, Errorf(CodeInternalError, "internal error while handling %s", req.Method)
 		}
 	}()
@@ -561,12 +569,12 @@ func (c *Conn) cancelRequest(id json.RawMessage, cause error) {
 		Reason    string          `json:"reason,omitempty"`
 	}{id, cause.Error()})
 	if err != nil {
-		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", string(id), "error", err)
+		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", LogID(id), "error", err)
 		return
 	}
 	line, err := encodeLine(&Message{Method: MethodCancelled, Params: params})
 	if err != nil {
-		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", string(id), "error", err)
+		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", LogID(id), "error", err)
 		return
 	}
 	select {

@@ -293,7 +293,7 @@ func TestBadInputAnswered(t *testing.T) {
 		{"not JSON", `Server listening on stdio...`, CodeParseError, "null", "not valid JSON"},
 		{"cut JSON with id", `{"jsonrpc":"2.0","id":"cut","method":"x","params":{`, CodeParseError, `"cut"`, "not valid JSON"},
 		{"not JSON-RPC", `{"hello":"world"}`, CodeInvalidRequest, "null", `"jsonrpc" must be "2.0", found nothing`},
-		{"wrong version with id", `{"jsonrpc":"1.0","id":7,"method":"x"}`, CodeInvalidRequest, "7", `found "1.0"`},
+		{"wrong version with id", `{"jsonrpc":"1.0","id":7,"method":"x"}`, CodeInvalidRequest, "7", `found a string of 5 bytes`},
 		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, CodeInvalidRequest, `"m"`, `"method" must be a string`},
 		{"bad params", `{"jsonrpc":"2.0","id":8,"method":"x","params":"p"}`, CodeInvalidRequest, "8", `"params" must be an object or array`},
 		{"bad id type", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "null", `"id" must be a string or a number`},

@@ -66,7 +66,8 @@ func (m *Message) IsResponse() bool { return m.Method == "" }
 type decodeError struct {
 	code    int64
 	id      json.RawMessage
-	reason  string
+	reason  string // names kinds and sizes, never the peer's bytes
+	offset  int64  // where a syntax error is, for the log; <= 0 when unknown
 	request bool
 }
 
@@ -78,7 +79,7 @@ func (e *decodeError) Error() string { return e.reason }
 // on to the other side, where a parser would fail on the whole stream.
 func Decode(line []byte) (*Message, error) {
 	if !segjson.Valid(line) {
-		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON", request: looksLikeRequest(line)}
+		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON", offset: syntaxOffset(line), request: looksLikeRequest(line)}
 	}
 	first := line[skipSpace(line, 0)]
 	if first == '[' {
@@ -110,7 +111,7 @@ func Decode(line []byte) (*Message, error) {
 		return true
 	})
 	if err != nil {
-		return nil, &decodeError{code: CodeParseError, reason: err.Error()}
+		return nil, &decodeError{code: CodeParseError, reason: "not a valid JSON object", offset: syntaxOffset(line)}
 	}
 	fail := func(format string, args ...any) (*Message, error) {
 		var id json.RawMessage
@@ -120,14 +121,14 @@ func Decode(line []byte) (*Message, error) {
 		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...), request: method != nil}
 	}
 	if !bytes.Equal(version, []byte(`"2.0"`)) {
-		return fail(`"jsonrpc" must be "2.0", found %s`, orMissing(version))
+		return fail(`"jsonrpc" must be "2.0", found %s`, kindOf(version))
 	}
 	if hasID && !validID(m.ID) {
-		return fail(`"id" must be a string or a number, found %s`, m.ID)
+		return fail(`"id" must be a string or a number, found %s`, kindOf(m.ID))
 	}
 	if method != nil {
 		if method[0] != '"' {
-			return fail(`"method" must be a string, found %s`, method)
+			return fail(`"method" must be a string, found %s`, kindOf(method))
 		}
 		if err := json.Unmarshal(method, &m.Method); err != nil || m.Method == "" {
 			return fail(`"method" must be a non-empty string`)
@@ -136,7 +137,7 @@ func Decode(line []byte) (*Message, error) {
 			return fail("a message cannot have both a method and a result or error")
 		}
 		if m.Params != nil && m.Params[0] != '{' && m.Params[0] != '[' {
-			return fail(`"params" must be an object or array, found %s`, truncate(m.Params, 40))
+			return fail(`"params" must be an object or array, found %s`, kindOf(m.Params))
 		}
 		if bytes.Equal(m.ID, []byte("null")) {
 			// MCP forbids null request ids. Taking this for a notification
@@ -163,11 +164,42 @@ func Decode(line []byte) (*Message, error) {
 	return &m, nil
 }
 
-func orMissing(b []byte) string {
+// kindOf names the kind and size of a JSON value for an error message.
+// Decode errors reach logs and audit lines, and the peer's bytes never do
+// (see audit.Payload): a message says what kind of value it found, and how
+// large, never the value.
+func kindOf(b []byte) string {
 	if b == nil {
 		return "nothing"
 	}
-	return string(truncate(b, 40))
+	b = bytes.TrimSpace(b)
+	kind := "a number"
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '"':
+		kind = "a string"
+	case b[0] == '{':
+		kind = "an object"
+	case b[0] == '[':
+		kind = "an array"
+	case b[0] == 't' || b[0] == 'f':
+		return "a boolean"
+	case b[0] == 'n':
+		return "null"
+	}
+	return fmt.Sprintf("%s of %d bytes", kind, len(b))
+}
+
+// syntaxOffset says where line stops being JSON, as a byte offset, for a
+// log line that must not quote the line (encoding/json's own message quotes
+// the offending character, so only its offset is used); -1 when unknown.
+func syntaxOffset(line []byte) int64 {
+	var se *json.SyntaxError
+	if err := json.Unmarshal(line, new(json.RawMessage)); errors.As(err, &se) {
+		return se.Offset
+	}
+	return -1
 }
 
 func truncate(b []byte, n int) []byte {
@@ -380,7 +412,7 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 		buf = rawjson.AppendString(buf, m.Error.Message)
 		if len(m.Error.Data) > 0 {
 			if !json.Valid(m.Error.Data) {
-				return nil, fmt.Errorf("rpc: error data is not valid JSON: %s", truncate(m.Error.Data, 40))
+				return nil, fmt.Errorf("rpc: error data is not valid JSON (%s)", kindOf(m.Error.Data))
 			}
 			buf = append(buf, `,"data":`...)
 			buf = append(buf, m.Error.Data...)

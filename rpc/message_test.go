@@ -81,21 +81,21 @@ func TestDecodeInvalid(t *testing.T) {
 		{"number", `12`, CodeInvalidRequest, "", "must be an object"},
 		{"null", `null`, CodeInvalidRequest, "", "must be an object"},
 		{"no version", `{"id":1,"method":"x"}`, CodeInvalidRequest, "1", `"jsonrpc" must be "2.0", found nothing`},
-		{"old version", `{"jsonrpc":"1.0","id":1,"method":"x"}`, CodeInvalidRequest, "1", `found "1.0"`},
-		{"numeric version", `{"jsonrpc":2.0,"id":1,"method":"x"}`, CodeInvalidRequest, "1", `found 2.0`},
+		{"old version", `{"jsonrpc":"1.0","id":1,"method":"x"}`, CodeInvalidRequest, "1", `found a string of 5 bytes`},
+		{"numeric version", `{"jsonrpc":2.0,"id":1,"method":"x"}`, CodeInvalidRequest, "1", `found a number of 3 bytes`},
 		{"escaped version", `{"jsonrpc":"2\u002e0","id":1,"method":"x"}`, CodeInvalidRequest, "1", `must be "2.0"`},
-		{"id bool", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "", `"id" must be a string or a number, found true`},
+		{"id bool", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "", `"id" must be a string or a number, found a boolean`},
 		{"id object", `{"jsonrpc":"2.0","id":{},"result":1}`, CodeInvalidRequest, "", `"id" must be a string or a number`},
 		{"id array", `{"jsonrpc":"2.0","id":[1],"method":"x"}`, CodeInvalidRequest, "", `"id" must be a string or a number`},
 		{"null request id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`, CodeInvalidRequest, "", "request id must not be null"},
-		{"method number", `{"jsonrpc":"2.0","id":1,"method":1}`, CodeInvalidRequest, "1", `"method" must be a string, found 1`},
+		{"method number", `{"jsonrpc":"2.0","id":1,"method":1}`, CodeInvalidRequest, "1", `"method" must be a string, found a number of 1 bytes`},
 		{"method null", `{"jsonrpc":"2.0","id":1,"method":null}`, CodeInvalidRequest, "1", `"method" must be a string`},
 		{"method empty", `{"jsonrpc":"2.0","id":1,"method":""}`, CodeInvalidRequest, "1", `"method" must be a non-empty string`},
 		{"method and result", `{"jsonrpc":"2.0","id":1,"method":"m","result":{}}`, CodeInvalidRequest, "1", "both a method and a result or error"},
 		{"method and error", `{"jsonrpc":"2.0","id":1,"method":"m","error":{"code":1,"message":"x"}}`, CodeInvalidRequest, "1", "both a method and a result or error"},
-		{"params string", `{"jsonrpc":"2.0","id":1,"method":"m","params":"p"}`, CodeInvalidRequest, "1", `"params" must be an object or array, found "p"`},
+		{"params string", `{"jsonrpc":"2.0","id":1,"method":"m","params":"p"}`, CodeInvalidRequest, "1", `"params" must be an object or array, found a string of 3 bytes`},
 		{"params null", `{"jsonrpc":"2.0","method":"m","params":null}`, CodeInvalidRequest, "", `"params" must be an object or array, found null`},
-		{"params long", `{"jsonrpc":"2.0","id":1,"method":"m","params":"` + strings.Repeat("p", 100) + `"}`, CodeInvalidRequest, "1", `found "ppppp`},
+		{"params long", `{"jsonrpc":"2.0","id":1,"method":"m","params":"` + strings.Repeat("p", 100) + `"}`, CodeInvalidRequest, "1", `found a string of 102 bytes`},
 		{"response without id", `{"jsonrpc":"2.0","result":{}}`, CodeInvalidRequest, "", "a response must have an id"},
 		{"neither result nor error", `{"jsonrpc":"2.0","id":1}`, CodeInvalidRequest, "1", "exactly one of result and error"},
 		{"result and error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}`, CodeInvalidRequest, "1", "exactly one of result and error"},
@@ -232,6 +232,10 @@ func FuzzDecode(f *testing.F) {
 		`[{"jsonrpc":"2.0"}]`,
 		`{"jsonrpc":"2.0","id":1,"method":"x","params":{`,
 		`garbage`,
+		`{"jsonrpc":"QQQQ","id":{"QQQQ":1},"method":"QQQQ","params":"QQQQ"}`,
+		`{"jsonrpc":"2.0","id":1,"error":"QQQQ"}`,
+		`{"jsonrpc":"2.0","id":[QQQQ],"result":1}`,
+		`QQQQ`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -241,6 +245,10 @@ func FuzzDecode(f *testing.F) {
 			var de *decodeError
 			if !errors.As(err, &de) || de.reason == "" {
 				t.Fatalf("Decode(%q) = %v; want a *decodeError with a reason", line, err)
+			}
+			// A reason reaches logs: it never quotes the line (issue 8).
+			if bytes.Contains(line, []byte("QQQQ")) && strings.Contains(de.reason, "QQQQ") {
+				t.Fatalf("Decode(%q): the reason quotes the input: %s", line, de.reason)
 			}
 			if de.id != nil && !json.Valid(de.id) {
 				t.Fatalf("Decode(%q) salvaged id %q, which is not JSON", line, de.id)

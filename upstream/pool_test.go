@@ -743,16 +743,16 @@ func TestChildEnvironment(t *testing.T) {
 	configs := []upstream.Config{
 		{Name: "plain", Type: upstream.TypeStdio, Command: "sh", Args: []string{"-c", envScript}},
 		{Name: "given", Type: upstream.TypeStdio, Command: "sh", Args: []string{"-c", envScript},
-			Env: map[string]string{"MCPGATE_EXPLICIT_API_KEY": "from-file"}},
+			Env: map[string]string{"MCPGATE_EXPLICIT_API_KEY": "from-file"}, InheritEnv: []string{"MCPGATE_TEST_P*"}},
 	}
 	p := newPool(t, configs, &upstream.ExecLauncher{Logger: testLogger(t)}, nil)
 	for name, want := range map[string]string{
-		"plain": `"name":"unset|visible|unset"`,
+		"plain": `"name":"unset|unset|unset"`,
 		"given": `"name":"unset|visible|from-file"`,
 	} {
 		s := session(t, p, name)
 		if !strings.Contains(string(s.InitResult), want) {
-			t.Errorf("%s saw %s; want %s (secret-looking variables stripped, explicit ones set)", name, s.InitResult, want)
+			t.Errorf("%s saw %s; want %s (only allowlisted and inheritEnv variables inherited, explicit ones set)", name, s.InitResult, want)
 		}
 	}
 }

@@ -43,6 +43,13 @@ type ExecLauncher struct {
 	Environ func() []string
 }
 
+func (l *ExecLauncher) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Logger
+}
+
 // Launch starts cfg's command with stdin and stdout as the message stream.
 func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) {
 	if cfg.Type != TypeStdio {
@@ -73,7 +80,12 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) 
 		return nil, err
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Env = ChildEnv(environ(), cfg.Env)
+	env, notes := ChildEnv(environ(), EnvOptions{Explicit: cfg.Env, Inherit: cfg.InheritEnv, InheritAll: cfg.InheritAll})
+	for _, n := range notes {
+		// The name only: the value is the secret.
+		l.logger().Warn("environment variable withheld from the server", "server", cfg.Name, "variable", n.Name, "reason", n.Reason)
+	}
+	cmd.Env = env
 	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	setProcessGroup(cmd)
@@ -94,7 +106,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) 
 		stdout: outR,
 		exited: make(chan struct{}),
 		tail:   &tailBuffer{max: 4 << 10},
-		log:    l.Logger,
+		log:    l.logger(),
 	}
 	stderrDone := make(chan struct{})
 	go p.readStderr(errR, stderrDone)

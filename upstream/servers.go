@@ -25,10 +25,14 @@ type Config struct {
 	Type    string            // TypeStdio, TypeHTTP or TypeSSE
 	Command string            // stdio: the program to run
 	Args    []string          // stdio: its arguments
-	Env     map[string]string // stdio: variables set for the child, on top of the filtered environment
-	Cwd     string            // stdio: working directory (absolute; a relative one is resolved against the servers file)
-	URL     string            // http, sse
-	Headers map[string]string // http, sse
+	Env     map[string]string // stdio: variables set for the child, on top of the allowlisted environment
+	// InheritEnv (stdio) names more of the gate's variables the child gets:
+	// names or globs. InheritAll is `"inheritEnv": true`: all of them.
+	InheritEnv []string
+	InheritAll bool
+	Cwd        string            // stdio: working directory (absolute; a relative one is resolved against the servers file)
+	URL        string            // http, sse
+	Headers    map[string]string // http, sse
 }
 
 // ServerKeyPattern is what a server key must look like. No '_', so a wire
@@ -43,8 +47,10 @@ type entry struct {
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
 	Cwd     *string           `json:"cwd"`
-	URL     *string           `json:"url"`
-	Headers map[string]string `json:"headers"`
+	// InheritEnv is true, false or a list of names and globs.
+	InheritEnv json.RawMessage   `json:"inheritEnv"`
+	URL        *string           `json:"url"`
+	Headers    map[string]string `json:"headers"`
 }
 
 // LoadServers reads and validates a servers file. lookupEnv resolves
@@ -108,14 +114,14 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		bad("the key must match %s (lowercase letters, digits and '-'); rename it, e.g. %q", ServerKeyPattern, suggestKey(name))
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		bad("the entry is %s; expected an object with type, command, args, env, cwd (stdio) or url, headers (http, sse)", jsonKind(t))
+		bad("the entry is %s; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse)", jsonKind(t))
 		return Config{}, errors.Join(errs...)
 	}
 	var e entry
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		bad("%v; expected an object with type, command, args, env, cwd (stdio) or url, headers (http, sse)", describeJSONError(raw, err))
+		bad("%v; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse)", describeJSONError(raw, err))
 		return Config{}, errors.Join(errs...)
 	}
 	cfg := Config{Name: name, Type: TypeStdio}
@@ -152,6 +158,7 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 				cfg.Env[k] = expand("env."+k, v)
 			}
 		}
+		cfg.InheritEnv, cfg.InheritAll = parseInheritEnv(e.InheritEnv, bad)
 		if e.Cwd != nil {
 			cwd := expand("cwd", *e.Cwd)
 			if cwd != "" && !filepath.IsAbs(cwd) {
@@ -165,8 +172,8 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		} else {
 			cfg.URL = expand("url", *e.URL)
 		}
-		if e.Command != nil || e.Args != nil || e.Env != nil || e.Cwd != nil {
-			bad(`"command", "args", "env" and "cwd" belong to stdio servers, not %s`, cfg.Type)
+		if e.Command != nil || e.Args != nil || e.Env != nil || e.Cwd != nil || e.InheritEnv != nil {
+			bad(`"command", "args", "env", "inheritEnv" and "cwd" belong to stdio servers, not %s`, cfg.Type)
 		}
 		if len(e.Headers) > 0 {
 			cfg.Headers = make(map[string]string, len(e.Headers))
@@ -181,6 +188,53 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		return Config{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// parseInheritEnv reads an entry's inheritEnv: true (the whole
+// environment), false (nothing more), or a list of variable names and
+// globs. Anything else is an error, as for every other key: a typo must not
+// quietly hand a server the gate's secrets or quietly withhold what it
+// needs.
+func parseInheritEnv(raw json.RawMessage, bad func(string, ...any)) (patterns []string, all bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return nil, false
+	}
+	const want = `expected true, false or a list of variable names and globs such as ["AWS_PROFILE", "NPM_CONFIG_*"]`
+	switch t[0] {
+	case 't', 'f':
+		var b bool
+		if err := json.Unmarshal(t, &b); err != nil {
+			bad(`"inheritEnv" is not a boolean; %s`, want)
+			return nil, false
+		}
+		return nil, b
+	case '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(t, &list); err != nil {
+			bad(`"inheritEnv" is not a valid list; %s`, want)
+			return nil, false
+		}
+		for i, item := range list {
+			var s string
+			if len(item) == 0 || item[0] != '"' || json.Unmarshal(item, &s) != nil {
+				bad(`inheritEnv[%d] is %s; %s`, i, jsonKind(item), want)
+				continue
+			}
+			if why := ValidInheritPattern(s); why != "" {
+				bad(`inheritEnv[%d] %q is %s`, i, s, why)
+				continue
+			}
+			if s == "*" {
+				all = true // the same as true, and warned about the same way
+				continue
+			}
+			patterns = append(patterns, s)
+		}
+		return patterns, all
+	}
+	bad(`"inheritEnv" is %s; %s`, jsonKind(t), want)
+	return nil, false
 }
 
 // expandVars resolves ${VAR} and ${VAR:-default}, as Claude Code does in
@@ -250,6 +304,8 @@ func jsonKind(v []byte) string {
 		return "a string"
 	case '[':
 		return "an array"
+	case '{':
+		return "an object"
 	case 't', 'f':
 		return "a boolean"
 	case 'n':

@@ -85,6 +85,19 @@ func TestParseServersValid(t *testing.T) {
 			want: []Config{{Name: "s", Type: TypeStdio, Command: "c", Cwd: "srv"}},
 		},
 		{
+			name: "inheritEnv",
+			file: "f.json",
+			data: `{"mcpServers": {"a": {"command": "c", "inheritEnv": ["AWS_*", "KUBECONFIG"]}, "b": {"command": "c", "inheritEnv": true},
+				"c": {"command": "c", "inheritEnv": false}, "d": {"command": "c", "inheritEnv": ["*", "X"]}, "e": {"command": "c", "inheritEnv": []}}}`,
+			want: []Config{
+				{Name: "a", Type: TypeStdio, Command: "c", InheritEnv: []string{"AWS_*", "KUBECONFIG"}},
+				{Name: "b", Type: TypeStdio, Command: "c", InheritAll: true},
+				{Name: "c", Type: TypeStdio, Command: "c"},
+				{Name: "d", Type: TypeStdio, Command: "c", InheritEnv: []string{"X"}, InheritAll: true},
+				{Name: "e", Type: TypeStdio, Command: "c"},
+			},
+		},
+		{
 			name: "no servers",
 			file: "f.json",
 			data: `{"mcpServers": {}}`,
@@ -128,7 +141,16 @@ func TestParseServersErrors(t *testing.T) {
 		{"stdio with url", `{"mcpServers": {"s": {"command": "x", "url": "http://h"}}}`, []string{`server "s": "url" and "headers" belong to http and sse servers`}},
 		{"http without url", `{"mcpServers": {"s": {"type": "http"}}}`, []string{`server "s": an http server needs a "url"`}},
 		{"sse with empty url", `{"mcpServers": {"s": {"type": "sse", "url": ""}}}`, []string{`an sse server needs a "url"`}},
-		{"http with command", `{"mcpServers": {"s": {"type": "http", "url": "http://h", "command": "x"}}}`, []string{`server "s": "command", "args", "env" and "cwd" belong to stdio servers, not http`}},
+		{"http with command", `{"mcpServers": {"s": {"type": "http", "url": "http://h", "command": "x"}}}`, []string{`server "s": "command", "args", "env", "inheritEnv" and "cwd" belong to stdio servers, not http`}},
+		{"http with inheritEnv", `{"mcpServers": {"s": {"type": "http", "url": "http://h", "inheritEnv": true}}}`, []string{`server "s": "command", "args", "env", "inheritEnv" and "cwd" belong to stdio servers`}},
+		{"inheritEnv string", `{"mcpServers": {"s": {"command": "x", "inheritEnv": "AWS_*"}}}`, []string{`servers.json: server "s": "inheritEnv" is a string; expected true, false or a list`}},
+		{"inheritEnv number", `{"mcpServers": {"s": {"command": "x", "inheritEnv": 1}}}`, []string{`server "s": "inheritEnv" is a number`}},
+		{"inheritEnv null", `{"mcpServers": {"s": {"command": "x", "inheritEnv": null}}}`, []string{`server "s": "inheritEnv" is null`}},
+		{"inheritEnv object", `{"mcpServers": {"s": {"command": "x", "inheritEnv": {"A": true}}}}`, []string{`server "s": "inheritEnv" is an object`}},
+		{"inheritEnv item not string", `{"mcpServers": {"s": {"command": "x", "inheritEnv": ["A", true]}}}`, []string{`server "s": inheritEnv[1] is a boolean`}},
+		{"inheritEnv bad glob", `{"mcpServers": {"s": {"command": "x", "inheritEnv": ["AWS_[*"]}}}`, []string{`server "s": inheritEnv[0] "AWS_[*" is a malformed glob`}},
+		{"inheritEnv blank", `{"mcpServers": {"s": {"command": "x", "inheritEnv": [""]}}}`, []string{`server "s": inheritEnv[0] "" is an empty pattern`}},
+		{"inheritEnv with space", `{"mcpServers": {"s": {"command": "x", "inheritEnv": ["AWS_* "]}}}`, []string{`server "s": inheritEnv[0] "AWS_* " is a pattern with '=', whitespace`}},
 		{"unknown type", `{"mcpServers": {"s": {"type": "websocket", "url": "ws://h"}}}`, []string{`"type" is "websocket"; expected "stdio", "http" or "sse"`}},
 		{"bad key", `{"mcpServers": {"My_Server": {"command": "x"}}}`, []string{`server "My_Server": the key must match`, `e.g. "my-server"`}},
 		{"bad key all symbols", `{"mcpServers": {"__": {"command": "x"}}}`, []string{`server "__"`, `e.g. "server"`}},
@@ -232,6 +254,8 @@ func FuzzParseServers(f *testing.F) {
 		`{"mcpServers": {"Bad_Key": {"type": "sse"}}, "other": 1}`,
 		`{"mcpServers": {"s": {"command": "${", "bogus": []}}}`,
 		`{"mcpServers": null}`,
+		`{"mcpServers": {"i": {"command": "x", "inheritEnv": ["AWS_*", "K[AB]", "*"]}, "j": {"command": "x", "inheritEnv": true}}}`,
+		`{"mcpServers": {"i": {"command": "x", "inheritEnv": [1, "[", ""]}, "h": {"type": "http", "url": "u", "inheritEnv": false}}}`,
 		`[]`,
 		`{`,
 	} {
@@ -255,13 +279,18 @@ func FuzzParseServers(f *testing.F) {
 			if !ServerKeyPattern.MatchString(c.Name) {
 				t.Fatalf("accepted key %q", c.Name)
 			}
+			for _, p := range c.InheritEnv {
+				if why := ValidInheritPattern(p); why != "" || p == "*" {
+					t.Fatalf("accepted inheritEnv pattern %q: %s", p, why)
+				}
+			}
 			switch c.Type {
 			case TypeStdio:
 				if strings.TrimSpace(c.Command) == "" && !strings.Contains(data, "${") {
 					t.Fatalf("stdio server %q without a command", c.Name)
 				}
 			case TypeHTTP, TypeSSE:
-				if c.Command != "" || c.Args != nil || c.Env != nil || c.Cwd != "" {
+				if c.Command != "" || c.Args != nil || c.Env != nil || c.Cwd != "" || c.InheritEnv != nil || c.InheritAll {
 					t.Fatalf("%s server %q with stdio fields: %+v", c.Type, c.Name, c)
 				}
 			default:

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -107,6 +110,9 @@ func (c countingHandler) HandleCall(ctx context.Context, req *rpc.Message) (json
 
 func (c countingHandler) HandleNotification(msg *rpc.Message) { c.h.HandleNotification(msg) }
 
+// versionShape is what an MCP protocol version looks like.
+var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
 // initialize performs the MCP handshake on a new connection.
 func (s *Session) initialize(ctx context.Context, params json.RawMessage) error {
 	res, err := s.conn.Call(ctx, "initialize", params)
@@ -131,10 +137,16 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		} `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return fmt.Errorf("initialize: the result is not an initialize result: %w", err)
+		return fmt.Errorf("initialize: the result is not an initialize result: %w", rpc.DescribeJSONError(err))
 	}
 	if !slices.Contains(KnownProtocolVersions, r.ProtocolVersion) {
-		return fmt.Errorf("initialize: the server answered with protocol version %q; the gate speaks %v", r.ProtocolVersion, KnownProtocolVersions)
+		// Described, not quoted, when it is not even shaped like one: the
+		// string is the server's to choose, and this error is logged.
+		v := strconv.Quote(r.ProtocolVersion)
+		if !versionShape.MatchString(r.ProtocolVersion) {
+			v = audit.PayloadString(r.ProtocolVersion)
+		}
+		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, KnownProtocolVersions)
 	}
 	c := r.Capabilities
 	s.ProtocolVersion = r.ProtocolVersion

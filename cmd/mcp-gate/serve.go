@@ -52,6 +52,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	servers = stdioOnly(servers, logger)
+	warnInheritAll(servers, logger)
 	// Reloads are audit events and operator news: both logs get them (once,
 	// when the audit log is stderr itself).
 	reloadLog := auditLog.Slog()
@@ -97,7 +98,7 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	if path == "" {
 		p := policy.Default()
-		log.Info("no policy file; the embedded default serves", "revision", p.Revision(), "fallback", p.Fallback().String())
+		log.Info("no policy file; the embedded default serves", "event", audit.EventPolicyLoad, "revision", p.Revision(), "fallback", p.Fallback().String())
 		return policy.NewStatic(p), nil
 	}
 	store, err := policy.Watch(ctx, path, policy.Options{KnownServers: known}, log, onChange)
@@ -106,9 +107,9 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	p := store.Current()
 	for _, w := range p.Warnings() {
-		log.Warn("policy warning", "warning", w.String())
+		log.Warn("policy warning", "event", audit.EventPolicyLoad, "warning", w.String())
 	}
-	log.Info("policy loaded", "policy_file", p.Source(), "revision", p.Revision())
+	log.Info("policy loaded", "event", audit.EventPolicyLoad, "policy_file", p.Source(), "revision", p.Revision())
 	return store, nil
 }
 
@@ -124,6 +125,17 @@ func stdioOnly(servers []upstream.Config, log *slog.Logger) []upstream.Config {
 		out = append(out, s)
 	}
 	return out
+}
+
+// warnInheritAll says, at every start, which servers get the gate's whole
+// environment: every secret in it reaches them, which the operator chose
+// but should not forget.
+func warnInheritAll(servers []upstream.Config, log *slog.Logger) {
+	for _, s := range servers {
+		if s.InheritAll {
+			log.Warn(`server inherits the gate's whole environment ("inheritEnv": true): every secret in it reaches the server; list the variables it needs instead`, "server", s.Name)
+		}
+	}
 }
 
 func serverNames(servers []upstream.Config) []string {

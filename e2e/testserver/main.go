@@ -47,6 +47,10 @@ func main() {
 		err = runRaw(neutralHandlers(), ev)
 	case "resources":
 		err = runResources(ev, flag.Args())
+	case "secrets":
+		err = runRaw(secretsHandlers(), ev)
+	case "leaky":
+		err = runRaw(leakyHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
