@@ -451,16 +451,12 @@ done:
 	d.items = append(d.items, it)
 }
 
-// unicodeSpace returns the length of the Unicode space (no-break, en to
-// hair, narrow no-break, ideographic) at the start of b, or 0.
+// unicodeSpace returns the length of the Unicode space at the start of b
+// (every character fold.go reads as a space), or 0.
 func unicodeSpace(b []byte) int {
-	switch {
-	case len(b) >= 2 && b[0] == 0xC2 && b[1] == 0xA0:
-		return 2
-	case len(b) >= 3 && b[0] == 0xE2 && b[1] == 0x80 && (0x80 <= b[2] && b[2] <= 0x8A || b[2] == 0xAF):
-		return 3
-	case len(b) >= 3 && b[0] == 0xE3 && b[1] == 0x80 && b[2] == 0x80:
-		return 3
+	r, n := utf8.DecodeRune(b)
+	if r >= utf8.RuneSelf && foldByte(r) == ' ' {
+		return n
 	}
 	return 0
 }

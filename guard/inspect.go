@@ -21,20 +21,36 @@ func InspectResult(result []byte) []Finding {
 	if !startsWithJSON(result) {
 		// Not a result object: read it as text, which also finds any
 		// JSON inside it.
-		in.prose(result, func() string { return "" })
+		in.prose(foldText(result), func() string { return "" })
 	}
 	newWalker(in, result, 0, nil, false).run()
 	return in.result()
 }
 
 // mayHold reports whether b holds a trigger stem or an escape that could
-// hide one.
+// hide one, as written or once folded (see fold.go): " yes," and "1. yes"
+// spelt with a no-break space, "ａｐｐｒｏｖｅ" in fullwidth letters.
 func mayHold(b []byte) bool {
-	if p, _ := pf.next(b, 0); p < len(b) {
+	p, _, high := pf.nextHigh(b, 0)
+	if p < len(b) {
 		return true
 	}
 	c := newEscCursor(b)
-	return c.next(0) < len(b)
+	if c.next(0) < len(b) {
+		return true
+	}
+	// Only a result with a byte >= 0x80 or an escape of a folded
+	// character can read differently folded, and only one that holds a
+	// folded character does.
+	if !high && !c.fold || indexFold(b, 0) == len(b) {
+		return false
+	}
+	f := foldJSON(b)
+	if p, _ := pf.next(f, 0); p < len(f) {
+		return true
+	}
+	c = newEscCursor(f)
+	return c.next(0) < len(f)
 }
 
 func startsWithJSON(b []byte) bool {

@@ -52,6 +52,7 @@ type walker struct {
 	ss    stringScanner
 	hits  hitCursor
 	escs  escCursor
+	folds foldCursor
 	stack []frame
 
 	parent *walker // for level > 0: the walker paused on the string this text came from
@@ -79,6 +80,7 @@ func newWalker(in *inspector, data []byte, level int, parent *walker, meta bool)
 		ss:       newStringScanner(data),
 		hits:     newHitCursor(data),
 		escs:     newEscCursor(data),
+		folds:    newFoldCursor(data),
 		parent:   parent,
 		baseMeta: meta,
 		budget:   4*len(data) + 4096,
@@ -432,12 +434,26 @@ func (w *walker) onScalar(isTrue bool) {
 // inspectText reads the text of a key or string value that carries a stem:
 // as prose, and, when it may hold JSON, as JSON one level down.
 func (w *walker) inspectText(s span, isKey bool) {
-	if !w.hits.any(s.a, s.b) && !w.escs.any(s.a, s.b) {
+	hit := w.hits.any(s.a, s.b) || w.escs.any(s.a, s.b)
+	// A folded character (a no-break space, a fullwidth letter; see
+	// fold.go) can hide a stem from the raw-byte look: " yes," spelt
+	// with U+00A0.
+	fold := w.folds.any(s.a, s.b)
+	if !hit && !fold {
 		return
 	}
 	text := w.data[s.a:s.b]
 	if s.esc {
 		text = appendUnescaped(make([]byte, 0, len(text)), text)
+	}
+	if fold {
+		// A copy: the upstream's bytes are never changed. The text read
+		// one level down is the folded one too, so its strings are
+		// already folded.
+		text = foldText(text)
+		if !hit && !mayHold(text) {
+			return
+		}
 	}
 	// At level 0 every string is new text. Deeper, an unescaped string is
 	// a slice of text the level above already read as prose, unless that

@@ -1,0 +1,215 @@
+package guard
+
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
+
+// Folding: what the detector reads is what a model or a human reads, not
+// the code points. The prose and dialog rules split words on ASCII
+// whitespace and match ASCII stems (" yes,", "1. yes", "ask again"), so a
+// text whose words are separated by a no-break space, an ideographic space
+// or a line separator, or whose letters are fullwidth ("ａｐｐｒｏｖｅｄ"),
+// would be one unreadable token to them while a model reads an ordinary
+// sentence. Every text the prose and dialog rules see is therefore first
+// folded, in a copy (the upstream's bytes are never changed):
+//
+//   - every Unicode White_Space character that is not ASCII (NEL U+0085,
+//     NBSP U+00A0, OGHAM SPACE
+//     MARK U+1680, U+2000–U+200A, LINE and PARAGRAPH SEPARATOR U+2028 and
+//     U+2029, U+202F, U+205F, IDEOGRAPHIC SPACE U+3000), and the blank
+//     Braille pattern U+2800, which renders as a space, becomes ' ';
+//   - every fullwidth form of printable ASCII (U+FF01–U+FF5E) becomes that
+//     ASCII character.
+//
+// Line and paragraph separators become spaces, not newlines: read as
+// spaces, a text stays one sentence for the prose rules, which is how a
+// model tokenises it; a dialog drawn with them on one line is still a
+// menu drawn on one line, which the dialog rules read (oneLineMenuMarks).
+// The invisible characters (zero-width space, Hangul fillers, ...) and the
+// ASCII controls VT and FF, which are White_Space too, are not folded: the
+// neutraliser shows them as [U+XXXX], so a model reads them as the marks
+// they become, and the tokeniser already ends a word at them.
+//
+// Each folded character becomes one byte, so offsets in the folded copy
+// are not offsets in the original; nothing maps them back, because a
+// finding's Path names the string, not a position in it.
+
+// foldByte returns the ASCII reading of r, or 0 when r is not folded.
+func foldByte(r rune) byte {
+	switch {
+	case r == 0x85 || r == 0xA0 || r == 0x1680 ||
+		0x2000 <= r && r <= 0x200A || r == 0x2028 || r == 0x2029 || r == 0x202F ||
+		r == 0x205F || r == 0x3000 || r == 0x2800:
+		return ' '
+	case 0xFF01 <= r && r <= 0xFF5E:
+		return byte(r - 0xFF01 + '!')
+	}
+	return 0
+}
+
+// foldLead reports the bytes that can start the UTF-8 form of a folded
+// rune.
+func foldLead(c byte) bool {
+	return c == 0xC2 || c == 0xE1 || c == 0xE2 || c == 0xE3 || c == 0xEF
+}
+
+// foldText returns text with every folded character replaced by its ASCII
+// reading. It returns text itself, without allocating, when there is
+// nothing to fold; otherwise a new slice, so text is never written to.
+func foldText(text []byte) []byte {
+	i := indexFoldRaw(text, 0)
+	if i == len(text) {
+		return text
+	}
+	out := make([]byte, 0, len(text))
+	out = append(out, text[:i]...)
+	for i < len(text) {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(text[i:])
+		if f := foldByte(r); f != 0 {
+			out = append(out, f)
+		} else {
+			out = append(out, text[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// foldString is foldText for a string.
+func foldString(s string) string {
+	if b := foldText([]byte(s)); len(b) != len(s) {
+		return string(b)
+	}
+	return s
+}
+
+// foldJSON is foldText for raw JSON that has not been unescaped: it also
+// folds a \uXXXX escape of a folded character. A \\ pair is copied whole,
+// so that an escaped backslash followed by "u00a0" is left alone. Used
+// only to decide whether a result may hold a stem, it need not be exact.
+func foldJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '\\':
+			if r, ok := hex4(b[i:]); ok {
+				if f := foldByte(r); f != 0 {
+					out = append(out, f)
+					i += 6
+					continue
+				}
+			}
+			n := min(2, len(b)-i)
+			out = append(out, b[i:i+n]...)
+			i += n
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if f := foldByte(r); f != 0 {
+				out = append(out, f)
+			} else {
+				out = append(out, b[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	return out
+}
+
+// indexFoldRaw returns the position of the first raw folded character at
+// or after from, or len(b). ASCII text is skipped eight bytes at a time.
+func indexFoldRaw(b []byte, from int) int {
+	i := from
+	for i < len(b) {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			if w&hi8 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c < utf8.RuneSelf, !foldLead(c):
+			i++ // a continuation byte or another lead byte: skip it
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if foldByte(r) != 0 {
+				return i
+			}
+			i += n
+		}
+	}
+	return len(b)
+}
+
+// foldCursor answers "does [a, b) hold a folded character, raw or as a
+// \uXXXX escape?" for one buffer of raw JSON, with queries whose lower
+// bound rarely decreases, scanning each byte about once overall.
+type foldCursor struct {
+	data []byte
+	from int
+	pos  int
+}
+
+func newFoldCursor(data []byte) foldCursor { return foldCursor{data: data, from: -1} }
+
+func (c *foldCursor) scan(from int) {
+	c.from = from
+	c.pos = indexFold(c.data, from)
+}
+
+func (c *foldCursor) any(a, b int) bool {
+	if c.from < 0 || a < c.from || a > c.pos {
+		c.scan(a)
+	}
+	return c.pos < b
+}
+
+// indexFold is indexFoldRaw that also finds a \uXXXX escape of a folded
+// character. A \\ pair is stepped over whole.
+func indexFold(b []byte, from int) int {
+	i := from
+	for i < len(b) {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			if w&hi8 != 0 || hasByte(w, '\\') {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c == '\\':
+			if r, ok := hex4(b[i:]); ok && foldByte(r) != 0 {
+				return i
+			}
+			i += 2
+		case c < utf8.RuneSelf, !foldLead(c):
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if foldByte(r) != 0 {
+				return i
+			}
+			i += n
+		}
+	}
+	return len(b)
+}
