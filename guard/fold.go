@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/binary"
 	"unicode/utf8"
 )
@@ -22,10 +23,12 @@ import (
 //   - every fullwidth form of printable ASCII (U+FF01–U+FF5E) becomes that
 //     ASCII character.
 //
-// Line and paragraph separators become spaces, not newlines: read as
-// spaces, a text stays one sentence for the prose rules, which is how a
-// model tokenises it; a dialog drawn with them on one line is still a
-// menu drawn on one line, which the dialog rules read (oneLineMenuMarks).
+// Line and paragraph separators (U+2028, U+2029, NEL) are read both ways,
+// because renderers disagree on them: a text holding one is folded once
+// with them as spaces, which keeps a sentence whole as a model tokenises
+// it, and once more with them as line feeds, which keeps a dialog drawn
+// with them as its line breaks a menu of lines; the text is refused if
+// either reading is (the most restrictive reading wins).
 // The invisible characters (zero-width space, Hangul fillers, ...) and the
 // ASCII controls VT and FF, which are White_Space too, are not folded: the
 // neutraliser shows them as [U+XXXX], so a model reads them as the marks
@@ -57,7 +60,23 @@ func foldLead(c byte) bool {
 // foldText returns text with every folded character replaced by its ASCII
 // reading. It returns text itself, without allocating, when there is
 // nothing to fold; otherwise a new slice, so text is never written to.
-func foldText(text []byte) []byte {
+func foldText(text []byte) []byte { return foldAs(text, ' ') }
+
+// foldLines is foldText with the line and paragraph separators and NEL
+// read as line feeds.
+func foldLines(text []byte) []byte { return foldAs(text, '\n') }
+
+// hasLineSep reports whether text holds U+2028, U+2029 or NEL.
+func hasLineSep(text []byte) bool {
+	return bytes.Contains(text, []byte("\u2028")) || bytes.Contains(text, []byte("\u2029")) ||
+		bytes.Contains(text, []byte("\u0085"))
+}
+
+func isLineSep(r rune) bool { return r == 0x2028 || r == 0x2029 || r == 0x85 }
+
+// foldAs folds text with the line separators read as lineSep, or kept as
+// they are when lineSep is 0.
+func foldAs(text []byte, lineSep byte) []byte {
 	i := indexFoldRaw(text, 0)
 	if i == len(text) {
 		return text
@@ -72,10 +91,15 @@ func foldText(text []byte) []byte {
 			continue
 		}
 		r, n := utf8.DecodeRune(text[i:])
-		if f := foldByte(r); f != 0 {
-			out = append(out, f)
-		} else {
+		switch f := foldByte(r); {
+		case f == 0:
 			out = append(out, text[i:i+n]...)
+		case isLineSep(r) && lineSep == 0:
+			out = append(out, text[i:i+n]...)
+		case isLineSep(r):
+			out = append(out, lineSep)
+		default:
+			out = append(out, f)
 		}
 		i += n
 	}
@@ -90,11 +114,11 @@ func foldString(s string) string {
 	return s
 }
 
-// foldJSON is foldText for raw JSON that has not been unescaped: it also
+// foldJSON is foldAs for raw JSON that has not been unescaped: it also
 // folds a \uXXXX escape of a folded character. A \\ pair is copied whole,
 // so that an escaped backslash followed by "u00a0" is left alone. Used
 // only to decide whether a result may hold a stem, it need not be exact.
-func foldJSON(b []byte) []byte {
+func foldJSON(b []byte, lineSep byte) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -102,6 +126,9 @@ func foldJSON(b []byte) []byte {
 		case c == '\\':
 			if r, ok := hex4(b[i:]); ok {
 				if f := foldByte(r); f != 0 {
+					if isLineSep(r) {
+						f = lineSep
+					}
 					out = append(out, f)
 					i += 6
 					continue
@@ -115,10 +142,13 @@ func foldJSON(b []byte) []byte {
 			i++
 		default:
 			r, n := utf8.DecodeRune(b[i:])
-			if f := foldByte(r); f != 0 {
-				out = append(out, f)
-			} else {
+			switch f := foldByte(r); {
+			case f == 0:
 				out = append(out, b[i:i+n]...)
+			case isLineSep(r):
+				out = append(out, lineSep)
+			default:
+				out = append(out, f)
 			}
 			i += n
 		}

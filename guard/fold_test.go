@@ -57,6 +57,9 @@ func TestFoldText(t *testing.T) {
 	if got := string(foldText(in)); got != "1. Yes ok" {
 		t.Errorf("foldText = %q", got)
 	}
+	if got := string(foldLines([]byte("a\u2028b\u2029c\u0085d\u00a0e"))); got != "a\nb\nc\nd e" {
+		t.Errorf("foldLines = %q", got)
+	}
 	if string(in) != orig {
 		t.Error("foldText wrote to its input")
 	}
@@ -81,7 +84,7 @@ func TestFoldText(t *testing.T) {
 			t.Errorf("indexFold(%q) = %d, want %d", c.s, got, c.want)
 		}
 	}
-	if got := string(foldJSON([]byte(`"a\u00a0b\\u00a0\uff59es"`))); got != `"a b\\u00a0yes"` {
+	if got := string(foldJSON([]byte(`"a\u00a0b\\u00a0\uff59es\u2028"`), '\n')); got != "\"a b\\\\u00a0yes\n\"" {
 		t.Errorf("foldJSON = %q", got)
 	}
 }
@@ -317,4 +320,66 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("corpus file is not JSON: %v", err)
 	}
+}
+
+// lineSeps are the characters some renderers break lines at.
+var lineSeps = []rune{0x2028, 0x2029, 0x0085}
+
+// TestLineSeparatorsFolded: a dialog drawn with U+2028, U+2029 or NEL as
+// its line breaks is read as lines, and the negatives so written stay
+// unflagged.
+func TestLineSeparatorsFolded(t *testing.T) {
+	withSep := func(s string, sep rune) string { return withSpace(strings.ReplaceAll(s, "\n", " "), sep) }
+	checked := 0
+	for _, file := range []string{"tuning_positive.txt", "heldout_positive.txt"} {
+		for _, e := range readDialogs(t, file) {
+			if InspectResult(textResult(e.text)) == nil {
+				continue
+			}
+			text := strings.ReplaceAll(e.text, " ", "\x00") // keep the spaces apart
+			for _, sep := range lineSeps {
+				s := strings.ReplaceAll(withSep(text, sep), "\x00", " ")
+				for _, r := range [][]byte{textResult(s), prosePlaces()[2].build([]byte(s))} {
+					for spelling, res := range spaceSpellings(r, sep) {
+						checked++
+						got := InspectResult(res)
+						if !slices.ContainsFunc(got, func(f Finding) bool { return f.Kind == KindHostDialog || f.Kind == KindApprovalProse }) {
+							t.Errorf("U+%04X %s: missed %s:%s: %+v", sep, spelling, file, e.name, got)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, file := range []string{"tuning_negative.txt", "heldout_negative.txt"} {
+		for _, e := range readDialogs(t, file) {
+			text := strings.ReplaceAll(e.text, " ", "\x00")
+			for _, sep := range lineSeps {
+				s := strings.ReplaceAll(withSep(text, sep), "\x00", " ")
+				for _, p := range negativePlaces(e.name, []byte(s)) {
+					for spelling, res := range spaceSpellings(p.build([]byte(s)), sep) {
+						checked++
+						if got := InspectResult(res); got != nil {
+							t.Errorf("U+%04X %s: false positive %s:%s in %s: %s", sep, spelling, file, e.name, p.name, got[0].Detail)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, f := range readCorpus(t, "testdata/corpus/negative") {
+		text := strings.ReplaceAll(string(f.data), " ", "\x00")
+		for _, sep := range lineSeps {
+			s := []byte(strings.ReplaceAll(withSep(text, sep), "\x00", " "))
+			for _, p := range negativePlaces(f.name, s) {
+				for spelling, res := range spaceSpellings(p.build(s), sep) {
+					checked++
+					if got := InspectResult(res); got != nil {
+						t.Errorf("U+%04X %s: false positive %s in %s: %s", sep, spelling, f.name, p.name, got[0].Detail)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d results with line separators for line feeds", checked)
 }

@@ -21,7 +21,7 @@ func InspectResult(result []byte) []Finding {
 	if !startsWithJSON(result) {
 		// Not a result object: read it as text, which also finds any
 		// JSON inside it.
-		in.prose(foldText(result), func() string { return "" })
+		in.proseReadings(result, nil, func() string { return "" })
 	}
 	newWalker(in, result, 0, nil, false).run()
 	return in.result()
@@ -45,12 +45,16 @@ func mayHold(b []byte) bool {
 	if !high && !c.fold || indexFold(b, 0) == len(b) {
 		return false
 	}
-	f := foldJSON(b)
-	if p, _ := pf.next(f, 0); p < len(f) {
-		return true
+	for _, sep := range []byte{' ', '\n'} { // both readings of a line separator
+		f := foldJSON(b, sep)
+		if p, _ := pf.next(f, 0); p < len(f) {
+			return true
+		}
+		if c := newEscCursor(f); c.next(0) < len(f) {
+			return true
+		}
 	}
-	c = newEscCursor(f)
-	return c.next(0) < len(f)
+	return false
 }
 
 func startsWithJSON(b []byte) bool {
@@ -72,4 +76,19 @@ func (in *inspector) result() []Finding {
 		return nil
 	}
 	return in.findings
+}
+
+// proseReadings reads text as prose once folded (see fold.go), and, when
+// text holds a line separator, once more with those read as line feeds,
+// unless the first reading found something. folded is text already folded
+// by foldText, or nil.
+func (in *inspector) proseReadings(text, folded []byte, path func() string) {
+	if folded == nil {
+		folded = foldText(text)
+	}
+	n := len(in.findings)
+	in.prose(folded, path)
+	if len(in.findings) == n && !in.full() && len(folded) != len(text) && hasLineSep(text) {
+		in.prose(foldLines(text), path)
+	}
 }

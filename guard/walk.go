@@ -107,6 +107,15 @@ func (w *walker) run() {
 			i++
 			continue
 		}
+		// A lenient reader, like a model, reads a Unicode space between
+		// tokens as a space (JSON embedded in text that was folded but
+		// kept its line separators; see fold.go).
+		if c >= 0x80 {
+			if n := unicodeSpace(d[i:]); n > 0 {
+				i += n
+				continue
+			}
+		}
 		if w.in.overBudget() {
 			w.in.add(KindInspectionLimit, w.curPath(), "more JSON than the detector reads ("+strconv.Itoa(maxTokens)+" tokens); not inspected further")
 			w.in.stopped = true
@@ -442,16 +451,21 @@ func (w *walker) inspectText(s span, isKey bool) {
 	if !hit && !fold {
 		return
 	}
-	text := w.data[s.a:s.b]
+	orig := w.data[s.a:s.b]
 	if s.esc {
-		text = appendUnescaped(make([]byte, 0, len(text)), text)
+		orig = appendUnescaped(make([]byte, 0, len(orig)), orig)
 	}
+	text, down := orig, orig
 	if fold {
 		// A copy: the upstream's bytes are never changed. The text read
-		// one level down is the folded one too, so its strings are
-		// already folded.
-		text = foldText(text)
-		if !hit && !mayHold(text) {
+		// one level down is folded too, but keeps its line separators,
+		// so that its strings are read both ways there (fold.go).
+		text = foldText(orig)
+		down = text
+		if hasLineSep(orig) {
+			down = foldAs(orig, 0)
+		}
+		if !hit && !mayHold(text) && !(hasLineSep(orig) && mayHold(foldLines(orig))) {
 			return
 		}
 	}
@@ -463,7 +477,7 @@ func (w *walker) inspectText(s span, isKey bool) {
 	doc := !isKey && s.esc && isJSONDoc(text)
 	// A text without whitespace is one token, not a sentence.
 	if (w.level == 0 || s.esc || !w.proseDone) && !doc && bytes.IndexAny(text, " \t\n\r") >= 0 {
-		w.in.prose(text, w.curPath)
+		w.in.proseReadings(orig, text, w.curPath)
 	}
 	// A string can hold JSON with keys only if it had escaped quotes.
 	if isKey || !s.esc || bytes.IndexByte(text, '"') < 0 || w.in.full() {
@@ -483,7 +497,7 @@ func (w *walker) inspectText(s span, isKey bool) {
 	if bytes.IndexAny(text, "{[") < 0 {
 		return
 	}
-	child := newWalker(w.in, text, w.level+1, w, meta)
+	child := newWalker(w.in, down, w.level+1, w, meta)
 	child.proseDone = !doc
 	child.run()
 }
