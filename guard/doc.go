@@ -128,6 +128,11 @@
 // languages; it does not fold look-alike letters (Cyrillic а for a) or see
 // through invisible characters inside a word (appr\u200bove) — the
 // neutraliser makes the latter visible, which is why it is on by default.
+// It does read every Unicode space as a space and fullwidth forms as
+// ASCII, in a copy of each text (fold.go): words separated by no-break or
+// ideographic spaces, or written "ａｐｐｒｏｖｅｄ", are read as a model reads
+// them; line separators are read both as spaces and as line feeds. Object
+// keys and the values the structural rules compare are not folded.
 // Prose without approval vocabulary ("the user said yes") is not read at
 // all. See docs/threat-model-guard.md.
 //

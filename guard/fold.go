@@ -115,28 +115,34 @@ func foldString(s string) string {
 }
 
 // foldJSON is foldAs for raw JSON that has not been unescaped: it also
-// folds a \uXXXX escape of a folded character. A \\ pair is copied whole,
-// so that an escaped backslash followed by "u00a0" is left alone. Used
-// only to decide whether a result may hold a stem, it need not be exact.
+// folds a \uXXXX escape of a folded character, at this level or one
+// deeper ("\\u00a0"). Used only to decide whether a result may hold a
+// stem, it errs towards finding one.
 func foldJSON(b []byte, lineSep byte) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
 		switch {
 		case c == '\\':
-			if r, ok := hex4(b[i:]); ok {
+			// A run of backslashes before uXXXX is an escape at some
+			// level of JSON in strings ("\\u00a0" is one a level
+			// down): fold it whole, whatever the level.
+			k := i
+			for k+1 < len(b) && b[k+1] == '\\' {
+				k++
+			}
+			if r, ok := hex4(b[k:]); ok {
 				if f := foldByte(r); f != 0 {
 					if isLineSep(r) {
 						f = lineSep
 					}
 					out = append(out, f)
-					i += 6
+					i = k + 6
 					continue
 				}
 			}
-			n := min(2, len(b)-i)
-			out = append(out, b[i:i+n]...)
-			i += n
+			out = append(out, b[i:k+1]...)
+			i = k + 1
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			i++
@@ -186,60 +192,46 @@ func indexFoldRaw(b []byte, from int) int {
 	return len(b)
 }
 
-// foldCursor answers "does [a, b) hold a folded character, raw or as a
-// \uXXXX escape?" for one buffer of raw JSON, with queries whose lower
-// bound rarely decreases, scanning each byte about once overall.
+// foldCursor answers "does [a, b) hold a raw folded character?" for one
+// buffer, with queries whose lower bound rarely decreases, scanning each
+// byte about once overall. Escaped ones (\u00a0) are the escCursor's, which
+// already visits every \u escape: a second search for "\u" would be slow in
+// text full of \" and \n.
 type foldCursor struct {
-	data []byte
-	from int
-	pos  int
+	data      []byte
+	from, pos int
 }
 
 func newFoldCursor(data []byte) foldCursor { return foldCursor{data: data, from: -1} }
 
-func (c *foldCursor) scan(from int) {
-	c.from = from
-	c.pos = indexFold(c.data, from)
-}
-
 func (c *foldCursor) any(a, b int) bool {
 	if c.from < 0 || a < c.from || a > c.pos {
-		c.scan(a)
+		c.from, c.pos = a, indexFoldRaw(c.data, a)
 	}
 	return c.pos < b
 }
 
-// indexFold is indexFoldRaw that also finds a \uXXXX escape of a folded
-// character. A \\ pair is stepped over whole.
-func indexFold(b []byte, from int) int {
-	i := from
-	for i < len(b) {
-		for i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:])
-			if w&hi8 != 0 || hasByte(w, '\\') {
-				break
-			}
-			i += 8
-		}
-		if i >= len(b) {
+// indexFoldEsc returns the position of the first \uXXXX escape of a folded
+// character at or after from, or len(b). It does not pair backslashes, so
+// it also reports the "\u00a0" of "\\u00a0", which is an escape one level
+// down (JSON in a string): a false candidate costs a look, never a miss.
+func indexFoldEsc(b []byte, from int) int {
+	for i := from; i < len(b); {
+		j := bytes.Index(b[i:], []byte(`\u`))
+		if j < 0 {
 			break
 		}
-		c := b[i]
-		switch {
-		case c == '\\':
-			if r, ok := hex4(b[i:]); ok && foldByte(r) != 0 {
-				return i
-			}
-			i += 2
-		case c < utf8.RuneSelf, !foldLead(c):
-			i++
-		default:
-			r, n := utf8.DecodeRune(b[i:])
-			if foldByte(r) != 0 {
-				return i
-			}
-			i += n
+		i += j
+		if r, ok := hex4(b[i:]); ok && foldByte(r) != 0 {
+			return i
 		}
+		i += 2
 	}
 	return len(b)
+}
+
+// indexFold returns the position of the first folded character, raw or
+// escaped, at or after from, or len(b).
+func indexFold(b []byte, from int) int {
+	return min(indexFoldRaw(b, from), indexFoldEsc(b, from))
 }

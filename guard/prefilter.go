@@ -338,12 +338,20 @@ type escCursor struct {
 	data []byte
 	from int
 	pos  int
+	// withFolds makes an escape of a folded character (\u00a0, \uff41;
+	// see fold.go) count as one that can hide a stem: " yes," spelt with
+	// an escaped no-break space holds none the prefilter can see.
+	withFolds bool
 	// fold says the last scan passed an escape of a folded character
-	// (\u00a0; see fold.go), which the prefilter cannot see either.
+	// (only without withFolds).
 	fold bool
 }
 
 func newEscCursor(data []byte) escCursor { return escCursor{data: data, from: -1} }
+
+func newEscFoldCursor(data []byte) escCursor {
+	return escCursor{data: data, from: -1, withFolds: true}
+}
 
 func (c *escCursor) next(from int) int {
 	if c.from >= 0 && from >= c.from && from <= c.pos {
@@ -369,6 +377,10 @@ func (c *escCursor) scan(from int) {
 				break
 			}
 			if r >= 128 && foldByte(r) != 0 {
+				if c.withFolds {
+					c.pos = i
+					break
+				}
 				c.fold = true
 			}
 		}

@@ -79,7 +79,7 @@ func newWalker(in *inspector, data []byte, level int, parent *walker, meta bool)
 		in: in, data: data, level: level,
 		ss:       newStringScanner(data),
 		hits:     newHitCursor(data),
-		escs:     newEscCursor(data),
+		escs:     newEscFoldCursor(data),
 		folds:    newFoldCursor(data),
 		parent:   parent,
 		baseMeta: meta,
@@ -443,31 +443,30 @@ func (w *walker) onScalar(isTrue bool) {
 // inspectText reads the text of a key or string value that carries a stem:
 // as prose, and, when it may hold JSON, as JSON one level down.
 func (w *walker) inspectText(s span, isKey bool) {
-	hit := w.hits.any(s.a, s.b) || w.escs.any(s.a, s.b)
 	// A folded character (a no-break space, a fullwidth letter; see
-	// fold.go) can hide a stem from the raw-byte look: " yes," spelt
-	// with U+00A0.
-	fold := w.folds.any(s.a, s.b)
-	if !hit && !fold {
+	// fold.go), raw or escaped, can hide a stem from the raw-byte look:
+	// " yes," spelt with U+00A0. escs finds escapes of both kinds.
+	hit := w.hits.any(s.a, s.b)
+	if !hit && !w.escs.any(s.a, s.b) && !w.folds.any(s.a, s.b) {
 		return
 	}
 	orig := w.data[s.a:s.b]
 	if s.esc {
 		orig = appendUnescaped(make([]byte, 0, len(orig)), orig)
 	}
-	text, down := orig, orig
-	if fold {
-		// A copy: the upstream's bytes are never changed. The text read
-		// one level down is folded too, but keeps its line separators,
-		// so that its strings are read both ways there (fold.go).
-		text = foldText(orig)
-		down = text
-		if hasLineSep(orig) {
-			down = foldAs(orig, 0)
-		}
-		if !hit && !mayHold(text) && !(hasLineSep(orig) && mayHold(foldLines(orig))) {
-			return
-		}
+	// A copy, made only when there is something to fold: the upstream's
+	// bytes are never changed. The text read one level down is folded
+	// too, but keeps its line separators, so that its strings are read
+	// both ways there (fold.go).
+	text := foldText(orig)
+	down, lineSep := text, false
+	if lineSep = len(text) != len(orig) && hasLineSep(orig); lineSep {
+		down = foldAs(orig, 0)
+	}
+	// Without a stem as written, the text may still hold one once
+	// unescaped or folded, or hide one a level down; if not, it is done.
+	if !hit && !mayHold(text) && !(lineSep && mayHold(foldLines(orig))) {
+		return
 	}
 	// At level 0 every string is new text. Deeper, an unescaped string is
 	// a slice of text the level above already read as prose, unless that
