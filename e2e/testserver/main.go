@@ -45,6 +45,8 @@ func main() {
 		err = runRaw(dialogsHandlers(), ev)
 	case "neutral":
 		err = runRaw(neutralHandlers(), ev)
+	case "guard2":
+		err = runRaw(guard2Handlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
