@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -77,33 +78,77 @@ func isLineSep(r rune) bool { return r == 0x2028 || r == 0x2029 || r == 0x85 }
 // foldAs folds text with the line separators read as lineSep, or kept as
 // they are when lineSep is 0.
 func foldAs(text []byte, lineSep byte) []byte {
-	i := indexFoldRaw(text, 0)
-	if i == len(text) {
+	if indexFoldRaw(text, 0) == len(text) {
 		return text
 	}
-	out := make([]byte, 0, len(text))
-	out = append(out, text[:i]...)
-	for i < len(text) {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			out = append(out, c)
+	out, _ := foldInto(make([]byte, 0, len(text)), text, lineSep, false)
+	return out
+}
+
+// foldInto appends b to out folded, with the line separators read as
+// lineSep (kept when 0), and with escapes also \uXXXX escapes of folded
+// characters, with the run of backslashes before them (an escape one level
+// down, "\\u00a0"). It reports whether it folded a line separator. ASCII
+// without backslashes is copied in runs found eight bytes at a time.
+func foldInto(out, b []byte, lineSep byte, escapes bool) ([]byte, bool) {
+	last, i, sawLine := 0, 0, false
+	for i < len(b) {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			m := w & hi8
+			if escapes {
+				m |= byteMask(w, '\\')
+			}
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3 // the first marked byte
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		var r rune
+		n, start := 0, i
+		switch {
+		case c == '\\' && escapes:
+			k := i
+			for k+1 < len(b) && b[k+1] == '\\' {
+				k++
+			}
+			if x, ok := hex4(b[k:]); ok && foldByte(x) != 0 {
+				r, n = x, k+6-i
+			} else {
+				i = k + 1
+				continue
+			}
+		case c < utf8.RuneSelf || !foldLead(c):
 			i++
 			continue
-		}
-		r, n := utf8.DecodeRune(text[i:])
-		switch f := foldByte(r); {
-		case f == 0:
-			out = append(out, text[i:i+n]...)
-		case isLineSep(r) && lineSep == 0:
-			out = append(out, text[i:i+n]...)
-		case isLineSep(r):
-			out = append(out, lineSep)
 		default:
-			out = append(out, f)
+			x, m := utf8.DecodeRune(b[i:])
+			if foldByte(x) == 0 {
+				i += m
+				continue
+			}
+			r, n = x, m
 		}
-		i += n
+		out = append(out, b[last:start]...)
+		if isLineSep(r) {
+			sawLine = true
+			if lineSep == 0 {
+				out = append(out, b[start:start+n]...)
+			} else {
+				out = append(out, lineSep)
+			}
+		} else {
+			out = append(out, foldByte(r))
+		}
+		i = start + n
+		last = i
 	}
-	return out
+	return append(out, b[last:]...), sawLine
 }
 
 // foldString is foldText for a string.
@@ -118,48 +163,8 @@ func foldString(s string) string {
 // folds a \uXXXX escape of a folded character, at this level or one
 // deeper ("\\u00a0"). Used only to decide whether a result may hold a
 // stem, it errs towards finding one.
-func foldJSON(b []byte, lineSep byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
-		case c == '\\':
-			// A run of backslashes before uXXXX is an escape at some
-			// level of JSON in strings ("\\u00a0" is one a level
-			// down): fold it whole, whatever the level.
-			k := i
-			for k+1 < len(b) && b[k+1] == '\\' {
-				k++
-			}
-			if r, ok := hex4(b[k:]); ok {
-				if f := foldByte(r); f != 0 {
-					if isLineSep(r) {
-						f = lineSep
-					}
-					out = append(out, f)
-					i = k + 6
-					continue
-				}
-			}
-			out = append(out, b[i:k+1]...)
-			i = k + 1
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(b[i:])
-			switch f := foldByte(r); {
-			case f == 0:
-				out = append(out, b[i:i+n]...)
-			case isLineSep(r):
-				out = append(out, lineSep)
-			default:
-				out = append(out, f)
-			}
-			i += n
-		}
-	}
-	return out
+func foldJSON(b []byte, lineSep byte) ([]byte, bool) {
+	return foldInto(make([]byte, 0, len(b)), b, lineSep, true)
 }
 
 // indexFoldRaw returns the position of the first raw folded character at
@@ -168,8 +173,8 @@ func indexFoldRaw(b []byte, from int) int {
 	i := from
 	for i < len(b) {
 		for i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:])
-			if w&hi8 != 0 {
+			if m := binary.LittleEndian.Uint64(b[i:]) & hi8; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -190,6 +195,14 @@ func indexFoldRaw(b []byte, from int) int {
 		}
 	}
 	return len(b)
+}
+
+// byteMask marks with its top bit each byte of w equal to c. Bytes above
+// the first match may be marked falsely (a borrow carries), so only the
+// lowest mark is exact, which is the only one used.
+func byteMask(w uint64, c byte) uint64 {
+	v := w ^ (ones * uint64(c))
+	return (v - ones) &^ v & hi8
 }
 
 // foldCursor answers "does [a, b) hold a raw folded character?" for one

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -84,8 +85,8 @@ func TestFoldText(t *testing.T) {
 			t.Errorf("indexFold(%q) = %d, want %d", c.s, got, c.want)
 		}
 	}
-	if got := string(foldJSON([]byte(`"a\u00a0b\\u00a0\uff59es\u2028\\n"`), '\n')); got != "\"a b yes\n\\\\n\"" {
-		t.Errorf("foldJSON = %q", got)
+	if got, lines := foldJSON([]byte(`"a\u00a0b\\u00a0\uff59es\u2028\\n"`), '\n'); string(got) != "\"a b yes\n\\\\n\"" || !lines {
+		t.Errorf("foldJSON = %q, %v", got, lines)
 	}
 }
 
@@ -399,5 +400,83 @@ func TestFoldNestedEscape(t *testing.T) {
 	}
 	if got := InspectResult(res); got == nil {
 		t.Errorf("dialog with \\u00a0 one level down not flagged: %s", res)
+	}
+}
+
+// FuzzFold checks the folding invariants: the input is never written to;
+// a text with nothing to fold comes back as it is; the folded text holds
+// nothing left to fold and folding it again changes nothing; only folded
+// characters change; and the cursor agrees with the copy.
+func FuzzFold(f *testing.F) {
+	for _, s := range []string{"", "a b", "1.\u00a0Yes", "ｙｅｓ\u3000", "\u2028\u2029\u0085", `\u00a0\\u00a0`, "\xe2\x80", "\xc2", "café"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		orig := string(b)
+		got := foldText(b)
+		if string(b) != orig {
+			t.Fatal("foldText wrote to its input")
+		}
+		if i := indexFoldRaw(b, 0); (i == len(b)) != (string(got) == orig) {
+			t.Fatalf("indexFoldRaw = %d but foldText changed=%v for %q", i, string(got) != orig, orig)
+		}
+		if again := foldText(got); string(again) != string(got) {
+			t.Fatalf("foldText is not idempotent: %q -> %q -> %q", orig, got, again)
+		}
+		if indexFoldRaw(got, 0) != len(got) {
+			t.Fatalf("foldText(%q) = %q still holds a folded character", orig, got)
+		}
+		lines := foldLines(b)
+		if len(lines) != len(got) {
+			t.Fatalf("the two readings differ in length: %q %q", got, lines)
+		}
+		c := newFoldCursor(b)
+		if c.any(0, len(b)) != (indexFoldRaw(b, 0) < len(b)) {
+			t.Fatal("foldCursor disagrees with indexFoldRaw")
+		}
+		_, _ = foldJSON(b, ' ')
+		_ = InspectResult(b)
+	})
+}
+
+// TestLargeFoldInputs: the folding paths stay linear on inputs of the
+// shapes that exercise them (largeSize: 50 MB, 10 MB under -race). Times
+// are logged, not asserted.
+func TestLargeFoldInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large inputs; skipped with -short")
+	}
+	rep := func(s string) string { return strings.Repeat(s, largeSize/len(s)) }
+	cases := []struct {
+		name    string
+		input   func() []byte
+		flagged bool
+	}{
+		{"nbsp-text", func() []byte { return textResult(withSpace(ordinaryText(largeSize, 11), 0xA0)) }, false},
+		{"escaped-nbsp-text", func() []byte {
+			return []byte(escapeNonASCII(string(textResult(withSpace(ordinaryText(largeSize/6, 12), 0xA0)))))
+		}, false},
+		{"cjk-fullwidth-punctuation", func() []byte { return textResult(rep("价格：１００元（含税）！请确认。")) }, false},
+		{"nbsp-stem-dense", func() []byte { return textResult(rep("The\u00a0reviewer\u00a0approved\u00a0the\u00a0plan. ")) }, true},
+		{"linesep-menus", func() []byte { return textResult(rep("Drop table?\u2028❯ 1. Yes\u2028  2. No\u2028")) }, true},
+		{"nbsp-json-strings", func() []byte {
+			var b strings.Builder
+			b.WriteString(`{"content":[],"structuredContent":{"items":[`)
+			for b.Len() < largeSize/8 { // below the token budget
+				b.WriteString(`{"name":"a\u00a0b","note":"x\u00a0y\u3000z"},`)
+			}
+			b.WriteString(`{"note":"1.\u00a0Yes"}]}}`)
+			return []byte(b.String())
+		}, false},
+	}
+	for _, c := range cases {
+		in := c.input()
+		start := time.Now()
+		got := InspectResult(in)
+		took := time.Since(start)
+		t.Logf("%-26s %5.1f MB in %8.1f ms -> %d findings", c.name, float64(len(in))/(1<<20), float64(took.Microseconds())/1000, len(got))
+		if (got != nil) != c.flagged {
+			t.Errorf("%s: flagged = %v, want %v: %.300v", c.name, got != nil, c.flagged, got)
+		}
 	}
 }

@@ -45,16 +45,24 @@ func mayHold(b []byte) bool {
 	if !high && !c.fold || indexFold(b, 0) == len(b) {
 		return false
 	}
-	for _, sep := range []byte{' ', '\n'} { // both readings of a line separator
-		f := foldJSON(b, sep)
-		if p, _ := pf.next(f, 0); p < len(f) {
-			return true
-		}
-		if c := newEscCursor(f); c.next(0) < len(f) {
-			return true
-		}
+	f, lines := foldJSON(b, ' ')
+	if stemIn(f) {
+		return true
+	}
+	if lines { // the other reading of a line separator
+		f, _ = foldJSON(b, '\n')
+		return stemIn(f)
 	}
 	return false
+}
+
+// stemIn reports a stem, or an escape that could hide one, in b.
+func stemIn(b []byte) bool {
+	if p, _ := pf.next(b, 0); p < len(b) {
+		return true
+	}
+	c := newEscCursor(b)
+	return c.next(0) < len(b)
 }
 
 func startsWithJSON(b []byte) bool {
