@@ -52,10 +52,32 @@ func foldByte(r rune) byte {
 	return 0
 }
 
-// foldLead reports the bytes that can start the UTF-8 form of a folded
-// rune.
-func foldLead(c byte) bool {
-	return c == 0xC2 || c == 0xE1 || c == 0xE2 || c == 0xE3 || c == 0xEF
+// foldRawAt returns the folded rune whose UTF-8 form starts b and its
+// length, or n == 0 when b does not start with one. Byte patterns, not
+// decoding, because it is asked at every non-ASCII byte of a text;
+// TestFoldRawAtAgrees keeps it in step with foldByte.
+func foldRawAt(b []byte) (r rune, n int) {
+	if len(b) < 2 {
+		return 0, 0
+	}
+	switch b[0] {
+	case 0xC2: // U+0085, U+00A0
+		if b[1] == 0x85 || b[1] == 0xA0 {
+			return rune(b[1]), 2
+		}
+		return 0, 0
+	case 0xE1, 0xE2, 0xE3, 0xEF:
+	default:
+		return 0, 0
+	}
+	if len(b) < 3 || b[1]&0xC0 != 0x80 || b[2]&0xC0 != 0x80 {
+		return 0, 0
+	}
+	r = rune(b[0]&0x0F)<<12 | rune(b[1]&0x3F)<<6 | rune(b[2]&0x3F)
+	if foldByte(r) == 0 {
+		return 0, 0
+	}
+	return r, 3
 }
 
 // foldText returns text with every folded character replaced by its ASCII
@@ -123,16 +145,14 @@ func foldInto(out, b []byte, lineSep byte, escapes bool) ([]byte, bool) {
 				i = k + 1
 				continue
 			}
-		case c < utf8.RuneSelf || !foldLead(c):
+		case c < utf8.RuneSelf:
 			i++
 			continue
 		default:
-			x, m := utf8.DecodeRune(b[i:])
-			if foldByte(x) == 0 {
-				i += m
+			if r, n = foldRawAt(b[i:]); n == 0 {
+				i++
 				continue
 			}
-			r, n = x, m
 		}
 		out = append(out, b[last:start]...)
 		if isLineSep(r) {
@@ -182,17 +202,12 @@ func indexFoldRaw(b []byte, from int) int {
 		if i >= len(b) {
 			break
 		}
-		c := b[i]
-		switch {
-		case c < utf8.RuneSelf, !foldLead(c):
-			i++ // a continuation byte or another lead byte: skip it
-		default:
-			r, n := utf8.DecodeRune(b[i:])
-			if foldByte(r) != 0 {
+		if b[i] >= utf8.RuneSelf {
+			if _, n := foldRawAt(b[i:]); n > 0 {
 				return i
 			}
-			i += n
 		}
+		i++ // ASCII, or a byte of another character
 	}
 	return len(b)
 }

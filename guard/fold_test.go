@@ -49,6 +49,38 @@ func TestFoldCoversWhiteSpace(t *testing.T) {
 	}
 }
 
+// TestUnicodeSpaceAgrees: the byte patterns of unicodeSpace are the
+// spaces of foldByte.
+func TestUnicodeSpaceAgrees(t *testing.T) {
+	for r := rune(0x80); r <= 0xFFFF; r++ {
+		b := utf8.AppendRune(nil, r)
+		want := 0
+		if foldByte(r) == ' ' {
+			want = len(b)
+		}
+		if got := unicodeSpace(b); got != want {
+			t.Errorf("unicodeSpace(U+%04X) = %d, want %d", r, got, want)
+		}
+	}
+}
+
+// TestFoldRawAtAgrees: the byte patterns of foldRawAt are the folded
+// characters of foldByte, and nothing else (invalid sequences included).
+func TestFoldRawAtAgrees(t *testing.T) {
+	for r := rune(0x80); r <= 0xFFFF; r++ {
+		b := utf8.AppendRune(nil, r)
+		got, n := foldRawAt(append(b, 'x'))
+		if want := foldByte(r) != 0; (n > 0) != want || n > 0 && (got != r || n != len(b)) {
+			t.Errorf("foldRawAt(U+%04X) = %U, %d; folded %v", r, got, n, want)
+		}
+	}
+	for _, b := range []string{"\xe2\x80", "\xc2", "\xe3\x80\x00", "\xe2\x00\x80"} {
+		if _, n := foldRawAt([]byte(b)); n != 0 {
+			t.Errorf("foldRawAt(%q) = %d", b, n)
+		}
+	}
+}
+
 // TestFoldText checks the copy and the cursors: raw and escaped forms are
 // found, an escaped backslash is not an escape, and the input is never
 // written to.

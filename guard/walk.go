@@ -447,7 +447,8 @@ func (w *walker) inspectText(s span, isKey bool) {
 	// fold.go), raw or escaped, can hide a stem from the raw-byte look:
 	// " yes," spelt with U+00A0. escs finds escapes of both kinds.
 	hit := w.hits.any(s.a, s.b)
-	if !hit && !w.escs.any(s.a, s.b) && !w.folds.any(s.a, s.b) {
+	esc, raw := w.escs.any(s.a, s.b), w.folds.any(s.a, s.b)
+	if !hit && !esc && !raw {
 		return
 	}
 	orig := w.data[s.a:s.b]
@@ -458,10 +459,13 @@ func (w *walker) inspectText(s span, isKey bool) {
 	// bytes are never changed. The text read one level down is folded
 	// too, but keeps its line separators, so that its strings are read
 	// both ways there (fold.go).
-	text := foldText(orig)
-	down, lineSep := text, false
-	if lineSep = len(text) != len(orig) && hasLineSep(orig); lineSep {
-		down = foldAs(orig, 0)
+	text, down, lineSep := orig, orig, false
+	if raw || esc { // else there is nothing to fold
+		text = foldText(orig)
+		down = text
+		if lineSep = len(text) != len(orig) && hasLineSep(orig); lineSep {
+			down = foldAs(orig, 0)
+		}
 	}
 	// Without a stem as written, the text may still hold one once
 	// unescaped or folded, or hide one a level down; if not, it is done.
