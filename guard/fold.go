@@ -257,9 +257,3 @@ func indexFoldEsc(b []byte, from int) int {
 	}
 	return len(b)
 }
-
-// indexFold returns the position of the first folded character, raw or
-// escaped, at or after from, or len(b).
-func indexFold(b []byte, from int) int {
-	return min(indexFoldRaw(b, from), indexFoldEsc(b, from))
-}

@@ -81,6 +81,12 @@ func TestFoldRawAtAgrees(t *testing.T) {
 	}
 }
 
+// indexFold returns the position of the first folded character, raw or
+// escaped, at or after from, or len(b).
+func indexFold(b []byte, from int) int {
+	return min(indexFoldRaw(b, from), indexFoldEsc(b, from))
+}
+
 // TestFoldText checks the copy and the cursors: raw and escaped forms are
 // found, an escaped backslash is not an escape, and the input is never
 // written to.

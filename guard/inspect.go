@@ -42,7 +42,7 @@ func mayHold(b []byte) bool {
 	// Only a result with a byte >= 0x80 or an escape of a folded
 	// character can read differently folded, and only one that holds a
 	// folded character does.
-	if !high && !c.fold || indexFold(b, 0) == len(b) {
+	if !c.fold && (!high || indexFoldRaw(b, 0) == len(b)) {
 		return false
 	}
 	f, lines := foldJSON(b, ' ')
