@@ -99,7 +99,11 @@
 // (decode and re-encode, BenchmarkRelayBaseline; go-sdk's codec measured
 // 23–36 ms for 1 MB): 2–5%. A result with a stem is parsed: 4.5 ms for 1 MB
 // of text with one approval word, 14–18 ms for 1 MB of GitHub-style JSON
-// with a "permissions" object in every record. All work is linear; hostile
+// with a "permissions" object in every record. Folding (fold.go) costs a
+// pass of eight bytes at a time over the strings that are read, a few
+// percent; a result holding a folded character but no stem is folded once
+// to look for one: 4.7 ms for 1 MB of text with a no-break space between
+// every word, against 0.9 ms for its ASCII spelling. All work is linear; hostile
 // inputs are bounded by budgets that fail closed (inspection_limit): JSON
 // nesting beyond 256 levels or 2 M tokens, and prose beyond 4 MiB of
 // sentences that carry approval vocabulary. 50 MB inputs of every hostile
