@@ -451,15 +451,25 @@ done:
 	d.items = append(d.items, it)
 }
 
-// unicodeSpace returns the length of the Unicode space (no-break, en to
-// hair, narrow no-break, ideographic) at the start of b, or 0.
+// unicodeSpace returns the length of the Unicode space at the start of b
+// (a character fold.go reads as a space; TestUnicodeSpaceAgrees keeps the
+// two in step), or 0. Byte patterns, not decoding: the dialog judge calls
+// it on every non-ASCII byte of a window.
 func unicodeSpace(b []byte) int {
 	switch {
-	case len(b) >= 2 && b[0] == 0xC2 && b[1] == 0xA0:
-		return 2
-	case len(b) >= 3 && b[0] == 0xE2 && b[1] == 0x80 && (0x80 <= b[2] && b[2] <= 0x8A || b[2] == 0xAF):
-		return 3
-	case len(b) >= 3 && b[0] == 0xE3 && b[1] == 0x80 && b[2] == 0x80:
+	case len(b) >= 2 && b[0] == 0xC2:
+		if b[1] == 0xA0 || b[1] == 0x85 {
+			return 2
+		}
+	case len(b) < 3:
+	case b[0] == 0xE2 && b[1] == 0x80:
+		if c := b[2]; 0x80 <= c && c <= 0x8A || c == 0xA8 || c == 0xA9 || c == 0xAF {
+			return 3
+		}
+	case b[0] == 0xE2 && b[1] == 0x81 && b[2] == 0x9F, // U+205F
+		b[0] == 0xE2 && b[1] == 0xA0 && b[2] == 0x80, // U+2800
+		b[0] == 0xE3 && b[1] == 0x80 && b[2] == 0x80, // U+3000
+		b[0] == 0xE1 && b[1] == 0x9A && b[2] == 0x80: // U+1680
 		return 3
 	}
 	return 0

@@ -99,7 +99,11 @@
 // (decode and re-encode, BenchmarkRelayBaseline; go-sdk's codec measured
 // 23–36 ms for 1 MB): 2–5%. A result with a stem is parsed: 4.5 ms for 1 MB
 // of text with one approval word, 14–18 ms for 1 MB of GitHub-style JSON
-// with a "permissions" object in every record. All work is linear; hostile
+// with a "permissions" object in every record. Folding (fold.go) costs a
+// pass of eight bytes at a time over the strings that are read, a few
+// percent; a result holding a folded character but no stem is folded once
+// to look for one: 4.7 ms for 1 MB of text with a no-break space between
+// every word, against 0.9 ms for its ASCII spelling. All work is linear; hostile
 // inputs are bounded by budgets that fail closed (inspection_limit): JSON
 // nesting beyond 256 levels or 2 M tokens, and prose beyond 4 MiB of
 // sentences that carry approval vocabulary. 50 MB inputs of every hostile
@@ -128,6 +132,11 @@
 // languages; it does not fold look-alike letters (Cyrillic а for a) or see
 // through invisible characters inside a word (appr\u200bove) — the
 // neutraliser makes the latter visible, which is why it is on by default.
+// It does read every Unicode space as a space and fullwidth forms as
+// ASCII, in a copy of each text (fold.go): words separated by no-break or
+// ideographic spaces, or written "ａｐｐｒｏｖｅｄ", are read as a model reads
+// them; line separators are read both as spaces and as line feeds. Object
+// keys and the values the structural rules compare are not folded.
 // Prose without approval vocabulary ("the user said yes") is not read at
 // all. See docs/threat-model-guard.md.
 //

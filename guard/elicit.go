@@ -128,7 +128,7 @@ func visibleText(s string) string {
 
 // checkMessage applies the elicitation message rules.
 func checkMessage(in *inspector, path, msg string) {
-	msg = visibleText(msg)
+	msg = visibleText(foldString(msg))
 	low := strings.ToLower(msg)
 	words := messageWords(msg)
 	switch {
@@ -164,7 +164,7 @@ var (
 
 // approvalLike reports whether a property name or title reads as approval.
 func approvalLike(s string) bool {
-	n := string(normKey(nil, []byte(s), 256))
+	n := string(normKey(nil, foldText([]byte(s)), 256))
 	for _, p := range approvalNameParts {
 		if strings.Contains(n, p) {
 			return true
@@ -234,7 +234,7 @@ func descAsksApproval(desc string) bool {
 	if desc == "" {
 		return false
 	}
-	words := messageWords(visibleText(desc))
+	words := messageWords(visibleText(foldString(desc)))
 	return anyPrefix(words, "approv", "permission", "authoriz", "authoris", "consent") ||
 		anyPrefix(words, "allow", "permit", "grant") && anyPrefix(words, runWords...)
 }

@@ -21,15 +21,43 @@ func InspectResult(result []byte) []Finding {
 	if !startsWithJSON(result) {
 		// Not a result object: read it as text, which also finds any
 		// JSON inside it.
-		in.prose(result, func() string { return "" })
+		in.proseReadings(result, nil, func() string { return "" })
 	}
 	newWalker(in, result, 0, nil, false).run()
 	return in.result()
 }
 
 // mayHold reports whether b holds a trigger stem or an escape that could
-// hide one.
+// hide one, as written or once folded (see fold.go): " yes," and "1. yes"
+// spelt with a no-break space, "ａｐｐｒｏｖｅ" in fullwidth letters.
 func mayHold(b []byte) bool {
+	p, _, high := pf.nextHigh(b, 0)
+	if p < len(b) {
+		return true
+	}
+	c := newEscCursor(b)
+	if c.next(0) < len(b) {
+		return true
+	}
+	// Only a result with a byte >= 0x80 or an escape of a folded
+	// character can read differently folded, and only one that holds a
+	// folded character does.
+	if !c.fold && (!high || indexFoldRaw(b, 0) == len(b)) {
+		return false
+	}
+	f, lines := foldJSON(b, ' ')
+	if stemIn(f) {
+		return true
+	}
+	if lines { // the other reading of a line separator
+		f, _ = foldJSON(b, '\n')
+		return stemIn(f)
+	}
+	return false
+}
+
+// stemIn reports a stem, or an escape that could hide one, in b.
+func stemIn(b []byte) bool {
 	if p, _ := pf.next(b, 0); p < len(b) {
 		return true
 	}
@@ -56,4 +84,19 @@ func (in *inspector) result() []Finding {
 		return nil
 	}
 	return in.findings
+}
+
+// proseReadings reads text as prose once folded (see fold.go), and, when
+// text holds a line separator, once more with those read as line feeds,
+// unless the first reading found something. folded is text already folded
+// by foldText, or nil.
+func (in *inspector) proseReadings(text, folded []byte, path func() string) {
+	if folded == nil {
+		folded = foldText(text)
+	}
+	n := len(in.findings)
+	in.prose(folded, path)
+	if len(in.findings) == n && !in.full() && len(folded) != len(text) && hasLineSep(text) {
+		in.prose(foldLines(text), path)
+	}
 }

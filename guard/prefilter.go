@@ -223,7 +223,18 @@ func (p *prefilter) lookup(w uint32) []pfCand {
 // next returns the smallest start >= from of a stem occurrence in b and the
 // stem's index, or (len(b), -1) when there is none.
 func (p *prefilter) next(b []byte, from int) (int, int) {
+	pos, stem, _ := p.nextHigh(b, from)
+	return pos, stem
+}
+
+// nextHigh is next that also reports whether a byte >= 0x80 was seen. When
+// no stem is found every byte from the aligned start before from was seen,
+// so high false then means the rest of b is ASCII; after a hit it is
+// meaningless. It costs one OR per eight bytes, which lets mayHold skip
+// the look for folded characters (fold.go) in ASCII results.
+func (p *prefilter) nextHigh(b []byte, from int) (int, int, bool) {
 	best, bestStem := len(b), -1
+	var high uint64
 	i := from - 4
 	if i < 0 {
 		i = 0
@@ -232,7 +243,9 @@ func (p *prefilter) next(b []byte, from int) (int, int) {
 	// A window at i can only yield starts >= i-3, so once i passes
 	// best+3 nothing earlier can turn up.
 	for ; i+8 <= len(b) && i <= best+3; i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:]) | 0x2020202020202020
+		raw := binary.LittleEndian.Uint64(b[i:])
+		high |= raw
+		w := raw | 0x2020202020202020
 		lo, hi := uint32(w), uint32(w>>32)
 		xl, xh := bloomHash(lo), bloomHash(hi)
 		if p.bloom[xl>>6]&(1<<(xl&63))|p.bloom[xh>>6]&(1<<(xh&63)) == 0 {
@@ -245,10 +258,11 @@ func (p *prefilter) next(b []byte, from int) (int, int) {
 	for ; i < len(b) && i <= best+3; i += 4 {
 		n := copy(tail[:], b[i:])
 		clear(tail[n:])
-		w := binary.LittleEndian.Uint32(tail[:]) | 0x20202020
-		best, bestStem = p.verify(b, from, i, w, best, bestStem)
+		raw := binary.LittleEndian.Uint32(tail[:])
+		high |= uint64(raw)
+		best, bestStem = p.verify(b, from, i, raw|0x20202020, best, bestStem)
 	}
-	return best, bestStem
+	return best, bestStem, high&hi8 != 0
 }
 
 func (p *prefilter) verify(b []byte, from, pos int, w uint32, best, bestStem int) (int, int) {
@@ -324,9 +338,20 @@ type escCursor struct {
 	data []byte
 	from int
 	pos  int
+	// withFolds makes an escape of a folded character (\u00a0, \uff41;
+	// see fold.go) count as one that can hide a stem: " yes," spelt with
+	// an escaped no-break space holds none the prefilter can see.
+	withFolds bool
+	// fold says the last scan passed an escape of a folded character
+	// (only without withFolds).
+	fold bool
 }
 
 func newEscCursor(data []byte) escCursor { return escCursor{data: data, from: -1} }
+
+func newEscFoldCursor(data []byte) escCursor {
+	return escCursor{data: data, from: -1, withFolds: true}
+}
 
 func (c *escCursor) next(from int) int {
 	if c.from >= 0 && from >= c.from && from <= c.pos {
@@ -339,15 +364,25 @@ func (c *escCursor) next(from int) int {
 func (c *escCursor) scan(from int) {
 	c.from = from
 	c.pos = len(c.data)
+	c.fold = false
 	for i := from; i < len(c.data); {
 		j := bytes.Index(c.data[i:], []byte(`\u`))
 		if j < 0 {
 			break
 		}
 		i += j
-		if r, ok := hex4(c.data[i:]); ok && r < 128 && stemAlphabet[r] {
-			c.pos = i
-			break
+		if r, ok := hex4(c.data[i:]); ok {
+			if r < 128 && stemAlphabet[r] {
+				c.pos = i
+				break
+			}
+			if r >= 128 && foldByte(r) != 0 {
+				if c.withFolds {
+					c.pos = i
+					break
+				}
+				c.fold = true
+			}
 		}
 		i += 2
 	}

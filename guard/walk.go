@@ -52,6 +52,7 @@ type walker struct {
 	ss    stringScanner
 	hits  hitCursor
 	escs  escCursor
+	folds foldCursor
 	stack []frame
 
 	parent *walker // for level > 0: the walker paused on the string this text came from
@@ -78,7 +79,8 @@ func newWalker(in *inspector, data []byte, level int, parent *walker, meta bool)
 		in: in, data: data, level: level,
 		ss:       newStringScanner(data),
 		hits:     newHitCursor(data),
-		escs:     newEscCursor(data),
+		escs:     newEscFoldCursor(data),
+		folds:    newFoldCursor(data),
 		parent:   parent,
 		baseMeta: meta,
 		budget:   4*len(data) + 4096,
@@ -104,6 +106,15 @@ func (w *walker) run() {
 		if isSpace(c) {
 			i++
 			continue
+		}
+		// A lenient reader, like a model, reads a Unicode space between
+		// tokens as a space (JSON embedded in text that was folded but
+		// kept its line separators; see fold.go).
+		if c >= 0x80 {
+			if n := unicodeSpace(d[i:]); n > 0 {
+				i += n
+				continue
+			}
 		}
 		if w.in.overBudget() {
 			w.in.add(KindInspectionLimit, w.curPath(), "more JSON than the detector reads ("+strconv.Itoa(maxTokens)+" tokens); not inspected further")
@@ -432,12 +443,34 @@ func (w *walker) onScalar(isTrue bool) {
 // inspectText reads the text of a key or string value that carries a stem:
 // as prose, and, when it may hold JSON, as JSON one level down.
 func (w *walker) inspectText(s span, isKey bool) {
-	if !w.hits.any(s.a, s.b) && !w.escs.any(s.a, s.b) {
+	// A folded character (a no-break space, a fullwidth letter; see
+	// fold.go), raw or escaped, can hide a stem from the raw-byte look:
+	// " yes," spelt with U+00A0. escs finds escapes of both kinds.
+	hit := w.hits.any(s.a, s.b)
+	esc, raw := w.escs.any(s.a, s.b), w.folds.any(s.a, s.b)
+	if !hit && !esc && !raw {
 		return
 	}
-	text := w.data[s.a:s.b]
+	orig := w.data[s.a:s.b]
 	if s.esc {
-		text = appendUnescaped(make([]byte, 0, len(text)), text)
+		orig = appendUnescaped(make([]byte, 0, len(orig)), orig)
+	}
+	// A copy, made only when there is something to fold: the upstream's
+	// bytes are never changed. The text read one level down is folded
+	// too, but keeps its line separators, so that its strings are read
+	// both ways there (fold.go).
+	text, down, lineSep := orig, orig, false
+	if raw || esc { // else there is nothing to fold
+		text = foldText(orig)
+		down = text
+		if lineSep = len(text) != len(orig) && hasLineSep(orig); lineSep {
+			down = foldAs(orig, 0)
+		}
+	}
+	// Without a stem as written, the text may still hold one once
+	// unescaped or folded, or hide one a level down; if not, it is done.
+	if !hit && !mayHold(text) && !(lineSep && mayHold(foldLines(orig))) {
+		return
 	}
 	// At level 0 every string is new text. Deeper, an unescaped string is
 	// a slice of text the level above already read as prose, unless that
@@ -447,7 +480,7 @@ func (w *walker) inspectText(s span, isKey bool) {
 	doc := !isKey && s.esc && isJSONDoc(text)
 	// A text without whitespace is one token, not a sentence.
 	if (w.level == 0 || s.esc || !w.proseDone) && !doc && bytes.IndexAny(text, " \t\n\r") >= 0 {
-		w.in.prose(text, w.curPath)
+		w.in.proseReadings(orig, text, w.curPath)
 	}
 	// A string can hold JSON with keys only if it had escaped quotes.
 	if isKey || !s.esc || bytes.IndexByte(text, '"') < 0 || w.in.full() {
@@ -467,7 +500,7 @@ func (w *walker) inspectText(s span, isKey bool) {
 	if bytes.IndexAny(text, "{[") < 0 {
 		return
 	}
-	child := newWalker(w.in, text, w.level+1, w, meta)
+	child := newWalker(w.in, down, w.level+1, w, meta)
 	child.proseDone = !doc
 	child.run()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -127,20 +128,53 @@ func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, 
 var declined = json.RawMessage(`{"action":"decline"}`)
 
 // labelMessage puts the server's name in front of an elicitation message,
-// so the human knows who is asking. msg is already neutralised. Whatever
-// blank space the message starts with is dropped, so the label is on the
-// first line beside the first words, never pushed out of view; a carriage
-// return, which could move the cursor back over the label in a terminal,
-// is shown as [U+000D].
+// so the human knows who is asking. msg is already neutralised.
+//
+// The label must not be forgeable. An upstream could otherwise write
+// "Pick a colour\n\n[github] Approve the deploy?" so that a later line
+// seems to come from another server, or from the gate itself. So the label
+// is put in front of every line that has anything to read, not only the
+// first: a line break (LF, and U+2028 and U+2029, which some renderers
+// break at) is always followed by "[server] ", and any label the upstream
+// wrote can only ever appear after the real one. A line holding only
+// blank space is left empty, so paragraphs stay apart without a label on
+// nothing. Whatever blank space the message starts with is dropped, so the
+// label is on the first line beside the first words, never pushed out of
+// view; a carriage return, which could move the cursor back over the
+// label in a terminal, is shown as [U+000D].
 func labelMessage(server, msg string) string {
-	msg = strings.TrimLeftFunc(msg, func(r rune) bool {
-		// White_Space (which has LF, VT, FF, NEL, NBSP, U+2028, U+2029,
-		// U+3000 ...) and the blank Braille pattern.
-		return unicode.IsSpace(r) || r == 0x2800
-	})
+	msg = strings.TrimLeftFunc(msg, isBlankRune)
 	msg = strings.ReplaceAll(msg, "\r", "[U+000D]")
-	return "[" + server + "] " + msg
+	label := "[" + server + "] "
+	var b strings.Builder
+	b.Grow(len(label) + len(msg))
+	b.WriteString(label)
+	for first := true; ; first = false {
+		i := strings.IndexAny(msg, "\n\u2028\u2029")
+		line := msg
+		if i >= 0 {
+			line = msg[:i]
+		}
+		switch {
+		case first:
+			b.WriteString(line)
+		case strings.TrimFunc(line, isBlankRune) != "":
+			b.WriteString(label)
+			b.WriteString(line)
+		}
+		if i < 0 {
+			return b.String()
+		}
+		_, n := utf8.DecodeRuneInString(msg[i:])
+		b.WriteString(msg[i : i+n])
+		msg = msg[i+n:]
+	}
 }
+
+// isBlankRune reports White_Space (which has LF, VT, FF, NEL, NBSP,
+// U+2028, U+2029, U+3000 ...) and the blank Braille pattern, which
+// renders as a space.
+func isBlankRune(r rune) bool { return unicode.IsSpace(r) || r == 0x2800 }
 
 // relayElicitation passes an upstream's question to the user, with the
 // server's name in front so the human knows who is asking. A question shaped
