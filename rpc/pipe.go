@@ -106,11 +106,17 @@ func (e *PipeEnd) Write(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
-	return e.writeRaw(ctx, b)
+	return e.send(ctx, b)
 }
 
-// writeRaw queues b, any bytes at all, as one message for the other end.
+// writeRaw queues a copy of b, any bytes at all, as one message for the
+// other end (for tests of what a peer may send).
 func (e *PipeEnd) writeRaw(ctx context.Context, b []byte) error {
+	return e.send(ctx, bytes.Clone(b))
+}
+
+// send queues b, which the other end then owns.
+func (e *PipeEnd) send(ctx context.Context, b []byte) error {
 	select {
 	case <-e.peer.done:
 		return e.broken()
@@ -118,7 +124,7 @@ func (e *PipeEnd) writeRaw(ctx context.Context, b []byte) error {
 		return e.closedErr()
 	default:
 	}
-	return e.out.put(ctx, outgoing{msg: bytes.Clone(b)})
+	return e.out.put(ctx, outgoing{msg: b})
 }
 
 // tryWrite queues m if there is room at once.
