@@ -272,7 +272,7 @@ func connectGoSDKHost(t *testing.T, client *mcp.Client) Host {
 	t.Helper()
 	hr, cw := io.Pipe() // the host writes, the gate reads
 	cr, hw := io.Pipe() // the gate writes, the host reads
-	conn := rpc.New(hr, hw, hr, initOnly{}, rpc.Options{Peer: "host", Logger: slog.New(slog.DiscardHandler), AnswerBadInput: true})
+	conn := rpc.New(rpc.NewStream(hr, hw, hr, rpc.Limits{}), initOnly{}, rpc.Options{Peer: "host", Logger: slog.New(slog.DiscardHandler), AnswerBadInput: true})
 	go conn.Run(context.Background())
 	t.Cleanup(func() { conn.Close(); cw.Close(); hw.Close() })
 	sess, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

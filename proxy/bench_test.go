@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -20,20 +21,19 @@ import (
 type rawLauncher struct{ result string }
 
 type rawProcess struct {
-	io.Reader
-	io.Writer
+	*rpc.Stream
 	in     *io.PipeWriter
 	exited chan struct{}
 }
 
-func (p *rawProcess) Stop(time.Duration)      { p.in.Close() }
+func (p *rawProcess) Stop(time.Duration)      { p.in.Close(); p.Stream.Close() }
 func (p *rawProcess) Exited() <-chan struct{} { return p.exited }
 func (p *rawProcess) ExitErr() error          { return nil }
 
-func (l *rawLauncher) Launch(context.Context, upstream.Config) (upstream.Process, error) {
+func (l *rawLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &rawProcess{Reader: outR, Writer: inW, in: inW, exited: make(chan struct{})}
+	p := &rawProcess{Stream: rpc.NewStream(outR, inW, nil, lim), in: inW, exited: make(chan struct{})}
 	go func() {
 		defer close(p.exited)
 		defer outW.Close()

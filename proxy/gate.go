@@ -170,12 +170,13 @@ func newSessionID() string {
 // ctx is done, then stops every upstream. It returns nil when the host ended
 // the session normally.
 func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	g.host = rpc.New(r, w, nil, hostHandler{g}, rpc.Options{
-		Peer:            "host",
-		Logger:          g.log,
-		MaxMessageBytes: g.opts.MaxMessageBytes,
-		AnswerBadInput:  true,
-		Sequential:      func(method string) bool { return method == "initialize" },
+	// No closer: closing os.Stdin would not unblock a read from it.
+	host := rpc.NewStream(r, w, nil, rpc.Limits{MaxMessageBytes: g.opts.MaxMessageBytes})
+	g.host = rpc.New(host, hostHandler{g}, rpc.Options{
+		Peer:           "host",
+		Logger:         g.log,
+		AnswerBadInput: true,
+		Sequential:     func(method string) bool { return method == "initialize" },
 		// A host that sends a request and closes stdin (a script, a pipe)
 		// still gets its answer; MCP hosts close stdin to shut down and
 		// send SIGTERM if they will not wait.

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 	"github.com/mcp-gate/mcp-gate/upstream/upstreamtest"
 )
@@ -35,14 +36,14 @@ type scriptLauncher struct {
 	inner   *upstreamtest.Launcher // for go-sdk servers
 }
 
-func (l *scriptLauncher) Launch(ctx context.Context, cfg upstream.Config) (upstream.Process, error) {
+func (l *scriptLauncher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
 	f, ok := l.servers[cfg.Name]
 	if !ok {
-		return l.inner.Launch(ctx, cfg)
+		return l.inner.Launch(ctx, cfg, lim)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &rawProcess{Reader: outR, Writer: inW, in: inW, exited: make(chan struct{})}
+	p := &rawProcess{Stream: rpc.NewStream(outR, inW, nil, lim), in: inW, exited: make(chan struct{})}
 	var mu sync.Mutex
 	write := func(s string) {
 		mu.Lock()

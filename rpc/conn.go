@@ -1,24 +1,17 @@
 package rpc
 
 import (
-	"github.com/mcp-gate/mcp-gate/audit"
-
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-)
 
-// DefaultMaxMessageBytes bounds one message when Options.MaxMessageBytes is 0.
-const DefaultMaxMessageBytes = 32 << 20
+	"github.com/mcp-gate/mcp-gate/audit"
+)
 
 // MethodCancelled is the MCP notification that cancels a request.
 const MethodCancelled = "notifications/cancelled"
@@ -50,8 +43,6 @@ type Options struct {
 	Peer string
 	// Logger receives protocol problems. Required.
 	Logger *slog.Logger
-	// MaxMessageBytes bounds one incoming message; 0 means DefaultMaxMessageBytes.
-	MaxMessageBytes int
 	// AnswerBadInput makes the Conn answer unparseable or invalid messages with
 	// a JSON-RPC error, as a server must. A client (the gate facing an
 	// upstream) only logs them.
@@ -66,44 +57,33 @@ type Options struct {
 	// A host that writes a request and closes its end (a pipe, a script)
 	// still gets its answer. Zero closes at once.
 	Drain time.Duration
-	// ReadErrorCause, if set, turns the error that ended the stream into the
-	// cause that pending calls report (an upstream's exit status says more
-	// than "EOF").
+	// ReadErrorCause, if set, turns the error that ended the transport
+	// (the peer closed its stream) into the cause that pending calls report
+	// (an upstream's exit status says more than "EOF").
 	ReadErrorCause func(error) error
-	// WriteTimeout bounds how long a message may wait for room in the
-	// outgoing queue while the peer reads nothing at all. Past it the peer
-	// is taken to have stopped reading its input and the Conn closes, so
-	// that every call on it fails with that cause instead of hanging (the
-	// owner then stops the peer, which ends the stuck write). A peer that
-	// reads slowly but steadily is not cut off. Zero means no limit.
-	WriteTimeout time.Duration
 }
 
-// A Conn is one JSON-RPC 2.0 connection over a stream of newline-delimited
-// messages. All methods are safe for concurrent use.
+// A Conn is one JSON-RPC 2.0 peer over a Transport: it numbers and
+// correlates its own calls, serves the peer's, and carries cancellation
+// both ways. All methods are safe for concurrent use.
 //
-// Unlike a stream decoder, the Conn reads line by line, so one malformed or
-// oversized message costs that message alone: the connection goes on.
-//
-// Neither direction can hold up the other or the Conn's owner: a goroutine
-// of its own reads, so Run returns on cancellation even while a read is
-// blocked, and a goroutine of its own writes from a bounded queue, so a
-// peer that stops reading makes senders wait only as long as their context,
-// the Conn and Options.WriteTimeout allow.
+// Framing is the Transport's: a malformed or oversized message reaches the
+// Conn as a *MessageError, which costs that message alone (answered with an
+// error when the Conn is a server, failing the pending call whose response
+// it was). The Conn never waits on the peer longer than the caller's
+// context allows: Run returns on cancellation while a Read is blocked, and
+// a Transport that reports a stalled peer (*StallError) or a failed write
+// (*WriteError) closes the Conn, so that every call on it fails with that
+// cause instead of hanging (the owner then stops the peer).
 type Conn struct {
 	// Set at construction.
 	opts    Options
-	r       *bufio.Reader // used by the reader goroutine only
-	w       io.Writer     // used by the writer goroutine only
-	closer  io.Closer
+	t       Transport
 	handler Handler
 	log     *slog.Logger
 	done    chan struct{}
-	wq      chan outgoing // lines for the writer goroutine, in write order
-	epoch   time.Time     // the origin of wprogress
 
-	wprogress atomic.Int64   // when the writer last made progress, as time since epoch
-	handlers  sync.WaitGroup // calls being served
+	handlers sync.WaitGroup // calls being served
 
 	mu       sync.Mutex // guards the fields below
 	nextID   int64
@@ -111,25 +91,6 @@ type Conn struct {
 	incoming map[string]*incomingCall // the peer's calls being served, by ID key
 	closed   bool
 	cause    error // why the connection closed
-}
-
-// writeQueueLen is how many encoded messages may wait for the writer. It
-// absorbs a burst (a fan-out of calls, a stream of progress notifications)
-// without making senders wait, and is small enough that a peer that stops
-// reading is noticed long before memory runs short.
-const writeQueueLen = 64
-
-// writeChunk is the most the writer hands to w at once, so that the
-// progress of a large message is visible to Options.WriteTimeout: a peer
-// reading a 30 MB result slowly is still reading.
-const writeChunk = 64 << 10
-
-// outgoing is one entry of the write queue: an encoded line, or a flush
-// marker whose channel the writer closes once every line queued before it
-// has been written.
-type outgoing struct {
-	line    []byte
-	flushed chan struct{}
 }
 
 type pendingCall struct {
@@ -142,37 +103,19 @@ type incomingCall struct {
 	cancelled bool
 }
 
-// readResult is one line read from the stream, or the error that ended it.
-type readResult struct {
-	line, tail []byte
-	tooBig     int
-	err        error
-}
-
-// New returns a Conn that reads from r and writes to w. closer, if not nil,
-// is closed when the connection closes (to unblock the reader and the
-// writer). Call Run to start reading. New starts the writer goroutine,
-// which ends when the connection closes: a Conn must be closed (Run closes
-// it before returning).
-func New(r io.Reader, w io.Writer, closer io.Closer, h Handler, opts Options) *Conn {
-	if opts.MaxMessageBytes == 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	c := &Conn{
+// New returns a Conn over t, which it owns: closing the Conn closes t. Call
+// Run to start reading. A Conn must be closed (Run closes it before
+// returning), so that t's goroutines end.
+func New(t Transport, h Handler, opts Options) *Conn {
+	return &Conn{
 		opts:     opts,
-		r:        bufio.NewReaderSize(r, 64<<10),
-		w:        w,
-		closer:   closer,
+		t:        t,
 		handler:  h,
 		log:      opts.Logger,
 		done:     make(chan struct{}),
-		wq:       make(chan outgoing, writeQueueLen),
-		epoch:    time.Now(),
 		pending:  map[string]*pendingCall{},
 		incoming: map[string]*incomingCall{},
 	}
-	go c.writeLoop()
-	return c
 }
 
 // Done is closed when the connection has closed.
@@ -185,91 +128,88 @@ func (c *Conn) Cause() error {
 	return c.cause
 }
 
-// Run reads and dispatches messages until the stream ends, ctx is done or
-// the connection is closed. It closes the connection before returning and
-// returns the cause; when ctx ends it, the cause is ctx's.
+// Run reads and dispatches messages until the transport ends, ctx is done
+// or the connection is closed. It closes the connection before returning
+// and returns the cause; when ctx ends it, the cause is ctx's.
 //
 // Run returns as soon as ctx is done or the Conn is closed, even while the
-// peer holds its end open and a read is blocked (closing os.Stdin does not
-// unblock a read from it). The reading goroutine may outlive Run until that
-// read returns; it never delivers anything after Run has returned.
+// peer holds its end open and a Read is blocked: the Transport's Read
+// returns on cancellation and on Close.
 //
 // Messages are dispatched in arrival order, and a Sequential method is
 // served, its response queued, before the next message is dispatched.
 func (c *Conn) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lines := make(chan readResult)
-	go c.readLoop(lines)
 	for {
-		var r readResult
+		msg, err := c.t.Read(ctx)
+		if err == nil {
+			c.dispatch(ctx, msg)
+			continue
+		}
+		var me *MessageError
+		if errors.As(err, &me) {
+			c.badInput(ctx, me)
+			continue
+		}
 		select {
-		case r = <-lines:
-		case <-ctx.Done():
-			c.CloseWithError(context.Cause(ctx))
-			return c.Cause()
 		case <-c.done:
 			return c.Cause()
+		default:
 		}
-		if r.err != nil {
-			c.drain(ctx)
-			err := r.err
-			if c.opts.ReadErrorCause != nil {
-				err = c.opts.ReadErrorCause(err)
-			} else {
-				err = fmt.Errorf("%s closed the stream: %w", c.opts.Peer, err)
-			}
-			c.CloseWithError(err)
+		if ctx.Err() != nil {
+			c.CloseWithError(context.Cause(ctx))
 			return c.Cause()
 		}
-		if r.tooBig > 0 {
-			c.badInput(ctx, &decodeError{
-				code:    CodeInvalidRequest,
-				id:      salvageID(r.line, r.tail),
-				reason:  fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", r.tooBig, c.opts.MaxMessageBytes),
-				request: looksLikeRequest(r.line),
-			}, r.line)
-			continue
+		if c.transportFailed(err) {
+			return c.Cause()
 		}
-		if len(bytes.TrimSpace(r.line)) == 0 {
-			continue
+		// The peer ended its stream: let the calls in progress answer.
+		c.drain(ctx)
+		if c.opts.ReadErrorCause != nil {
+			err = c.opts.ReadErrorCause(err)
+		} else {
+			err = fmt.Errorf("%s closed the stream: %w", c.opts.Peer, err)
 		}
-		msg, err := Decode(r.line)
-		if err != nil {
-			c.badInput(ctx, err, r.line)
-			continue
-		}
-		c.dispatch(ctx, msg)
+		c.CloseWithError(err)
+		return c.Cause()
 	}
 }
 
-// readLoop reads lines and hands them to Run until the stream ends. The
-// channel is unbuffered and every send also watches done, which Run closes
-// before it returns: nothing is handed over once Run is gone.
-func (c *Conn) readLoop(lines chan<- readResult) {
-	for {
-		var r readResult
-		r.line, r.tail, r.tooBig, r.err = c.readLine()
-		select {
-		case lines <- r:
-		case <-c.done:
-			return
+// transportFailed closes the Conn if err says the transport can no longer
+// carry messages to the peer (a failed write, a peer that stopped reading,
+// a transport closed under the Conn), and reports whether it did.
+func (c *Conn) transportFailed(err error) bool {
+	var (
+		we *WriteError
+		se *StallError
+	)
+	switch {
+	case errors.As(err, &we):
+		err = fmt.Errorf("writing to %s: %w", c.opts.Peer, we.Err)
+		if c.Cause() == nil {
+			c.log.Warn("write failed", "peer", c.opts.Peer, "error", err)
 		}
-		if r.err != nil {
-			return
-		}
+	case errors.As(err, &se):
+		err = fmt.Errorf("%s stopped reading its input for %s", c.opts.Peer, se.After)
+	case errors.Is(err, ErrClosed):
+		err = fmt.Errorf("the transport to %s was closed: %w", c.opts.Peer, err)
+	default:
+		return false
 	}
+	c.CloseWithError(err)
+	return true
 }
 
 // drain waits, up to Options.Drain, for the calls being served to finish
-// and for their responses to be written. It gives up early when ctx is done
+// and for their responses to be sent. It gives up early when ctx is done
 // or the connection closes.
 func (c *Conn) drain(ctx context.Context) {
 	if c.opts.Drain <= 0 {
 		return
 	}
-	t := time.NewTimer(c.opts.Drain)
-	defer t.Stop()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Drain)
+	defer cancel()
 	served := make(chan struct{})
 	go func() {
 		c.handlers.Wait()
@@ -277,83 +217,15 @@ func (c *Conn) drain(ctx context.Context) {
 	}()
 	select {
 	case <-served:
-	case <-t.C:
-		return
 	case <-ctx.Done():
 		return
 	case <-c.done:
 		return
 	}
-	// The responses are queued, perhaps not yet written: a flush marker
-	// behind them tells when they are.
-	flushed := make(chan struct{})
-	select {
-	case c.wq <- outgoing{flushed: flushed}:
-	case <-t.C:
-		return
-	case <-ctx.Done():
-		return
-	case <-c.done:
-		return
+	// The responses are handed to the transport, perhaps not yet sent.
+	if f, ok := c.t.(Flusher); ok {
+		_ = f.Flush(ctx)
 	}
-	select {
-	case <-flushed:
-	case <-t.C:
-	case <-ctx.Done():
-	case <-c.done:
-	}
-}
-
-// readLine returns the next line without its terminator. A line longer than
-// the limit is consumed to its end and reported by its size, with only its
-// head and tail kept (for salvaging its ID).
-func (c *Conn) readLine() (line, tail []byte, tooBig int, err error) {
-	var buf []byte
-	for {
-		frag, err := c.r.ReadSlice('\n')
-		switch {
-		case tooBig == 0 && len(buf)+len(frag) <= c.opts.MaxMessageBytes+2:
-			buf = append(buf, frag...)
-		case tooBig == 0:
-			tooBig = len(buf) + len(frag)
-			if len(buf) > salvageWindow {
-				buf = buf[:salvageWindow:salvageWindow]
-			} else {
-				buf = append(buf, frag[:min(len(frag), salvageWindow-len(buf))]...)
-			}
-			tail = keepTail(tail, frag)
-		default:
-			tooBig += len(frag)
-			tail = keepTail(tail, frag)
-		}
-		if err == nil {
-			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) && len(buf) > 0 && tooBig == 0 {
-			// A last message without a newline still counts.
-			return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
-		}
-		return nil, nil, 0, err
-	}
-	if tooBig > 0 {
-		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
-	}
-	return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
-}
-
-// keepTail appends frag to tail and keeps the last salvageWindow bytes.
-func keepTail(tail, frag []byte) []byte {
-	if len(frag) >= salvageWindow {
-		return append(tail[:0], frag[len(frag)-salvageWindow:]...)
-	}
-	tail = append(tail, frag...)
-	if len(tail) > salvageWindow {
-		tail = append(tail[:0], tail[len(tail)-salvageWindow:]...)
-	}
-	return tail
 }
 
 // badInput deals with a message that could not be used. A request gets an
@@ -361,32 +233,28 @@ func keepTail(tail, frag []byte) []byte {
 // fails its call, so nothing waits forever on an answer that came broken.
 // It runs on Run's goroutine, so its answer waits for room only as long as
 // ctx allows.
-func (c *Conn) badInput(ctx context.Context, err error, line []byte) {
-	var de *decodeError
-	if !errors.As(err, &de) {
-		de = &decodeError{code: CodeParseError, reason: err.Error()}
-	}
+func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 	// The reason names kinds, sizes and positions; the message itself is
 	// described, never quoted (audit.Payload).
-	attrs := []any{"peer", c.opts.Peer, "error", de.reason, "message", audit.Payload(line)}
-	if de.offset > 0 {
-		attrs = append(attrs, "offset", de.offset)
+	attrs := []any{"peer", c.opts.Peer, "error", me.Reason, "message", audit.Payload(me.Raw)}
+	if me.Offset > 0 {
+		attrs = append(attrs, "offset", me.Offset)
 	}
 	c.log.Warn("bad message", attrs...)
-	if de.id != nil && !de.request {
+	if me.ID != nil && !me.Request {
 		c.mu.Lock()
-		p, ok := c.pending[idKey(de.id)]
+		p, ok := c.pending[idKey(me.ID)]
 		if ok {
-			delete(c.pending, idKey(de.id))
+			delete(c.pending, idKey(me.ID))
 		}
 		c.mu.Unlock()
 		if ok {
-			p.ch <- &Message{ID: de.id, Error: Errorf(CodeInternalError, "%s sent a malformed response to %s: %s", c.opts.Peer, p.method, de.reason)}
+			p.ch <- &Message{ID: me.ID, Error: Errorf(CodeInternalError, "%s sent a malformed response to %s: %s", c.opts.Peer, p.method, me.Reason)}
 			return
 		}
 	}
 	if c.opts.AnswerBadInput {
-		_ = c.write(ctx, &Message{ID: de.id, Error: Errorf(de.code, "%s", de.reason)})
+		_ = c.write(ctx, &Message{ID: me.ID, Error: Errorf(me.Code, "%s", me.Reason)})
 	}
 }
 
@@ -560,9 +428,9 @@ func (c *Conn) forget(id json.RawMessage) {
 
 // cancelRequest tells the peer that we gave up on request id. The caller
 // has given up already and must not wait on a peer that may not be reading:
-// the notification is queued at once if there is room, and otherwise by a
-// goroutine of its own, which ends when it is queued or the Conn closes.
-// Either way it follows the request, which was queued before.
+// the notification is queued at once if the transport has room, and
+// otherwise by a goroutine of its own, which ends when it is queued or the
+// Conn closes. Either way it follows the request, which was written before.
 func (c *Conn) cancelRequest(id json.RawMessage, cause error) {
 	params, err := json.Marshal(struct {
 		RequestID json.RawMessage `json:"requestId"`
@@ -572,144 +440,57 @@ func (c *Conn) cancelRequest(id json.RawMessage, cause error) {
 		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", LogID(id), "error", err)
 		return
 	}
-	line, err := encodeLine(&Message{Method: MethodCancelled, Params: params})
-	if err != nil {
-		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", LogID(id), "error", err)
-		return
-	}
+	m := &Message{Method: MethodCancelled, Params: params}
 	select {
 	case <-c.done:
 		return
 	default:
 	}
-	select {
-	case c.wq <- outgoing{line: line}:
-	default:
-		go func() { _ = c.enqueue(context.Background(), outgoing{line: line}) }()
+	if tw, ok := c.t.(tryWriter); ok {
+		if queued, err := tw.tryWrite(m); queued || err != nil {
+			return
+		}
 	}
+	// The transport's Write returns when the Conn closes it, if not before.
+	go func() { _ = c.write(context.Background(), m) }()
 }
 
-// Notify sends a notification. It returns once the message is queued, not
-// once the peer has read it; while the queue is full it waits until ctx is
-// done (returning ctx's cause), the Conn closes, or Options.WriteTimeout
-// passes without the peer reading (which closes the Conn).
+// tryWriter is a Transport that can queue a message without waiting.
+type tryWriter interface {
+	tryWrite(m *Message) (queued bool, err error)
+}
+
+// Notify sends a notification. It returns once the transport has taken
+// the message, not once the peer has read it; while the transport has no
+// room it waits until ctx is done (returning ctx's cause), the Conn closes,
+// or the transport reports that the peer stopped reading (which closes the
+// Conn).
 func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	return c.write(ctx, &Message{Method: method, Params: params})
 }
 
-// write encodes m and queues it for the writer goroutine.
+// write hands m to the transport. An error that means the peer can no
+// longer be reached closes the Conn, and is returned as ErrClosed with the
+// cause; ctx's cause and encoding errors are returned as they are.
 func (c *Conn) write(ctx context.Context, m *Message) error {
-	line, err := encodeLine(m)
-	if err != nil {
-		return err
+	select {
+	case <-c.done:
+		return c.closedError()
+	default:
 	}
-	return c.enqueue(ctx, outgoing{line: line})
-}
-
-// encodeLine returns m's wire form with its newline.
-func encodeLine(m *Message) ([]byte, error) {
-	buf, err := appendMessage(make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)), m)
-	if err != nil {
-		return nil, err
-	}
-	return append(buf, '\n'), nil
-}
-
-// enqueue puts o on the write queue, waiting for room until ctx is done, the
-// Conn closes, or the writer has made no progress for Options.WriteTimeout.
-// The timeout measures the writer's stall, not this sender's wait: behind a
-// crowd of senders and a peer that reads slowly but steadily, one sender
-// may wait longer than WriteTimeout without the peer being at fault.
-func (c *Conn) enqueue(ctx context.Context, o outgoing) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
+	err := c.t.Write(ctx, m)
+	if err == nil {
+		return nil
 	}
 	select {
 	case <-c.done:
 		return c.closedError()
 	default:
 	}
-	select {
-	case c.wq <- o:
-		return nil
-	default:
+	if c.transportFailed(err) {
+		return c.closedError()
 	}
-	// The queue is full: the writer is blocked in a write.
-	d := c.opts.WriteTimeout
-	var (
-		timer   *time.Timer
-		timeout <-chan time.Time
-	)
-	if d > 0 {
-		timer = time.NewTimer(d)
-		defer timer.Stop()
-		timeout = timer.C
-	}
-	for {
-		select {
-		case c.wq <- o:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-c.done:
-			return c.closedError()
-		case <-timeout:
-			if stalled := c.writerStalled(); stalled < d {
-				timer.Reset(d - stalled)
-				continue
-			}
-			c.CloseWithError(fmt.Errorf("%s stopped reading its input for %s", c.opts.Peer, d))
-			return c.closedError()
-		}
-	}
-}
-
-// writeLoop is the only user of w: it writes the queued lines in order,
-// each one whole, until the Conn closes or a write fails. A write that the
-// peer never reads blocks this goroutine and only it: Close does not wait
-// for it, and the owner ending the peer (which fails the write) lets it go.
-func (c *Conn) writeLoop() {
-	for {
-		var o outgoing
-		select {
-		case <-c.done:
-			return
-		default:
-		}
-		select {
-		case o = <-c.wq:
-		case <-c.done:
-			return
-		}
-		if o.flushed != nil {
-			close(o.flushed)
-			continue
-		}
-		c.writerProgressed()
-		for b := o.line; len(b) > 0; {
-			n := min(len(b), writeChunk)
-			if _, err := c.w.Write(b[:n]); err != nil {
-				err = fmt.Errorf("writing to %s: %w", c.opts.Peer, err)
-				if c.Cause() == nil {
-					c.log.Warn("write failed", "peer", c.opts.Peer, "error", err)
-				}
-				c.CloseWithError(err)
-				return
-			}
-			b = b[n:]
-			c.writerProgressed()
-		}
-	}
-}
-
-// writerProgressed records that the writer took a line or wrote a chunk.
-func (c *Conn) writerProgressed() {
-	c.wprogress.Store(int64(time.Since(c.epoch)))
-}
-
-// writerStalled returns how long ago the writer last made progress.
-func (c *Conn) writerStalled() time.Duration {
-	return time.Since(c.epoch) - time.Duration(c.wprogress.Load())
+	return err
 }
 
 func (c *Conn) closedError() error {
@@ -719,9 +500,10 @@ func (c *Conn) closedError() error {
 // Close closes the connection.
 func (c *Conn) Close() error { return c.CloseWithError(errors.New("closed by the gate")) }
 
-// CloseWithError closes the connection, recording cause as the reason that
-// pending and future calls report. Only the first cause is kept. It does
-// not wait for a write in progress, which may be blocked on the peer.
+// CloseWithError closes the connection and its transport, recording cause
+// as the reason that pending and future calls report. Only the first cause
+// is kept. It does not wait for a write in progress, which may be blocked
+// on the peer.
 func (c *Conn) CloseWithError(cause error) error {
 	c.mu.Lock()
 	if c.closed {
@@ -737,8 +519,5 @@ func (c *Conn) CloseWithError(cause error) error {
 	for _, in := range incoming {
 		in.cancel()
 	}
-	if c.closer != nil {
-		return c.closer.Close()
-	}
-	return nil
+	return c.t.Close()
 }

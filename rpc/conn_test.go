@@ -39,14 +39,15 @@ func (f funcs) HandleNotification(msg *Message) {
 	}
 }
 
-// peer is the other end of a Conn, driven line by line by the test.
+// peer is the other end of a Conn, driven message by message by the test.
 type peer struct {
-	t     *testing.T
-	conn  *Conn
-	in    *io.PipeWriter // what the peer writes; the Conn reads it
-	lines chan string    // what the Conn wrote, line by line
-	ran   chan struct{}  // closed when Run has returned
-	err   error          // what Run returned; read after ran is closed
+	t    *testing.T
+	conn *Conn
+	raw  *rawPeer
+	ran  chan struct{} // closed when Run has returned
+	err  error         // what Run returned; read after ran is closed
+	// lines is what the Conn wrote, message by message.
+	lines <-chan string
 }
 
 type closerFunc func() error
@@ -65,7 +66,98 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func newPeer(t *testing.T, h Handler, opts Options) *peer {
+// A wire is a Transport under test, with the raw peer on its other side:
+// the peering tests run over each (a table over transports), so that what
+// a Conn promises holds whatever carries its messages.
+type wire struct {
+	name string
+	// overhead is how many bytes of framing count in a message's size.
+	overhead int
+	// connect returns the Conn's transport and the peer's raw side.
+	connect func(t *testing.T, lim Limits) (Transport, *rawPeer)
+}
+
+// rawPeer is the far side of a wire, seen as bytes: what the peer writes
+// need not be a valid message.
+type rawPeer struct {
+	// write sends newline-separated messages (a stream takes the bytes as
+	// they are).
+	write func(b string) error
+	// closeWrite ends the peer's output; it still reads.
+	closeWrite func()
+	// close ends both directions.
+	close func()
+	// lines delivers what the Conn wrote, one message at a time, and is
+	// closed when the Conn's output ends.
+	lines <-chan string
+}
+
+var streamWire = wire{name: "stream", overhead: 1, connect: func(t *testing.T, lim Limits) (Transport, *rawPeer) {
+	connR, peerW := io.Pipe()
+	peerR, connW := io.Pipe()
+	tr := NewStream(connR, connW, closerFunc(func() error {
+		connR.Close()
+		connW.Close()
+		return nil
+	}), lim)
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(peerR)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return tr, &rawPeer{
+		write:      func(b string) error { _, err := io.WriteString(peerW, b); return err },
+		closeWrite: func() { peerW.Close() },
+		close:      func() { peerW.Close(); peerR.Close() },
+		lines:      lines,
+	}
+}}
+
+var pipeWire = wire{name: "pipe", overhead: 0, connect: func(t *testing.T, lim Limits) (Transport, *rawPeer) {
+	a, b := Pipe(lim)
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		for {
+			m, err := b.readRaw(context.Background())
+			if err != nil {
+				return
+			}
+			lines <- string(m)
+		}
+	}()
+	return a, &rawPeer{
+		write: func(s string) error {
+			for _, m := range strings.SplitAfter(s, "\n") {
+				if m = strings.TrimSuffix(m, "\n"); m == "" {
+					continue
+				}
+				if err := b.writeRaw(context.Background(), []byte(m)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		closeWrite: b.closeWrite,
+		close:      func() { b.Close() },
+		lines:      lines,
+	}
+}}
+
+var wires = []wire{streamWire, pipeWire}
+
+// eachWire runs f over every wire, as subtests named after them.
+func eachWire(t *testing.T, f func(t *testing.T, w wire)) {
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) { f(t, w) })
+	}
+}
+
+func newPeer(t *testing.T, w wire, h Handler, opts Options, lim ...Limits) *peer {
 	t.Helper()
 	if h == nil {
 		h = funcs{}
@@ -76,29 +168,20 @@ func newPeer(t *testing.T, h Handler, opts Options) *peer {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	connR, peerW := io.Pipe()
-	peerR, connW := io.Pipe()
-	p := &peer{t: t, in: peerW, lines: make(chan string, 1000), ran: make(chan struct{})}
-	p.conn = New(connR, connW, closerFunc(func() error {
-		connR.Close()
-		connW.Close()
-		return nil
-	}), h, opts)
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(peerR)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
+	var l Limits
+	if len(lim) > 0 {
+		l = lim[0]
+	}
+	tr, raw := w.connect(t, l)
+	p := &peer{t: t, raw: raw, lines: raw.lines, ran: make(chan struct{})}
+	p.conn = New(tr, h, opts)
 	go func() {
 		p.err = p.conn.Run(context.Background())
 		close(p.ran)
 	}()
 	t.Cleanup(func() {
 		p.conn.Close()
-		peerW.Close()
+		raw.close()
 		select {
 		case <-p.ran:
 		case <-time.After(hang):
@@ -118,10 +201,19 @@ func (p *peer) runErr() error {
 // send writes one line to the Conn.
 func (p *peer) send(line string) {
 	p.t.Helper()
-	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+	p.write(line + "\n")
+}
+
+// write writes raw bytes to the Conn.
+func (p *peer) write(b string) {
+	p.t.Helper()
+	if err := p.raw.write(b); err != nil {
 		p.t.Fatalf("peer write: %v", err)
 	}
 }
+
+// closeInput ends what the peer writes; it still reads.
+func (p *peer) closeInput() { p.raw.closeWrite() }
 
 // recv returns the next line the Conn wrote.
 func (p *peer) recv() string {
@@ -206,424 +298,466 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 func TestResponseEchoesRawID(t *testing.T) {
-	p := newPeer(t, nil, Options{AnswerBadInput: true})
-	for _, id := range []string{`"abc"`, `"n\u0061me"`, `""`, `9007199254740993`, `-5`, `0`, `1.50`, `12345678901234567890123`} {
-		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"echo","params":{"id":` + id + `}}`)
-		want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"id":` + id + `}}`
-		if got := p.recv(); got != want {
-			t.Errorf("response to id %s:\n got %s\nwant %s", id, got, want)
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{AnswerBadInput: true})
+		for _, id := range []string{`"abc"`, `"n\u0061me"`, `""`, `9007199254740993`, `-5`, `0`, `1.50`, `12345678901234567890123`} {
+			p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"echo","params":{"id":` + id + `}}`)
+			want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"id":` + id + `}}`
+			if got := p.recv(); got != want {
+				t.Errorf("response to id %s:\n got %s\nwant %s", id, got, want)
+			}
 		}
-	}
+	})
 }
 
 // Ids that are distinct as JSON but equal as float64 must not be confused.
 func TestBigIntegerIDsAreDistinct(t *testing.T) {
-	arrived := make(chan string, 2)
-	release := make(chan struct{})
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		arrived <- string(req.ID)
-		<-release
-		return json.RawMessage(`{"id":` + string(req.ID) + `}`), nil
-	}}, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}`)
-	p.send(`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`)
-	got := map[string]bool{}
-	for range 2 {
-		select {
-		case id := <-arrived:
-			got[id] = true
-		case l := <-p.lines:
-			t.Fatalf("a request was refused while the other was in progress: %s", l)
-		case <-time.After(hang):
-			t.Fatal("the handler did not see both requests")
+	eachWire(t, func(t *testing.T, w wire) {
+		arrived := make(chan string, 2)
+		release := make(chan struct{})
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			arrived <- string(req.ID)
+			<-release
+			return json.RawMessage(`{"id":` + string(req.ID) + `}`), nil
+		}}, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}`)
+		p.send(`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`)
+		got := map[string]bool{}
+		for range 2 {
+			select {
+			case id := <-arrived:
+				got[id] = true
+			case l := <-p.lines:
+				t.Fatalf("a request was refused while the other was in progress: %s", l)
+			case <-time.After(hang):
+				t.Fatal("the handler did not see both requests")
+			}
 		}
-	}
-	close(release)
-	for range 2 {
-		m := p.recvMsg()
-		if m.Error != nil || string(m.Result) != `{"id":`+string(m.ID)+`}` {
-			t.Errorf("response %+v (error %v); want the result for its own id", m, m.Error)
+		close(release)
+		for range 2 {
+			m := p.recvMsg()
+			if m.Error != nil || string(m.Result) != `{"id":`+string(m.ID)+`}` {
+				t.Errorf("response %+v (error %v); want the result for its own id", m, m.Error)
+			}
 		}
-	}
-	if !got["9007199254740992"] || !got["9007199254740993"] {
-		t.Errorf("handler saw ids %v", got)
-	}
+		if !got["9007199254740992"] || !got["9007199254740993"] {
+			t.Errorf("handler saw ids %v", got)
+		}
+	})
 }
 
 // A request reusing the id of one in progress is dropped: answering it, even
 // with an error, would give that id two responses.
 func TestDuplicateInProgressID(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, 2)
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		if req.Method == "ping" {
-			return req.Params, nil
+	eachWire(t, func(t *testing.T, w wire) {
+		release := make(chan struct{})
+		started := make(chan struct{}, 2)
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			if req.Method == "ping" {
+				return req.Params, nil
+			}
+			started <- struct{}{}
+			<-release
+			return json.RawMessage(`"first"`), nil
+		}}, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
+		wait(t, started, "first request")
+		p.send(`{"jsonrpc":"2.0","id":"d","method":"x","params":{"second":true}}`)
+		// Lines are dispatched in order, so the duplicate has been dealt with
+		// when the ping is answered; nothing was written for it before.
+		p.roundTrip(`"after"`)
+		close(release)
+		if m := p.recvMsg(); string(m.ID) != `"d"` || string(m.Result) != `"first"` {
+			t.Errorf("first request got %+v (error %v); want its result", m, m.Error)
 		}
-		started <- struct{}{}
-		<-release
-		return json.RawMessage(`"first"`), nil
-	}}, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
-	wait(t, started, "first request")
-	p.send(`{"jsonrpc":"2.0","id":"d","method":"x","params":{"second":true}}`)
-	// Lines are dispatched in order, so the duplicate has been dealt with
-	// when the ping is answered; nothing was written for it before.
-	p.roundTrip(`"after"`)
-	close(release)
-	if m := p.recvMsg(); string(m.ID) != `"d"` || string(m.Result) != `"first"` {
-		t.Errorf("first request got %+v (error %v); want its result", m, m.Error)
-	}
-	for _, l := range p.drain() {
-		t.Errorf("after the first request's response, the Conn wrote %s; want nothing (the duplicate is dropped)", l)
-	}
-	select {
-	case <-started:
-		t.Error("the handler was called for the duplicate request")
-	default:
-	}
+		for _, l := range p.drain() {
+			t.Errorf("after the first request's response, the Conn wrote %s; want nothing (the duplicate is dropped)", l)
+		}
+		select {
+		case <-started:
+			t.Error("the handler was called for the duplicate request")
+		default:
+		}
+	})
 }
 
 func TestBadInputAnswered(t *testing.T) {
-	tests := []struct {
-		name, line string
-		code       int64
-		id         string // raw id expected in the error response
-		msg        string // part of the error message
-	}{
-		{"not JSON", `Server listening on stdio...`, CodeParseError, "null", "not valid JSON"},
-		{"cut JSON with id", `{"jsonrpc":"2.0","id":"cut","method":"x","params":{`, CodeParseError, `"cut"`, "not valid JSON"},
-		{"not JSON-RPC", `{"hello":"world"}`, CodeInvalidRequest, "null", `"jsonrpc" must be "2.0", found nothing`},
-		{"wrong version with id", `{"jsonrpc":"1.0","id":7,"method":"x"}`, CodeInvalidRequest, "7", `found a string of 5 bytes`},
-		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, CodeInvalidRequest, `"m"`, `"method" must be a string`},
-		{"bad params", `{"jsonrpc":"2.0","id":8,"method":"x","params":"p"}`, CodeInvalidRequest, "8", `"params" must be an object or array`},
-		{"bad id type", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "null", `"id" must be a string or a number`},
-		{"null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, CodeInvalidRequest, "null", "request id must not be null"},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, CodeInvalidRequest, "null", "batches are not supported"},
-		{"string", `"hello"`, CodeInvalidRequest, "null", "must be an object"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPeer(t, nil, Options{AnswerBadInput: true})
-			p.send(tt.line)
-			m := p.recvMsg()
-			if m.Error == nil || m.Error.Code != tt.code || string(m.ID) != tt.id || !strings.Contains(m.Error.Message, tt.msg) {
-				t.Errorf("for %s got id %s error %+v; want id %s, code %d, message containing %q", tt.line, m.ID, m.Error, tt.id, tt.code, tt.msg)
-			}
-			p.roundTrip("2")
-		})
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		tests := []struct {
+			name, line string
+			code       int64
+			id         string // raw id expected in the error response
+			msg        string // part of the error message
+		}{
+			{"not JSON", `Server listening on stdio...`, CodeParseError, "null", "not valid JSON"},
+			{"cut JSON with id", `{"jsonrpc":"2.0","id":"cut","method":"x","params":{`, CodeParseError, `"cut"`, "not valid JSON"},
+			{"not JSON-RPC", `{"hello":"world"}`, CodeInvalidRequest, "null", `"jsonrpc" must be "2.0", found nothing`},
+			{"wrong version with id", `{"jsonrpc":"1.0","id":7,"method":"x"}`, CodeInvalidRequest, "7", `found a string of 5 bytes`},
+			{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, CodeInvalidRequest, `"m"`, `"method" must be a string`},
+			{"bad params", `{"jsonrpc":"2.0","id":8,"method":"x","params":"p"}`, CodeInvalidRequest, "8", `"params" must be an object or array`},
+			{"bad id type", `{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "null", `"id" must be a string or a number`},
+			{"null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, CodeInvalidRequest, "null", "request id must not be null"},
+			{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, CodeInvalidRequest, "null", "batches are not supported"},
+			{"string", `"hello"`, CodeInvalidRequest, "null", "must be an object"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p := newPeer(t, w, nil, Options{AnswerBadInput: true})
+				p.send(tt.line)
+				m := p.recvMsg()
+				if m.Error == nil || m.Error.Code != tt.code || string(m.ID) != tt.id || !strings.Contains(m.Error.Message, tt.msg) {
+					t.Errorf("for %s got id %s error %+v; want id %s, code %d, message containing %q", tt.line, m.ID, m.Error, tt.id, tt.code, tt.msg)
+				}
+				p.roundTrip("2")
+			})
+		}
+	})
 }
 
 func TestBadInputIgnoredByClient(t *testing.T) {
-	p := newPeer(t, nil, Options{AnswerBadInput: false})
-	p.send(`not json at all`)
-	p.send(`{"hello":"world"}`)
-	p.send(`[1,2]`)
-	p.send(``)
-	p.send("  \r")
-	p.roundTrip(`"after"`) // nothing was written for the bad lines
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{AnswerBadInput: false})
+		p.send(`not json at all`)
+		p.send(`{"hello":"world"}`)
+		p.send(`[1,2]`)
+		p.send(``)
+		p.send("  \r")
+		p.roundTrip(`"after"`) // nothing was written for the bad lines
+	})
 }
 
 func TestOversizedMessage(t *testing.T) {
-	for _, size := range []int{300, 200 << 10} { // one within, one beyond the read buffer
-		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			p := newPeer(t, nil, Options{AnswerBadInput: true, MaxMessageBytes: 100})
-			line := `{"jsonrpc":"2.0","id":42,"method":"x","params":{"p":"` + strings.Repeat("y", size) + `"}}`
-			p.send(line)
-			m := p.recvMsg()
-			wantMsg := fmt.Sprintf("message of %d bytes exceeds the limit of 100 bytes", len(line)+1)
-			if m.Error == nil || string(m.ID) != "42" || m.Error.Code != CodeInvalidRequest || m.Error.Message != wantMsg {
-				t.Errorf("oversized request got id %s error %+v; want id 42 and %q", m.ID, m.Error, wantMsg)
-			}
-			p.roundTrip("43")
-		})
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		for _, size := range []int{300, 200 << 10} { // one within, one beyond the read buffer
+			t.Run(strconv.Itoa(size), func(t *testing.T) {
+				p := newPeer(t, w, nil, Options{AnswerBadInput: true}, Limits{MaxMessageBytes: 100})
+				line := `{"jsonrpc":"2.0","id":42,"method":"x","params":{"p":"` + strings.Repeat("y", size) + `"}}`
+				p.send(line)
+				m := p.recvMsg()
+				wantMsg := fmt.Sprintf("message of %d bytes exceeds the limit of 100 bytes", len(line)+w.overhead)
+				if m.Error == nil || string(m.ID) != "42" || m.Error.Code != CodeInvalidRequest || m.Error.Message != wantMsg {
+					t.Errorf("oversized request got id %s error %+v; want id 42 and %q", m.ID, m.Error, wantMsg)
+				}
+				p.roundTrip("43")
+			})
+		}
+	})
 }
 
 func TestOversizedResponseFailsCall(t *testing.T) {
-	p := newPeer(t, nil, Options{Peer: `upstream "big"`, MaxMessageBytes: 100})
-	res := p.callAsync(context.Background(), "tools/call", `{}`)
-	req := p.recvMsg()
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"` + strings.Repeat("z", 1000) + `"}`)
-	r := wait(t, res, "Call")
-	if r.err == nil || !strings.Contains(r.err.Error(), `upstream "big"`) || !strings.Contains(r.err.Error(), "tools/call") || !strings.Contains(r.err.Error(), "exceeds the limit of 100 bytes") {
-		t.Errorf("Call = %s, %v; want an error naming the peer, the method and the size", r.res, r.err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{Peer: `upstream "big"`}, Limits{MaxMessageBytes: 100})
+		res := p.callAsync(context.Background(), "tools/call", `{}`)
+		req := p.recvMsg()
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"` + strings.Repeat("z", 1000) + `"}`)
+		r := wait(t, res, "Call")
+		if r.err == nil || !strings.Contains(r.err.Error(), `upstream "big"`) || !strings.Contains(r.err.Error(), "tools/call") || !strings.Contains(r.err.Error(), "exceeds the limit of 100 bytes") {
+			t.Errorf("Call = %s, %v; want an error naming the peer, the method and the size", r.res, r.err)
+		}
+	})
 }
 
 func TestMalformedResponseFailsCall(t *testing.T) {
-	for _, tt := range []struct{ name, tmpl string }{
-		{"cut", `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"cut`},
-		{"result and error", `{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":1,"message":"x"}}`},
-		{"error not an object", `{"jsonrpc":"2.0","id":%s,"error":"boom"}`},
-		{"neither", `{"jsonrpc":"2.0","id":%s}`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPeer(t, nil, Options{Peer: `upstream "gh"`})
-			res := p.callAsync(context.Background(), "tools/call", `{"name":"x"}`)
-			req := p.recvMsg()
-			p.send(fmt.Sprintf(tt.tmpl, req.ID))
-			r := wait(t, res, "Call")
-			var werr *Error
-			if !errors.As(r.err, &werr) || werr.Code != CodeInternalError ||
-				!strings.Contains(werr.Message, `upstream "gh" sent a malformed response to tools/call`) {
-				t.Errorf("Call = %s, %v; want an internal error naming the peer and the method", r.res, r.err)
-			}
-			// The connection goes on.
-			res = p.callAsync(context.Background(), "again", `{}`)
-			req = p.recvMsg()
-			p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"ok"}`)
-			if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"ok"` {
-				t.Errorf("second Call = %s, %v", r.res, r.err)
-			}
-		})
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		for _, tt := range []struct{ name, tmpl string }{
+			{"cut", `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"cut`},
+			{"result and error", `{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":1,"message":"x"}}`},
+			{"error not an object", `{"jsonrpc":"2.0","id":%s,"error":"boom"}`},
+			{"neither", `{"jsonrpc":"2.0","id":%s}`},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				p := newPeer(t, w, nil, Options{Peer: `upstream "gh"`})
+				res := p.callAsync(context.Background(), "tools/call", `{"name":"x"}`)
+				req := p.recvMsg()
+				p.send(fmt.Sprintf(tt.tmpl, req.ID))
+				r := wait(t, res, "Call")
+				var werr *Error
+				if !errors.As(r.err, &werr) || werr.Code != CodeInternalError ||
+					!strings.Contains(werr.Message, `upstream "gh" sent a malformed response to tools/call`) {
+					t.Errorf("Call = %s, %v; want an internal error naming the peer and the method", r.res, r.err)
+				}
+				// The connection goes on.
+				res = p.callAsync(context.Background(), "again", `{}`)
+				req = p.recvMsg()
+				p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"ok"}`)
+				if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"ok"` {
+					t.Errorf("second Call = %s, %v", r.res, r.err)
+				}
+			})
+		}
+	})
 }
 
 // A malformed request from the peer that happens to carry the id of one of
 // our pending calls must not fail that call: the two id spaces are separate.
 func TestMalformedRequestDoesNotFailPendingCall(t *testing.T) {
-	p := newPeer(t, nil, Options{AnswerBadInput: true})
-	res := p.callAsync(context.Background(), "elicitation/create", `{}`)
-	req := p.recvMsg()
-	for _, bad := range []string{
-		`{"jsonrpc":"1.0","id":` + string(req.ID) + `,"method":"x"}`,
-		`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"method":"x","params":{`,
-	} {
-		p.send(bad)
-		m := p.recvMsg()
-		if m.Error == nil || string(m.ID) != string(req.ID) {
-			t.Errorf("malformed request %s got %+v; want an error response with its id", bad, m)
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{AnswerBadInput: true})
+		res := p.callAsync(context.Background(), "elicitation/create", `{}`)
+		req := p.recvMsg()
+		for _, bad := range []string{
+			`{"jsonrpc":"1.0","id":` + string(req.ID) + `,"method":"x"}`,
+			`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"method":"x","params":{`,
+		} {
+			p.send(bad)
+			m := p.recvMsg()
+			if m.Error == nil || string(m.ID) != string(req.ID) {
+				t.Errorf("malformed request %s got %+v; want an error response with its id", bad, m)
+			}
 		}
-	}
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept"}}`)
-	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `{"action":"accept"}` {
-		t.Errorf("pending Call = %s, %v; want its own result", r.res, r.err)
-	}
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept"}}`)
+		if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `{"action":"accept"}` {
+			t.Errorf("pending Call = %s, %v; want its own result", r.res, r.err)
+		}
+	})
 }
 
 func TestDuplicateResponseDropped(t *testing.T) {
-	p := newPeer(t, nil, Options{AnswerBadInput: true})
-	res := p.callAsync(context.Background(), "m", `{}`)
-	req := p.recvMsg()
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"first"}`)
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"second"}`)
-	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"first"` {
-		t.Errorf("Call = %s, %v; want the first response", r.res, r.err)
-	}
-	// The read loop is not stuck on the duplicate and the next call gets
-	// its own response, not the stray one.
-	res = p.callAsync(context.Background(), "m", `{}`)
-	req2 := p.recvMsg()
-	if string(req2.ID) == string(req.ID) {
-		t.Fatalf("request id %s reused", req.ID)
-	}
-	p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"third"}`)
-	if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"third"` {
-		t.Errorf("second Call = %s, %v; want its own response", r.res, r.err)
-	}
-	if rest := p.drain(); len(rest) != 0 {
-		t.Errorf("the Conn answered a response: %q", rest)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{AnswerBadInput: true})
+		res := p.callAsync(context.Background(), "m", `{}`)
+		req := p.recvMsg()
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"first"}`)
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"second"}`)
+		if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"first"` {
+			t.Errorf("Call = %s, %v; want the first response", r.res, r.err)
+		}
+		// The read loop is not stuck on the duplicate and the next call gets
+		// its own response, not the stray one.
+		res = p.callAsync(context.Background(), "m", `{}`)
+		req2 := p.recvMsg()
+		if string(req2.ID) == string(req.ID) {
+			t.Fatalf("request id %s reused", req.ID)
+		}
+		p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"third"}`)
+		if r := wait(t, res, "second Call"); r.err != nil || string(r.res) != `"third"` {
+			t.Errorf("second Call = %s, %v; want its own response", r.res, r.err)
+		}
+		if rest := p.drain(); len(rest) != 0 {
+			t.Errorf("the Conn answered a response: %q", rest)
+		}
+	})
 }
 
 func TestUnknownResponseIgnored(t *testing.T) {
-	p := newPeer(t, nil, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","id":999,"result":{}}`)
-	p.send(`{"jsonrpc":"2.0","id":"nobody","error":{"code":-1,"message":"x"}}`)
-	p.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"your fault"}}`)
-	p.roundTrip("1") // nothing was written in reply
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","id":999,"result":{}}`)
+		p.send(`{"jsonrpc":"2.0","id":"nobody","error":{"code":-1,"message":"x"}}`)
+		p.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"your fault"}}`)
+		p.roundTrip("1") // nothing was written in reply
+	})
 }
 
 func TestResponseMatchesNumericForms(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	res := p.callAsync(context.Background(), "m", `{}`)
-	req := p.recvMsg()
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `.0,"result":"float id"}`)
-	if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"float id"` {
-		t.Errorf("Call answered with id %s.0 = %s, %v", req.ID, r.res, r.err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		res := p.callAsync(context.Background(), "m", `{}`)
+		req := p.recvMsg()
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `.0,"result":"float id"}`)
+		if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"float id"` {
+			t.Errorf("Call answered with id %s.0 = %s, %v", req.ID, r.res, r.err)
+		}
+	})
 }
 
 func TestPeerCancellation(t *testing.T) {
-	started := make(chan struct{})
-	cancelled := make(chan struct{})
-	returned := make(chan struct{})
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		if req.Method == "ping" {
-			return req.Params, nil
+	eachWire(t, func(t *testing.T, w wire) {
+		started := make(chan struct{})
+		cancelled := make(chan struct{})
+		returned := make(chan struct{})
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			if req.Method == "ping" {
+				return req.Params, nil
+			}
+			defer close(returned)
+			close(started)
+			select {
+			case <-ctx.Done():
+				close(cancelled)
+				return json.RawMessage(`"too late"`), nil // must not be sent
+			case <-time.After(hang):
+				return nil, errors.New("never cancelled")
+			}
+		}}, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call"}`)
+		wait(t, started, "handler start")
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}`)
+		wait(t, cancelled, "handler ctx cancellation")
+		wait(t, returned, "handler return")
+		p.roundTrip(`"p"`)
+		for _, l := range p.drain() {
+			if strings.Contains(l, `"slow"`) {
+				t.Errorf("a response was sent for the cancelled request: %s", l)
+			}
 		}
-		defer close(returned)
-		close(started)
-		select {
-		case <-ctx.Done():
-			close(cancelled)
-			return json.RawMessage(`"too late"`), nil // must not be sent
-		case <-time.After(hang):
-			return nil, errors.New("never cancelled")
-		}
-	}}, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call"}`)
-	wait(t, started, "handler start")
-	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}`)
-	wait(t, cancelled, "handler ctx cancellation")
-	wait(t, returned, "handler return")
-	p.roundTrip(`"p"`)
-	for _, l := range p.drain() {
-		if strings.Contains(l, `"slow"`) {
-			t.Errorf("a response was sent for the cancelled request: %s", l)
-		}
-	}
+	})
 }
 
 func TestCancellationOfUnknownRequestIgnored(t *testing.T) {
-	notified := make(chan string, 10)
-	p := newPeer(t, funcs{notify: func(m *Message) { notified <- m.Method }}, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`)
-	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`)
-	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)
-	p.roundTrip("1")
-	select {
-	case m := <-notified:
-		t.Errorf("notifications/cancelled reached the handler as %q", m)
-	default:
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		notified := make(chan string, 10)
+		p := newPeer(t, w, funcs{notify: func(m *Message) { notified <- m.Method }}, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)
+		p.roundTrip("1")
+		select {
+		case m := <-notified:
+			t.Errorf("notifications/cancelled reached the handler as %q", m)
+		default:
+		}
+	})
 }
 
 func TestNotificationsInOrder(t *testing.T) {
-	got := make(chan string, 10)
-	p := newPeer(t, funcs{notify: func(m *Message) { got <- m.Method + " " + string(m.Params) }}, Options{AnswerBadInput: true})
-	for i := range 5 {
-		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d","params":{"i":%d}}`, i, i))
-	}
-	for i := range 5 {
-		if g, want := wait(t, got, "notification"), fmt.Sprintf(`notifications/n%d {"i":%d}`, i, i); g != want {
-			t.Errorf("notification %d = %q, want %q", i, g, want)
+	eachWire(t, func(t *testing.T, w wire) {
+		got := make(chan string, 10)
+		p := newPeer(t, w, funcs{notify: func(m *Message) { got <- m.Method + " " + string(m.Params) }}, Options{AnswerBadInput: true})
+		for i := range 5 {
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d","params":{"i":%d}}`, i, i))
 		}
-	}
-	p.roundTrip("1") // notifications get no response
+		for i := range 5 {
+			if g, want := wait(t, got, "notification"), fmt.Sprintf(`notifications/n%d {"i":%d}`, i, i); g != want {
+				t.Errorf("notification %d = %q, want %q", i, g, want)
+			}
+		}
+		p.roundTrip("1") // notifications get no response
+	})
 }
 
 func TestCallCancelledByContext(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	ctx, cancel := context.WithCancelCause(context.Background())
-	res := p.callAsync(ctx, "tools/call", `{"name":"slow"}`)
-	req := p.recvMsg()
-	cancel(errors.New("the host gave up"))
-	r := wait(t, res, "cancelled Call")
-	if r.err == nil || r.err.Error() != "the host gave up" {
-		t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
-	}
-	n := p.recvMsg()
-	if n.Method != MethodCancelled || n.ID != nil {
-		t.Fatalf("after cancelling, the Conn sent %+v; want notifications/cancelled", n)
-	}
-	var params struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	}
-	if err := json.Unmarshal(n.Params, &params); err != nil || string(params.RequestID) != string(req.ID) || params.Reason != "the host gave up" {
-		t.Errorf("cancellation params %s; want requestId %s and the reason", n.Params, req.ID)
-	}
-	// A late response to the cancelled call is dropped quietly.
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"late"}`)
-	res = p.callAsync(context.Background(), "next", `{}`)
-	req2 := p.recvMsg()
-	p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"next"}`)
-	if r := wait(t, res, "next Call"); string(r.res) != `"next"` {
-		t.Errorf("next Call = %s, %v", r.res, r.err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		res := p.callAsync(ctx, "tools/call", `{"name":"slow"}`)
+		req := p.recvMsg()
+		cancel(errors.New("the host gave up"))
+		r := wait(t, res, "cancelled Call")
+		if r.err == nil || r.err.Error() != "the host gave up" {
+			t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
+		}
+		n := p.recvMsg()
+		if n.Method != MethodCancelled || n.ID != nil {
+			t.Fatalf("after cancelling, the Conn sent %+v; want notifications/cancelled", n)
+		}
+		var params struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    string          `json:"reason"`
+		}
+		if err := json.Unmarshal(n.Params, &params); err != nil || string(params.RequestID) != string(req.ID) || params.Reason != "the host gave up" {
+			t.Errorf("cancellation params %s; want requestId %s and the reason", n.Params, req.ID)
+		}
+		// A late response to the cancelled call is dropped quietly.
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"late"}`)
+		res = p.callAsync(context.Background(), "next", `{}`)
+		req2 := p.recvMsg()
+		p.send(`{"jsonrpc":"2.0","id":` + string(req2.ID) + `,"result":"next"}`)
+		if r := wait(t, res, "next Call"); string(r.res) != `"next"` {
+			t.Errorf("next Call = %s, %v", r.res, r.err)
+		}
+	})
 }
 
 func TestCloseFailsPendingCalls(t *testing.T) {
-	cause := errors.New("the upstream exited: exit status 7")
-	p := newPeer(t, nil, Options{})
-	res := p.callAsync(context.Background(), "tools/call", `{}`)
-	p.recvMsg()
-	p.conn.CloseWithError(cause)
-	p.conn.CloseWithError(errors.New("a later cause")) // only the first is kept
-	r := wait(t, res, "Call")
-	if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, cause) {
-		t.Errorf("pending Call = %v; want ErrClosed wrapping the cause", r.err)
-	}
-	if _, err := p.conn.Call(context.Background(), "x", nil); !errors.Is(err, ErrClosed) || !errors.Is(err, cause) {
-		t.Errorf("Call after close = %v; want ErrClosed wrapping the cause", err)
-	}
-	if err := p.conn.Notify(context.Background(), "x", nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("Notify after close = %v; want ErrClosed", err)
-	}
-	if got := p.conn.Cause(); got != cause {
-		t.Errorf("Cause = %v, want %v", got, cause)
-	}
-	if err := p.runErr(); err != cause {
-		t.Errorf("Run returned %v, want the cause", err)
-	}
-	select {
-	case <-p.conn.Done():
-	default:
-		t.Error("Done is not closed")
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		cause := errors.New("the upstream exited: exit status 7")
+		p := newPeer(t, w, nil, Options{})
+		res := p.callAsync(context.Background(), "tools/call", `{}`)
+		p.recvMsg()
+		p.conn.CloseWithError(cause)
+		p.conn.CloseWithError(errors.New("a later cause")) // only the first is kept
+		r := wait(t, res, "Call")
+		if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, cause) {
+			t.Errorf("pending Call = %v; want ErrClosed wrapping the cause", r.err)
+		}
+		if _, err := p.conn.Call(context.Background(), "x", nil); !errors.Is(err, ErrClosed) || !errors.Is(err, cause) {
+			t.Errorf("Call after close = %v; want ErrClosed wrapping the cause", err)
+		}
+		if err := p.conn.Notify(context.Background(), "x", nil); !errors.Is(err, ErrClosed) {
+			t.Errorf("Notify after close = %v; want ErrClosed", err)
+		}
+		if got := p.conn.Cause(); got != cause {
+			t.Errorf("Cause = %v, want %v", got, cause)
+		}
+		if err := p.runErr(); err != cause {
+			t.Errorf("Run returned %v, want the cause", err)
+		}
+		select {
+		case <-p.conn.Done():
+		default:
+			t.Error("Done is not closed")
+		}
+	})
 }
 
 func TestClose(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	if p.conn.Cause() != nil {
-		t.Errorf("Cause of an open Conn = %v", p.conn.Cause())
-	}
-	res := p.callAsync(context.Background(), "x", `{}`)
-	p.recvMsg()
-	p.conn.Close()
-	if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), "closed by the gate") {
-		t.Errorf("pending Call = %v", r.err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		if p.conn.Cause() != nil {
+			t.Errorf("Cause of an open Conn = %v", p.conn.Cause())
+		}
+		res := p.callAsync(context.Background(), "x", `{}`)
+		p.recvMsg()
+		p.conn.Close()
+		if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), "closed by the gate") {
+			t.Errorf("pending Call = %v", r.err)
+		}
+	})
 }
 
 func TestCloseCancelsHandlers(t *testing.T) {
-	cancelled := make(chan struct{})
-	started := make(chan struct{})
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		close(started)
-		<-ctx.Done()
-		close(cancelled)
-		return nil, ctx.Err()
-	}}, Options{})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
-	wait(t, started, "handler")
-	p.conn.Close()
-	wait(t, cancelled, "handler cancellation on close")
+	eachWire(t, func(t *testing.T, w wire) {
+		cancelled := make(chan struct{})
+		started := make(chan struct{})
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		}}, Options{})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
+		wait(t, started, "handler")
+		p.conn.Close()
+		wait(t, cancelled, "handler cancellation on close")
+	})
 }
 
 func TestStreamEndClosesWithReadErrorCause(t *testing.T) {
-	exited := errors.New("the server exited: exit status 3; stderr: missing API key")
-	p := newPeer(t, nil, Options{ReadErrorCause: func(err error) error {
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("ReadErrorCause got %v, want EOF", err)
+	eachWire(t, func(t *testing.T, w wire) {
+		exited := errors.New("the server exited: exit status 3; stderr: missing API key")
+		p := newPeer(t, w, nil, Options{ReadErrorCause: func(err error) error {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("ReadErrorCause got %v, want EOF", err)
+			}
+			return exited
+		}})
+		res := p.callAsync(context.Background(), "initialize", `{}`)
+		p.recvMsg()
+		p.closeInput()
+		if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, exited) {
+			t.Errorf("Call = %v; want ErrClosed wrapping the read error cause", r.err)
 		}
-		return exited
-	}})
-	res := p.callAsync(context.Background(), "initialize", `{}`)
-	p.recvMsg()
-	p.in.Close()
-	if r := wait(t, res, "Call"); !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, exited) {
-		t.Errorf("Call = %v; want ErrClosed wrapping the read error cause", r.err)
-	}
-	if err := p.runErr(); err != exited {
-		t.Errorf("Run = %v, want %v", err, exited)
-	}
+		if err := p.runErr(); err != exited {
+			t.Errorf("Run = %v, want %v", err, exited)
+		}
+	})
 }
 
 func TestStreamEndDefaultCause(t *testing.T) {
-	p := newPeer(t, nil, Options{Peer: "host"})
-	p.in.Close()
-	err := p.runErr()
-	if !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "host closed the stream") {
-		t.Errorf("Run = %v; want an error naming the peer and wrapping EOF", err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{Peer: "host"})
+		p.closeInput()
+		err := p.runErr()
+		if !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "host closed the stream") {
+			t.Errorf("Run = %v; want an error naming the peer and wrapping EOF", err)
+		}
+	})
 }
 
 func TestRunContextCancelCloses(t *testing.T) {
 	connR, _ := io.Pipe()
-	c := New(connR, io.Discard, connR, funcs{}, Options{Peer: "p", Logger: testLogger(t)})
+	c := New(NewStream(connR, io.Discard, connR, Limits{}), funcs{}, Options{Peer: "p", Logger: testLogger(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
@@ -634,147 +768,159 @@ func TestRunContextCancelCloses(t *testing.T) {
 }
 
 func TestHandlerPanic(t *testing.T) {
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		if req.Method == "boom" {
-			panic("nil map")
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			if req.Method == "boom" {
+				panic("nil map")
+			}
+			return req.Params, nil
+		}}, Options{AnswerBadInput: true})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+		m := p.recvMsg()
+		if string(m.ID) != "1" || m.Error == nil || m.Error.Code != CodeInternalError || m.Error.Message != "internal error while handling boom" {
+			t.Errorf("panicking handler gave %+v, %+v", m, m.Error)
 		}
-		return req.Params, nil
-	}}, Options{AnswerBadInput: true})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
-	m := p.recvMsg()
-	if string(m.ID) != "1" || m.Error == nil || m.Error.Code != CodeInternalError || m.Error.Message != "internal error while handling boom" {
-		t.Errorf("panicking handler gave %+v, %+v", m, m.Error)
-	}
-	p.roundTrip("2")
+		p.roundTrip("2")
+	})
 }
 
 func TestHandlerErrors(t *testing.T) {
-	const data = `{"field": "a",  "got":9007199254740993, "html":"<b>&amp;</b>", "esc":"\u00e9"}`
-	wire := &Error{Code: CodeInvalidParams, Message: "bad <args> & \"quotes\" é", Data: json.RawMessage(data)}
-	tests := []struct {
-		method string
-		err    error
-		want   string // the error object, byte for byte
-	}{
-		{"wire", wire, `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
-		{"wrapped", fmt.Errorf("calling upstream: %w", wire), `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
-		{"custom code", &Error{Code: 42, Message: ""}, `{"code":42,"message":""}`},
-		{"plain", errors.New("disk <full>"), `{"code":-32603,"message":"disk <full>"}`},
-	}
-	for i, tt := range tests {
-		t.Run(tt.method, func(t *testing.T) {
-			p := newPeer(t, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, tt.err }}, Options{AnswerBadInput: true})
-			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, tt.method))
-			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":%s}`, i, tt.want)
-			if got := p.recv(); got != want {
-				t.Errorf("handler error %v sent as\n got %s\nwant %s", tt.err, got, want)
-			}
-		})
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		const data = `{"field": "a",  "got":9007199254740993, "html":"<b>&amp;</b>", "esc":"\u00e9"}`
+		wire := &Error{Code: CodeInvalidParams, Message: "bad <args> & \"quotes\" é", Data: json.RawMessage(data)}
+		tests := []struct {
+			method string
+			err    error
+			want   string // the error object, byte for byte
+		}{
+			{"wire", wire, `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
+			{"wrapped", fmt.Errorf("calling upstream: %w", wire), `{"code":-32602,"message":"bad <args> & \"quotes\" é","data":` + data + `}`},
+			{"custom code", &Error{Code: 42, Message: ""}, `{"code":42,"message":""}`},
+			{"plain", errors.New("disk <full>"), `{"code":-32603,"message":"disk <full>"}`},
+		}
+		for i, tt := range tests {
+			t.Run(tt.method, func(t *testing.T) {
+				p := newPeer(t, w, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, tt.err }}, Options{AnswerBadInput: true})
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, tt.method))
+				want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":%s}`, i, tt.want)
+				if got := p.recv(); got != want {
+					t.Errorf("handler error %v sent as\n got %s\nwant %s", tt.err, got, want)
+				}
+			})
+		}
+	})
 }
 
 func TestHandlerNilResult(t *testing.T) {
-	p := newPeer(t, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, nil }}, Options{})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
-	if got, want := p.recv(), `{"jsonrpc":"2.0","id":1,"result":{}}`; got != want {
-		t.Errorf("nil result sent as %s, want %s", got, want)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, funcs{call: func(context.Context, *Message) (json.RawMessage, error) { return nil, nil }}, Options{})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"x"}`)
+		if got, want := p.recv(), `{"jsonrpc":"2.0","id":1,"result":{}}`; got != want {
+			t.Errorf("nil result sent as %s, want %s", got, want)
+		}
+	})
 }
 
 // A JSON-RPC error from the peer reaches the caller as it was sent.
 func TestCallReturnsPeerError(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	res := p.callAsync(context.Background(), "tools/call", `{}`)
-	req := p.recvMsg()
-	p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32602,"message":"bad","data": {"a" : [1, 2]}}}`)
-	r := wait(t, res, "Call")
-	var werr *Error
-	if !errors.As(r.err, &werr) || werr.Code != -32602 || werr.Message != "bad" || string(werr.Data) != `{"a" : [1, 2]}` {
-		t.Errorf("Call = %v; want the peer's error with its data byte for byte", r.err)
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		res := p.callAsync(context.Background(), "tools/call", `{}`)
+		req := p.recvMsg()
+		p.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32602,"message":"bad","data": {"a" : [1, 2]}}}`)
+		r := wait(t, res, "Call")
+		var werr *Error
+		if !errors.As(r.err, &werr) || werr.Code != -32602 || werr.Message != "bad" || string(werr.Data) != `{"a" : [1, 2]}` {
+			t.Errorf("Call = %v; want the peer's error with its data byte for byte", r.err)
+		}
+	})
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	const n = 50
-	// The peer answers in reverse order of arrival, once all have arrived.
-	go func() {
-		var reqs []*Message
-		for range n {
-			l, ok := <-p.lines
-			if !ok {
-				return
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		const n = 50
+		// The peer answers in reverse order of arrival, once all have arrived.
+		go func() {
+			var reqs []*Message
+			for range n {
+				l, ok := <-p.lines
+				if !ok {
+					return
+				}
+				m, err := Decode([]byte(l))
+				if err != nil {
+					t.Errorf("bad request %s: %v", l, err)
+					return
+				}
+				reqs = append(reqs, m)
 			}
-			m, err := Decode([]byte(l))
-			if err != nil {
-				t.Errorf("bad request %s: %v", l, err)
-				return
+			for i := len(reqs) - 1; i >= 0; i-- {
+				p.write(`{"jsonrpc":"2.0","id":` + string(reqs[i].ID) + `,"result":` + string(reqs[i].Params) + "}\n")
 			}
-			reqs = append(reqs, m)
+		}()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), hang)
+				defer cancel()
+				want := fmt.Sprintf(`{"n":%d}`, i)
+				res, err := p.conn.Call(ctx, "echo", json.RawMessage(want))
+				if err != nil || string(res) != want {
+					t.Errorf("Call %d = %s, %v; want %s", i, res, err, want)
+				}
+			})
 		}
-		for i := len(reqs) - 1; i >= 0; i-- {
-			io.WriteString(p.in, `{"jsonrpc":"2.0","id":`+string(reqs[i].ID)+`,"result":`+string(reqs[i].Params)+"}\n")
-		}
-	}()
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), hang)
-			defer cancel()
-			want := fmt.Sprintf(`{"n":%d}`, i)
-			res, err := p.conn.Call(ctx, "echo", json.RawMessage(want))
-			if err != nil || string(res) != want {
-				t.Errorf("Call %d = %s, %v; want %s", i, res, err, want)
-			}
-		})
-	}
-	wg.Wait()
+		wg.Wait()
+	})
 }
 
 func TestConcurrentServe(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	const n = 50
-	go func() {
-		for i := range n {
-			io.WriteString(p.in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":[%d]}`+"\n", i, i))
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		const n = 50
+		go func() {
+			for i := range n {
+				p.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":[%d]}`+"\n", i, i))
+			}
+		}()
+		seen := map[string]bool{}
+		for range n {
+			m := p.recvMsg()
+			if "["+string(m.ID)+"]" != string(m.Result) {
+				t.Errorf("response %s carries %s", m.ID, m.Result)
+			}
+			seen[string(m.ID)] = true
 		}
-	}()
-	seen := map[string]bool{}
-	for range n {
-		m := p.recvMsg()
-		if "["+string(m.ID)+"]" != string(m.Result) {
-			t.Errorf("response %s carries %s", m.ID, m.Result)
+		if len(seen) != n {
+			t.Errorf("%d distinct responses, want %d", len(seen), n)
 		}
-		seen[string(m.ID)] = true
-	}
-	if len(seen) != n {
-		t.Errorf("%d distinct responses, want %d", len(seen), n)
-	}
+	})
 }
 
 func TestFinalLineWithoutNewline(t *testing.T) {
 	t.Run("notification", func(t *testing.T) {
 		got := make(chan string, 1)
-		p := newPeer(t, funcs{notify: func(m *Message) { got <- m.Method }}, Options{})
-		io.WriteString(p.in, `{"jsonrpc":"2.0","method":"notifications/last"}`)
-		p.in.Close()
+		p := newPeer(t, streamWire, funcs{notify: func(m *Message) { got <- m.Method }}, Options{})
+		p.write(`{"jsonrpc":"2.0","method":"notifications/last"}`)
+		p.closeInput()
 		if m := wait(t, got, "notification"); m != "notifications/last" {
 			t.Errorf("got %q", m)
 		}
 	})
 	t.Run("response", func(t *testing.T) {
-		p := newPeer(t, nil, Options{})
+		p := newPeer(t, streamWire, nil, Options{})
 		res := p.callAsync(context.Background(), "m", `{}`)
 		req := p.recvMsg()
-		io.WriteString(p.in, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"last"}`)
-		p.in.Close()
+		p.write(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"last"}`)
+		p.closeInput()
 		if r := wait(t, res, "Call"); r.err != nil || string(r.res) != `"last"` {
 			t.Errorf("Call = %s, %v; want the unterminated last response", r.res, r.err)
 		}
 	})
 	t.Run("CRLF", func(t *testing.T) {
-		p := newPeer(t, nil, Options{})
-		io.WriteString(p.in, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1]}\r\n")
+		p := newPeer(t, streamWire, nil, Options{})
+		p.write("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1]}\r\n")
 		if got := p.recv(); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
 			t.Errorf("got %s", got)
 		}
@@ -788,7 +934,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken p
 func TestWriteErrorCloses(t *testing.T) {
 	connR, peerW := io.Pipe()
 	defer peerW.Close()
-	c := New(connR, failingWriter{}, connR, funcs{}, Options{Peer: "host", Logger: testLogger(t)})
+	c := New(NewStream(connR, failingWriter{}, connR, Limits{}), funcs{}, Options{Peer: "host", Logger: testLogger(t)})
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(context.Background()) }()
 	_, err := c.Call(context.Background(), "x", nil)
@@ -809,47 +955,62 @@ func TestWriteErrorCloses(t *testing.T) {
 }
 
 func TestNotify(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	if err := p.conn.Notify(context.Background(), "notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.conn.Notify(context.Background(), "notifications/initialized", nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-	} {
-		if got := p.recv(); got != want {
-			t.Errorf("Notify wrote %s, want %s", got, want)
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		if err := p.conn.Notify(context.Background(), "notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)); err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := p.conn.Notify(context.Background(), "notifications/initialized", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		} {
+			if got := p.recv(); got != want {
+				t.Errorf("Notify wrote %s, want %s", got, want)
+			}
+		}
+	})
 }
 
 // BenchmarkCallRoundTrip measures one Call answered by a peer that echoes the
-// params, over in-memory pipes.
+// params, over each transport: in-memory pipes under a Stream, and a Pipe.
 func BenchmarkCallRoundTrip(b *testing.B) {
-	for _, size := range []int{100, 1 << 20} {
-		b.Run(strconv.Itoa(size), func(b *testing.B) {
+	connect := map[string]func() (Transport, Transport){
+		"stream": func() (Transport, Transport) {
 			aR, bW := io.Pipe()
 			bR, aW := io.Pipe()
-			log := slog.New(slog.DiscardHandler)
-			client := New(aR, aW, closerFunc(func() error { aR.Close(); aW.Close(); return nil }), funcs{}, Options{Peer: "server", Logger: log})
-			server := New(bR, bW, closerFunc(func() error { bR.Close(); bW.Close(); return nil }), funcs{}, Options{Peer: "client", Logger: log})
-			go client.Run(context.Background())
-			go server.Run(context.Background())
-			defer client.Close()
-			defer server.Close()
-			params := json.RawMessage(`{"text":"` + strings.Repeat("x", size) + `"}`)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := client.Call(context.Background(), "echo", params)
-				if err != nil || !bytes.Equal(res, params) {
-					b.Fatalf("Call = %.40s, %v", res, err)
+			return NewStream(aR, aW, closerFunc(func() error { aR.Close(); aW.Close(); return nil }), Limits{}),
+				NewStream(bR, bW, closerFunc(func() error { bR.Close(); bW.Close(); return nil }), Limits{})
+		},
+		"pipe": func() (Transport, Transport) {
+			x, y := Pipe(Limits{})
+			return x, y
+		},
+	}
+	for _, tr := range []string{"stream", "pipe"} {
+		for _, size := range []int{100, 1 << 20} {
+			b.Run(tr+"/"+strconv.Itoa(size), func(b *testing.B) {
+				ct, st := connect[tr]()
+				log := slog.New(slog.DiscardHandler)
+				client := New(ct, funcs{}, Options{Peer: "server", Logger: log})
+				server := New(st, funcs{}, Options{Peer: "client", Logger: log})
+				go client.Run(context.Background())
+				go server.Run(context.Background())
+				defer client.Close()
+				defer server.Close()
+				params := json.RawMessage(`{"text":"` + strings.Repeat("x", size) + `"}`)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := client.Call(context.Background(), "echo", params)
+					if err != nil || !bytes.Equal(res, params) {
+						b.Fatalf("Call = %.40s, %v", res, err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -859,7 +1020,7 @@ func TestRunReturnsOnCancelWhilePeerHoldsStreamOpen(t *testing.T) {
 	connR, peerW := io.Pipe()
 	defer peerW.Close() // never closed while the test runs
 	got := make(chan string, 1)
-	c := New(connR, io.Discard, nil, funcs{notify: func(m *Message) { got <- m.Method }}, Options{Peer: "host", Logger: testLogger(t)})
+	c := New(NewStream(connR, io.Discard, nil, Limits{}), funcs{notify: func(m *Message) { got <- m.Method }}, Options{Peer: "host", Logger: testLogger(t)})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
@@ -879,7 +1040,7 @@ func TestRunReturnsOnCancelWhilePeerHoldsStreamOpen(t *testing.T) {
 func TestRunReturnsOnCloseWithoutCloser(t *testing.T) {
 	connR, peerW := io.Pipe()
 	defer peerW.Close()
-	c := New(connR, io.Discard, nil, funcs{}, Options{Peer: "host", Logger: testLogger(t)})
+	c := New(NewStream(connR, io.Discard, nil, Limits{}), funcs{}, Options{Peer: "host", Logger: testLogger(t)})
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(context.Background()) }()
 	c.Close()
@@ -891,33 +1052,35 @@ func TestRunReturnsOnCloseWithoutCloser(t *testing.T) {
 // A Sequential method is served, and answered, before the next message is
 // even dispatched.
 func TestSequentialServedBeforeNextMessage(t *testing.T) {
-	var mu sync.Mutex
-	var events []string
-	record := func(e string) {
+	eachWire(t, func(t *testing.T, w wire) {
+		var mu sync.Mutex
+		var events []string
+		record := func(e string) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			record(req.Method + " start")
+			if req.Method == "initialize" {
+				// Long enough for a concurrently dispatched ping to overtake.
+				time.Sleep(20 * time.Millisecond)
+			}
+			record(req.Method + " end")
+			return json.RawMessage(`"` + req.Method + `"`), nil
+		}}, Options{Sequential: func(m string) bool { return m == "initialize" }})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		for _, want := range []string{`"initialize"`, `"tools/list"`} {
+			if m := p.recvMsg(); string(m.Result) != want {
+				t.Errorf("got %s, want the result %s (responses in order)", m.Result, want)
+			}
+		}
 		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}
-	p := newPeer(t, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		record(req.Method + " start")
-		if req.Method == "initialize" {
-			// Long enough for a concurrently dispatched ping to overtake.
-			time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		if got := strings.Join(events, ", "); got != "initialize start, initialize end, tools/list start, tools/list end" {
+			t.Errorf("served in the order %s; want initialize done before tools/list starts", got)
 		}
-		record(req.Method + " end")
-		return json.RawMessage(`"` + req.Method + `"`), nil
-	}}, Options{Sequential: func(m string) bool { return m == "initialize" }})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	for _, want := range []string{`"initialize"`, `"tools/list"`} {
-		if m := p.recvMsg(); string(m.Result) != want {
-			t.Errorf("got %s, want the result %s (responses in order)", m.Result, want)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got := strings.Join(events, ", "); got != "initialize start, initialize end, tools/list start, tools/list end" {
-		t.Errorf("served in the order %s; want initialize done before tools/list starts", got)
-	}
+	})
 }
 
 // gatedWriter stands for a peer that reads one Write per token it is given.
@@ -963,7 +1126,7 @@ func TestDrainWaitsForResponsesToBeWritten(t *testing.T) {
 	w := newGatedWriter()
 	defer close(w.closed)
 	release := make(chan struct{})
-	c := New(connR, w, nil, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+	c := New(NewStream(connR, w, nil, Limits{}), funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
 		<-release
 		return json.RawMessage(`"answer"`), nil
 	}}, Options{Peer: "host", Logger: testLogger(t), Drain: hang})
@@ -990,17 +1153,31 @@ func TestDrainWaitsForResponsesToBeWritten(t *testing.T) {
 }
 
 // stalledConn returns a running Conn whose peer neither reads what it writes
-// nor closes its own end, and which has no closer (like stdin/stdout).
-// runErr waits for Run to return and returns what it returned.
-func stalledConn(t *testing.T, opts Options) (c *Conn, runErr func() error) {
+// nor closes its own end; over a stream it has no closer (like stdin and
+// stdout). runErr waits for Run to return and returns what it returned.
+func stalledConn(t *testing.T, w wire, opts Options, lim Limits) (c *Conn, runErr func() error) {
 	t.Helper()
-	connR, peerW := io.Pipe()
-	peerR, connW := io.Pipe()
 	if opts.Peer == "" {
 		opts.Peer = "stalled peer"
 	}
 	opts.Logger = testLogger(t)
-	c = New(connR, connW, nil, funcs{}, opts)
+	var (
+		tr      Transport
+		release func()
+	)
+	switch w.name {
+	case "stream":
+		connR, peerW := io.Pipe()
+		peerR, connW := io.Pipe()
+		tr = NewStream(connR, connW, nil, lim)
+		release = func() { peerR.Close(); peerW.Close() }
+	case "pipe":
+		a, b := Pipe(lim)
+		tr, release = a, func() { b.Close() }
+	default:
+		t.Fatalf("no stalled peer for wire %s", w.name)
+	}
+	c = New(tr, funcs{}, opts)
 	ran := make(chan struct{})
 	var err error
 	go func() {
@@ -1016,8 +1193,7 @@ func stalledConn(t *testing.T, opts Options) (c *Conn, runErr func() error) {
 		c.Close() // must not wait for the blocked writer
 		runErr()
 		// Let the goroutines blocked on the pipes go.
-		peerR.Close()
-		peerW.Close()
+		release()
 	})
 	return c, runErr
 }
@@ -1041,81 +1217,87 @@ func fillQueue(t *testing.T, c *Conn) {
 }
 
 func TestCallReturnsWhenPeerStopsReading(t *testing.T) {
-	c, _ := stalledConn(t, Options{})
-	fillQueue(t, c)
+	eachWire(t, func(t *testing.T, w wire) {
+		c, _ := stalledConn(t, w, Options{}, Limits{})
+		fillQueue(t, c)
 
-	ctx, cancel := context.WithCancelCause(context.Background())
-	res := make(chan callResult, 1)
-	go func() {
-		r, err := c.Call(ctx, "tools/call", json.RawMessage(`{}`))
-		res <- callResult{r, err}
-	}()
-	gaveUp := errors.New("the host gave up")
-	cancel(gaveUp)
-	if r := wait(t, res, "Call with a cancelled context"); r.err != gaveUp {
-		t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
-	}
-	if _, err := c.Call(ctx, "tools/call", nil); err != gaveUp {
-		t.Errorf("Call with a context cancelled before = %v; want its cause", err)
-	}
-	if err := c.Notify(ctx, "notifications/message", nil); err != gaveUp {
-		t.Errorf("Notify with a cancelled context = %v; want its cause", err)
-	}
-	select {
-	case <-c.Done():
-		t.Errorf("the Conn closed (%v) without a WriteTimeout", c.Cause())
-	default:
-	}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		res := make(chan callResult, 1)
+		go func() {
+			r, err := c.Call(ctx, "tools/call", json.RawMessage(`{}`))
+			res <- callResult{r, err}
+		}()
+		gaveUp := errors.New("the host gave up")
+		cancel(gaveUp)
+		if r := wait(t, res, "Call with a cancelled context"); r.err != gaveUp {
+			t.Errorf("Call = %s, %v; want the context's cause", r.res, r.err)
+		}
+		if _, err := c.Call(ctx, "tools/call", nil); err != gaveUp {
+			t.Errorf("Call with a context cancelled before = %v; want its cause", err)
+		}
+		if err := c.Notify(ctx, "notifications/message", nil); err != gaveUp {
+			t.Errorf("Notify with a cancelled context = %v; want its cause", err)
+		}
+		select {
+		case <-c.Done():
+			t.Errorf("the Conn closed (%v) without a WriteTimeout", c.Cause())
+		default:
+		}
+	})
 }
 
 // A call whose request is queued behind a stuck write still returns when its
 // context ends; the cancellation it owes the peer must not hold it up.
 func TestCallCancelledWhileRequestQueued(t *testing.T) {
-	c, _ := stalledConn(t, Options{})
-	// The first request blocks the writer; the next ones wait in the queue.
-	for range writeQueueLen + 1 {
-		ctx, cancel := context.WithCancel(context.Background())
-		res := make(chan error, 1)
-		go func() {
-			_, err := c.Call(ctx, "tools/call", nil)
-			res <- err
-		}()
-		cancel()
-		if err := wait(t, res, "cancelled Call"); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Call = %v, want context.Canceled", err)
+	eachWire(t, func(t *testing.T, w wire) {
+		c, _ := stalledConn(t, w, Options{}, Limits{})
+		// The first request blocks the writer; the next ones wait in the queue.
+		for range writeQueueLen + 1 {
+			ctx, cancel := context.WithCancel(context.Background())
+			res := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, "tools/call", nil)
+				res <- err
+			}()
+			cancel()
+			if err := wait(t, res, "cancelled Call"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Call = %v, want context.Canceled", err)
+			}
 		}
-	}
+	})
 }
 
 func TestWriteTimeoutClosesConn(t *testing.T) {
-	const want = `upstream "stuck" stopped reading its input for 30ms`
-	c, runErr := stalledConn(t, Options{Peer: `upstream "stuck"`, WriteTimeout: 30 * time.Millisecond})
-	pending := make(chan callResult, 1)
-	go func() {
-		r, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{}`))
-		pending <- callResult{r, err}
-	}()
-	notified := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			if err := c.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); err != nil || i > 2*writeQueueLen {
-				notified <- err
-				return
+	eachWire(t, func(t *testing.T, w wire) {
+		const want = `upstream "stuck" stopped reading its input for 30ms`
+		c, runErr := stalledConn(t, w, Options{Peer: `upstream "stuck"`}, Limits{WriteTimeout: 30 * time.Millisecond})
+		pending := make(chan callResult, 1)
+		go func() {
+			r, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{}`))
+			pending <- callResult{r, err}
+		}()
+		notified := make(chan error, 1)
+		go func() {
+			for i := 0; ; i++ {
+				if err := c.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); err != nil || i > 2*writeQueueLen {
+					notified <- err
+					return
+				}
 			}
+		}()
+		if err := wait(t, notified, "Notify to a peer that stopped reading"); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Notify = %v; want ErrClosed with %q", err, want)
 		}
-	}()
-	if err := wait(t, notified, "Notify to a peer that stopped reading"); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), want) {
-		t.Errorf("Notify = %v; want ErrClosed with %q", err, want)
-	}
-	if r := wait(t, pending, "pending Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), want) {
-		t.Errorf("pending Call = %s, %v; want ErrClosed with %q", r.res, r.err, want)
-	}
-	if err := c.Cause(); err == nil || err.Error() != want {
-		t.Errorf("Cause = %v, want %q", err, want)
-	}
-	if err := runErr(); err == nil || err.Error() != want {
-		t.Errorf("Run = %v, want %q", err, want)
-	}
+		if r := wait(t, pending, "pending Call"); !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), want) {
+			t.Errorf("pending Call = %s, %v; want ErrClosed with %q", r.res, r.err, want)
+		}
+		if err := c.Cause(); err == nil || err.Error() != want {
+			t.Errorf("Cause = %v, want %q", err, want)
+		}
+		if err := runErr(); err == nil || err.Error() != want {
+			t.Errorf("Run = %v, want %q", err, want)
+		}
+	})
 }
 
 // A peer that reads slowly but steadily is not taken for one that stopped,
@@ -1127,7 +1309,7 @@ func TestWriteTimeoutSparesSteadyReader(t *testing.T) {
 	w := newGatedWriter()
 	defer close(w.closed)
 	const timeout = 200 * time.Millisecond
-	c := New(connR, w, nil, funcs{}, Options{Peer: "slow", Logger: testLogger(t), WriteTimeout: timeout})
+	c := New(NewStream(connR, w, nil, Limits{WriteTimeout: timeout}), funcs{}, Options{Peer: "slow", Logger: testLogger(t)})
 	go c.Run(context.Background())
 	defer c.Close()
 
@@ -1188,59 +1370,63 @@ feed:
 // Concurrent senders get whole lines, each sender's in its own order, also
 // for messages that take several writes.
 func TestWritesInOrderUnderConcurrency(t *testing.T) {
-	p := newPeer(t, nil, Options{})
-	const senders, each = 8, 40
-	pad := strings.Repeat("p", 3*writeChunk/2)
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range each {
-				params := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
-				if i%8 == 0 {
-					params = fmt.Sprintf(`{"g":%d,"i":%d,"pad":%q}`, g, i, pad)
+	eachWire(t, func(t *testing.T, w wire) {
+		p := newPeer(t, w, nil, Options{})
+		const senders, each = 8, 40
+		pad := strings.Repeat("p", 3*writeChunk/2)
+		var wg sync.WaitGroup
+		for g := range senders {
+			wg.Go(func() {
+				for i := range each {
+					params := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+					if i%8 == 0 {
+						params = fmt.Sprintf(`{"g":%d,"i":%d,"pad":%q}`, g, i, pad)
+					}
+					if err := p.conn.Notify(context.Background(), "notifications/message", json.RawMessage(params)); err != nil {
+						t.Errorf("Notify: %v", err)
+						return
+					}
 				}
-				if err := p.conn.Notify(context.Background(), "notifications/message", json.RawMessage(params)); err != nil {
-					t.Errorf("Notify: %v", err)
-					return
-				}
+			})
+		}
+		next := make([]int, senders)
+		for range senders * each {
+			var v struct{ G, I int }
+			m := p.recvMsg()
+			if err := json.Unmarshal(m.Params, &v); err != nil || v.G < 0 || v.G >= senders {
+				t.Fatalf("unexpected message %.80s", m.Params)
 			}
-		})
-	}
-	next := make([]int, senders)
-	for range senders * each {
-		var v struct{ G, I int }
-		m := p.recvMsg()
-		if err := json.Unmarshal(m.Params, &v); err != nil || v.G < 0 || v.G >= senders {
-			t.Fatalf("unexpected message %.80s", m.Params)
+			if v.I != next[v.G] {
+				t.Fatalf("sender %d: message %d arrived when %d was due", v.G, v.I, next[v.G])
+			}
+			next[v.G]++
 		}
-		if v.I != next[v.G] {
-			t.Fatalf("sender %d: message %d arrived when %d was due", v.G, v.I, next[v.G])
-		}
-		next[v.G]++
-	}
-	wg.Wait()
+		wg.Wait()
+	})
 }
 
 // A server that does not answer bad input (a client) must still not take a
 // request with a null id for a notification.
 func TestNullIDRequestNotServed(t *testing.T) {
-	seen := make(chan string, 1)
-	p := newPeer(t, funcs{
-		call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-			if req.Method != "ping" {
-				seen <- "call " + req.Method
-			}
-			return req.Params, nil
-		},
-		notify: func(m *Message) { seen <- "notification " + m.Method },
-	}, Options{AnswerBadInput: false})
-	p.send(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`)
-	p.roundTrip("1") // nothing was written for it
-	select {
-	case s := <-seen:
-		t.Errorf("a request with a null id reached the handler as a %s", s)
-	default:
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		seen := make(chan string, 1)
+		p := newPeer(t, w, funcs{
+			call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+				if req.Method != "ping" {
+					seen <- "call " + req.Method
+				}
+				return req.Params, nil
+			},
+			notify: func(m *Message) { seen <- "notification " + m.Method },
+		}, Options{AnswerBadInput: false})
+		p.send(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`)
+		p.roundTrip("1") // nothing was written for it
+		select {
+		case s := <-seen:
+			t.Errorf("a request with a null id reached the handler as a %s", s)
+		default:
+		}
+	})
 }
 
 // BenchmarkNotifyParallel measures queueing notifications from many
@@ -1248,7 +1434,7 @@ func TestNullIDRequestNotServed(t *testing.T) {
 func BenchmarkNotifyParallel(b *testing.B) {
 	r, w := io.Pipe()
 	go io.Copy(io.Discard, r)
-	c := New(strings.NewReader(""), w, closerFunc(func() error { return w.Close() }), funcs{}, Options{Peer: "sink", Logger: slog.New(slog.DiscardHandler)})
+	c := New(NewStream(strings.NewReader(""), w, closerFunc(func() error { return w.Close() }), Limits{}), funcs{}, Options{Peer: "sink", Logger: slog.New(slog.DiscardHandler)})
 	defer c.Close()
 	params := json.RawMessage(`{"progressToken":"t","progress":1}`)
 	b.ReportAllocs()

@@ -58,22 +58,24 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestConnLogsDoNotQuote(t *testing.T) {
-	var logs lockedBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p := newPeer(t, nil, Options{AnswerBadInput: true, Logger: logger, MaxMessageBytes: 4096})
-	for _, l := range canaryLines {
-		p.send(l)
-	}
-	p.send(`{"jsonrpc":"2.0","id":9,"method":"m","params":{"x":"` + canary + strings.Repeat("y", 8192) + canary + `"}}`) // too large
-	p.send(`{"jsonrpc":"2.0","id":99,"method":"ping","params":{}}`)
-	for string(p.recvMsg().ID) != "99" {
-	}
-	if !strings.Contains(logs.String(), "bad message") {
-		t.Fatalf("no bad message was logged:\n%s", logs.String())
-	}
-	if strings.Contains(logs.String(), canary) {
-		t.Errorf("a log line quotes a message:\n%s", logs.String())
-	}
+	eachWire(t, func(t *testing.T, w wire) {
+		var logs lockedBuffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		p := newPeer(t, w, nil, Options{AnswerBadInput: true, Logger: logger}, Limits{MaxMessageBytes: 4096})
+		for _, l := range canaryLines {
+			p.send(l)
+		}
+		p.send(`{"jsonrpc":"2.0","id":9,"method":"m","params":{"x":"` + canary + strings.Repeat("y", 8192) + canary + `"}}`) // too large
+		p.send(`{"jsonrpc":"2.0","id":99,"method":"ping","params":{}}`)
+		for string(p.recvMsg().ID) != "99" {
+		}
+		if !strings.Contains(logs.String(), "bad message") {
+			t.Fatalf("no bad message was logged:\n%s", logs.String())
+		}
+		if strings.Contains(logs.String(), canary) {
+			t.Errorf("a log line quotes a message:\n%s", logs.String())
+		}
+	})
 }
 
 func TestLogID(t *testing.T) {

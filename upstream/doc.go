@@ -7,4 +7,9 @@
 // plus what the servers file gives it explicitly. A server that fails to
 // start or dies is reported with its exit status and the tail of its stderr,
 // and never takes the other servers down with it.
+//
+// The pool knows servers through a Launcher, which returns a Connection: an
+// rpc.Transport of whole messages plus the lifecycle of what serves it.
+// ExecLauncher runs a child process behind newline-delimited pipes; a
+// server reached another way (HTTP) is another Launcher.
 package upstream

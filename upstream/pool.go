@@ -230,7 +230,7 @@ func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
 			// Stopped before done is closed, so that Close, which waits for
 			// starts, leaves no process behind.
 			s.conn.CloseWithError(errors.New("the gate is shutting down"))
-			s.proc.Stop(p.opts.StopGrace)
+			s.up.Stop(p.opts.StopGrace)
 		}
 		err = errors.New("the gate is shutting down")
 	case err != nil:
@@ -261,24 +261,26 @@ func backoff(failures int) time.Duration {
 func (p *Pool) start(cfg Config) (*Session, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.StartTimeout)
 	defer cancel()
-	proc, err := p.opts.Launcher.Launch(ctx, cfg)
+	proc, err := p.opts.Launcher.Launch(ctx, cfg, rpc.Limits{
+		MaxMessageBytes: p.opts.MaxMessageBytes,
+		// A server that stops reading its input is as good as dead: the
+		// transport reports it, and the Conn ends the session (its calls
+		// fail with the reason) rather than let every caller queue behind
+		// it.
+		WriteTimeout: upstreamWriteTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Name: cfg.Name, proc: proc, started: time.Now()}
+	s := &Session{Name: cfg.Name, up: proc, started: time.Now()}
 	s.lastUsed.Store(time.Now().UnixNano())
 	var h rpc.Handler = rejectAll{}
 	if p.opts.Handler != nil {
 		h = p.opts.Handler(cfg.Name)
 	}
-	s.conn = rpc.New(proc, proc, nil, countingHandler{s: s, h: h}, rpc.Options{
-		Peer:            fmt.Sprintf("upstream %q", cfg.Name),
-		Logger:          p.log.With("server", cfg.Name),
-		MaxMessageBytes: p.opts.MaxMessageBytes,
-		// A server that stops reading its input is as good as dead: end the
-		// session (its calls fail with the reason) rather than let every
-		// caller queue behind it.
-		WriteTimeout: upstreamWriteTimeout,
+	s.conn = rpc.New(proc, countingHandler{s: s, h: h}, rpc.Options{
+		Peer:   fmt.Sprintf("upstream %q", cfg.Name),
+		Logger: p.log.With("server", cfg.Name),
 		// The stream ending usually means the process died: wait a moment
 		// for its exit status and stderr, which explain far more than "EOF".
 		ReadErrorCause: func(err error) error {
@@ -378,7 +380,7 @@ func (p *Pool) Stop(server string, why string) {
 	s.deliberate.Store(true)
 	p.mu.Unlock()
 	s.conn.CloseWithError(errors.New(why))
-	s.proc.Stop(p.opts.StopGrace)
+	s.up.Stop(p.opts.StopGrace)
 }
 
 // Close stops every server and waits for them to exit.
@@ -405,7 +407,7 @@ func (p *Pool) Close() {
 		go func() {
 			defer wg.Done()
 			s.conn.CloseWithError(errors.New("the gate is shutting down"))
-			s.proc.Stop(p.opts.StopGrace)
+			s.up.Stop(p.opts.StopGrace)
 		}()
 	}
 	wg.Wait()
@@ -450,7 +452,7 @@ func (p *Pool) retireIdle(s *Session) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.conn.CloseWithError(fmt.Errorf("stopped after %s idle", p.opts.IdleTimeout))
-	s.proc.Stop(p.opts.StopGrace)
+	s.up.Stop(p.opts.StopGrace)
 }
 
 // rejectAll answers every upstream request with "method not found".

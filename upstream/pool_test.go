@@ -106,9 +106,9 @@ type countingLauncher struct {
 	n atomic.Int64
 }
 
-func (c *countingLauncher) Launch(ctx context.Context, cfg upstream.Config) (upstream.Process, error) {
+func (c *countingLauncher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
 	c.n.Add(1)
-	return c.Launcher.Launch(ctx, cfg)
+	return c.Launcher.Launch(ctx, cfg, lim)
 }
 
 func execLauncher(t *testing.T) *countingLauncher {
@@ -633,7 +633,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("idle stop cause = %v", err)
 	}
 	select {
-	case <-upstream.ProcessOf(s).Exited():
+	case <-upstream.ConnectionOf(s).Exited():
 	case <-time.After(hang):
 		t.Fatal("the idle server's process did not exit")
 	}
@@ -676,11 +676,11 @@ func TestCloseStopsEverything(t *testing.T) {
 // Close during a start waits for it and leaves nothing running.
 func TestCloseDuringStart(t *testing.T) {
 	release := make(chan struct{})
-	var procs []upstream.Process
+	var procs []upstream.Connection
 	var mu sync.Mutex
 	inner := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"s": gated(release, echoServer)}}
-	l := launcherFunc(func(ctx context.Context, cfg upstream.Config) (upstream.Process, error) {
-		pr, err := inner.Launch(ctx, cfg)
+	l := launcherFunc(func(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+		pr, err := inner.Launch(ctx, cfg, lim)
 		if err == nil {
 			mu.Lock()
 			procs = append(procs, pr)
@@ -716,10 +716,10 @@ func TestCloseDuringStart(t *testing.T) {
 	close(release)
 }
 
-type launcherFunc func(ctx context.Context, cfg upstream.Config) (upstream.Process, error)
+type launcherFunc func(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error)
 
-func (f launcherFunc) Launch(ctx context.Context, cfg upstream.Config) (upstream.Process, error) {
-	return f(ctx, cfg)
+func (f launcherFunc) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+	return f(ctx, cfg, lim)
 }
 
 // The environment test server: a shell script that answers initialize with

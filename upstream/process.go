@@ -12,26 +12,34 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
-// A Launcher starts upstream processes. Implementations must be safe for
-// concurrent use.
+// A Launcher starts upstream servers. Implementations must be safe for
+// concurrent use. ExecLauncher starts a child process; an HTTP upstream is
+// another Launcher, whose connection speaks HTTP rather than lines.
 type Launcher interface {
-	Launch(ctx context.Context, cfg Config) (Process, error)
+	// Launch starts cfg's server and returns a connection to it. lim bounds
+	// the messages the connection accepts from the server and how long it
+	// waits for the server to read (rpc.Limits). The server outlives ctx,
+	// which bounds only the launch.
+	Launch(ctx context.Context, cfg Config, lim rpc.Limits) (Connection, error)
 }
 
-// A Process is a running upstream: a stream of messages to it and from it.
-// Read and Write are each used by one goroutine at a time; Stop, Exited and
-// ExitErr are safe for concurrent use.
-type Process interface {
-	io.Reader // the server's stdout
-	io.Writer // the server's stdin
-	// Stop ends the process: it closes its input, waits up to grace for it
+// A Connection is a running upstream server as the gate sees it: a
+// transport of whole messages to and from it (the rpc.Transport methods,
+// with their concurrency rules), and the lifecycle of whatever serves it.
+// Closing the transport does not stop the server; Stop does. Stop, Exited
+// and ExitErr are safe for concurrent use.
+type Connection interface {
+	rpc.Transport
+	// Stop ends the server: it closes its input, waits up to grace for it
 	// to exit, then terminates it. Stop may be called more than once.
 	Stop(grace time.Duration)
-	// Exited is closed once the process has exited.
+	// Exited is closed once the server has exited.
 	Exited() <-chan struct{}
-	// ExitErr describes how the process exited, with the tail of what it
+	// ExitErr describes how the server exited, with the tail of what it
 	// wrote to stderr. Valid after Exited is closed.
 	ExitErr() error
 }
@@ -50,8 +58,9 @@ func (l *ExecLauncher) logger() *slog.Logger {
 	return l.Logger
 }
 
-// Launch starts cfg's command with stdin and stdout as the message stream.
-func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) {
+// Launch starts cfg's command with its stdin and stdout as the message
+// stream: newline-delimited messages (rpc.Stream) over the child's pipes.
+func (l *ExecLauncher) Launch(ctx context.Context, cfg Config, lim rpc.Limits) (Connection, error) {
 	if cfg.Type != TypeStdio {
 		return nil, fmt.Errorf("transport %q is not supported yet; only stdio servers can be started", cfg.Type)
 	}
@@ -100,6 +109,9 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) 
 		return nil, fmt.Errorf("starting %q: %w", cfg.Command, startErr)
 	}
 	p := &execProcess{
+		// No closer: closing the transport leaves the pipes to Stop, which
+		// closes the child's input first, as MCP's stdio shutdown asks.
+		Stream: rpc.NewStream(outR, inW, nil, lim),
 		name:   cfg.Name,
 		cmd:    cmd,
 		stdin:  inW,
@@ -128,7 +140,10 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config) (Process, error) 
 	return p, nil
 }
 
+// execProcess is a child process and the newline-delimited transport over
+// its pipes.
 type execProcess struct {
+	*rpc.Stream
 	name   string
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -143,9 +158,7 @@ type execProcess struct {
 	stopped  bool
 }
 
-func (p *execProcess) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
-func (p *execProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
-func (p *execProcess) Exited() <-chan struct{}     { return p.exited }
+func (p *execProcess) Exited() <-chan struct{} { return p.exited }
 
 func (p *execProcess) ExitErr() error {
 	p.mu.Lock()
@@ -172,6 +185,7 @@ func (p *execProcess) Stop(grace time.Duration) {
 			}
 		}
 		p.stdout.Close()
+		p.Stream.Close()
 	})
 }
 

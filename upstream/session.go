@@ -42,7 +42,7 @@ type Session struct {
 	Caps            Capabilities
 	InitResult      json.RawMessage // the raw initialize result
 	conn            *rpc.Conn
-	proc            Process
+	up              Connection
 	started         time.Time
 
 	inflight   atomic.Int64 // calls in either direction

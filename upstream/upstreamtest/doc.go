@@ -15,4 +15,8 @@
 //
 // The Launcher counts launches per server, so single-flight starts can be
 // checked, and can be told to fail launches.
+//
+// A PipeLauncher goes one step further from a process: its servers are
+// rpc.Handlers served by an rpc.Conn over an rpc.Pipe, with no byte stream
+// in between, as an upstream that is not a process (an HTTP one) is.
 package upstreamtest

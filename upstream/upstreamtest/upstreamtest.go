@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -93,9 +95,11 @@ func (l *Launcher) FailLaunches(server string, err error) {
 	}
 }
 
-// Launch starts a new call of cfg.Name's ServeFunc on its own goroutine.
-// The server outlives ctx, which bounds only the launch, as a process does.
-func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config) (upstream.Process, error) {
+// Launch starts a new call of cfg.Name's ServeFunc on its own goroutine,
+// connected to the gate by newline-delimited messages over in-memory pipes
+// (an rpc.Stream within lim, as a child process's would be). The server
+// outlives ctx, which bounds only the launch, as a process does.
+func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
 	l.mu.Lock()
 	if l.launches == nil {
 		l.launches = map[string]int{}
@@ -117,6 +121,7 @@ func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config) (upstream.Pr
 	outR, outW := io.Pipe() // server → gate
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Process{
+		Stream: rpc.NewStream(outR, inW, nil, lim),
 		name:   cfg.Name,
 		stdin:  inW,
 		stdout: outR,
@@ -139,9 +144,10 @@ func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config) (upstream.Pr
 	return p, nil
 }
 
-// Process is one launched server. It implements upstream.Process; its
-// methods are safe for concurrent use as that interface requires.
+// Process is one launched server. It implements upstream.Connection; its
+// methods follow that interface's concurrency rules.
 type Process struct {
+	*rpc.Stream
 	name   string
 	stdin  *io.PipeWriter
 	stdout *io.PipeReader
@@ -152,13 +158,7 @@ type Process struct {
 	stopOnce sync.Once
 }
 
-var _ upstream.Process = (*Process)(nil)
-
-// Read reads what the server wrote.
-func (p *Process) Read(b []byte) (int, error) { return p.stdout.Read(b) }
-
-// Write writes to the server's input.
-func (p *Process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+var _ upstream.Connection = (*Process)(nil)
 
 // Exited is closed once the serve function has returned.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -190,5 +190,83 @@ func (p *Process) Stop(grace time.Duration) {
 			<-p.exited
 		}
 		p.stdout.Close()
+		p.Stream.Close()
 	})
+}
+
+// A PipeLauncher is an in-memory upstream.Launcher whose servers are
+// rpc.Handlers served by an rpc.Conn over an rpc.Pipe: no process, no byte
+// stream, the gate's own message layer at both ends. It is what an
+// upstream that is not a process (an HTTP one) looks like to the pool.
+//
+// Set Servers before the first Launch and do not change it afterwards.
+type PipeLauncher struct {
+	// Servers maps a server name to what serves it. A Handler that also
+	// implements Starter is told the server's own Conn when it starts.
+	Servers map[string]rpc.Handler
+}
+
+// A Starter is told the Conn of the server it serves, to send requests and
+// notifications of its own, and to end the server by closing it.
+type Starter interface {
+	Start(server *rpc.Conn)
+}
+
+var _ upstream.Launcher = (*PipeLauncher)(nil)
+
+// Launch serves cfg.Name's Handler over a new Pipe within lim.
+func (l *PipeLauncher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+	h, ok := l.Servers[cfg.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoServer, cfg.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	gate, server := rpc.Pipe(lim)
+	c := &PipeConn{PipeEnd: gate, exited: make(chan struct{})}
+	c.server = rpc.New(server, h, rpc.Options{
+		Peer:           "gate",
+		Logger:         slog.New(slog.DiscardHandler),
+		AnswerBadInput: true,
+	})
+	if st, ok := h.(Starter); ok {
+		st.Start(c.server)
+	}
+	go func() {
+		err := c.server.Run(context.Background())
+		c.exitErr = fmt.Errorf("upstreamtest: server %q ended: %w", cfg.Name, err)
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// A PipeConn is the gate's side of a server launched by a PipeLauncher.
+type PipeConn struct {
+	*rpc.PipeEnd
+	server  *rpc.Conn
+	exited  chan struct{}
+	exitErr error // written before exited is closed
+}
+
+var _ upstream.Connection = (*PipeConn)(nil)
+
+// Stop ends the server, whose Run returns at once.
+func (c *PipeConn) Stop(time.Duration) {
+	c.server.CloseWithError(errors.New("stopped by the gate"))
+	<-c.exited
+	c.PipeEnd.Close()
+}
+
+// Exited is closed once the server's Conn has ended.
+func (c *PipeConn) Exited() <-chan struct{} { return c.exited }
+
+// ExitErr says why the server's Conn ended; nil before it has.
+func (c *PipeConn) ExitErr() error {
+	select {
+	case <-c.exited:
+		return c.exitErr
+	default:
+		return nil
+	}
 }

@@ -1,8 +1,8 @@
 package upstreamtest
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -32,16 +33,18 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 
 func TestGoSDKServesOverTheProcess(t *testing.T) {
 	l := &Launcher{Servers: map[string]ServeFunc{"s": GoSDK(nil)}}
-	p, err := l.Launch(context.Background(), cfg("s"))
+	p, err := l.Launch(context.Background(), cfg("s"), rpc.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(p, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	if err := p.Write(ctx, &rpc.Message{ID: json.RawMessage("1"), Method: "initialize", Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(p).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"protocolVersion":"2025-11-25"`) || !strings.Contains(line, `"id":1`) {
-		t.Fatalf("initialize answered %q, %v", line, err)
+	m, err := p.Read(ctx)
+	if err != nil || string(m.ID) != "1" || !strings.Contains(string(m.Result), `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize answered %+v, %v", m, err)
 	}
 	if p.ExitErr() != nil {
 		t.Errorf("ExitErr before exit = %v", p.ExitErr())
@@ -52,7 +55,7 @@ func TestGoSDKServesOverTheProcess(t *testing.T) {
 		t.Errorf("ExitErr = %v", p.ExitErr())
 	}
 	p.Stop(time.Second) // again: no effect, no panic
-	if _, err := p.Read(make([]byte, 1)); err == nil {
+	if _, err := p.Read(ctx); err == nil {
 		t.Error("Read after Stop succeeded")
 	}
 }
@@ -60,7 +63,7 @@ func TestGoSDKServesOverTheProcess(t *testing.T) {
 func TestExitErrCarriesTheError(t *testing.T) {
 	boom := errors.New("boom")
 	l := &Launcher{Servers: map[string]ServeFunc{"s": func(context.Context, mcp.Transport) error { return boom }}}
-	p, err := l.Launch(context.Background(), cfg("s"))
+	p, err := l.Launch(context.Background(), cfg("s"), rpc.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +72,19 @@ func TestExitErrCarriesTheError(t *testing.T) {
 		t.Errorf("ExitErr = %v; want it to wrap the serve function's error", p.ExitErr())
 	}
 	// The gate sees the end of the stream.
-	if n, err := p.Read(make([]byte, 10)); n != 0 || !errors.Is(err, io.EOF) {
-		t.Errorf("Read after exit = %d, %v; want EOF", n, err)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	if m, err := p.Read(ctx); m != nil || !errors.Is(err, io.EOF) {
+		t.Errorf("Read after exit = %+v, %v; want EOF", m, err)
 	}
-	if _, err := p.Write([]byte("x\n")); err == nil {
-		t.Error("Write after exit succeeded")
+	// A write may be queued, but it never reaches the server.
+	err = p.Write(ctx, &rpc.Message{Method: "x"})
+	if err == nil {
+		err = p.(rpc.Flusher).Flush(ctx)
+	}
+	var we *rpc.WriteError
+	if !errors.As(err, &we) {
+		t.Errorf("Write and Flush after exit = %v; want a *rpc.WriteError", err)
 	}
 }
 
@@ -85,7 +96,7 @@ func TestStopEscalates(t *testing.T) {
 		return ctx.Err()
 	}}}
 	lctx, cancel := context.WithCancel(context.Background())
-	p, err := l.Launch(lctx, cfg("s"))
+	p, err := l.Launch(lctx, cfg("s"), rpc.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +121,7 @@ func TestLaunchCountsAndFailures(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() {
-			p, err := l.Launch(context.Background(), cfg("a"))
+			p, err := l.Launch(context.Background(), cfg("a"), rpc.Limits{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -124,19 +135,19 @@ func TestLaunchCountsAndFailures(t *testing.T) {
 	}
 	bad := errors.New("exec: no such file")
 	l.FailLaunches("b", bad)
-	if _, err := l.Launch(context.Background(), cfg("b")); !errors.Is(err, bad) {
+	if _, err := l.Launch(context.Background(), cfg("b"), rpc.Limits{}); !errors.Is(err, bad) {
 		t.Errorf("failing launch = %v", err)
 	}
 	if l.Launches("b") != 1 {
 		t.Errorf("a failed launch is not counted: %d", l.Launches("b"))
 	}
 	l.FailLaunches("b", nil)
-	p, err := l.Launch(context.Background(), cfg("b"))
+	p, err := l.Launch(context.Background(), cfg("b"), rpc.Limits{})
 	if err != nil {
 		t.Fatalf("launch after FailLaunches(nil): %v", err)
 	}
 	p.Stop(time.Second)
-	if _, err := l.Launch(context.Background(), cfg("zzz")); !errors.Is(err, ErrNoServer) {
+	if _, err := l.Launch(context.Background(), cfg("zzz"), rpc.Limits{}); !errors.Is(err, ErrNoServer) {
 		t.Errorf("unknown server = %v", err)
 	}
 }
