@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	// The go-sdk's own JSON codec; its validator is several times faster
 	// than encoding/json's, and every relayed byte passes through it once.
 	segjson "github.com/segmentio/encoding/json"
@@ -17,18 +16,37 @@ import (
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
-// Error is a JSON-RPC error object: code, message and data, kept exactly as
-// the peer sent them. It is the go-sdk's wire error type, so errors from
-// go-sdk peers and from this package are the same values.
-type Error = jsonrpc.Error
+// Error is a JSON-RPC error object: code, message and data, kept as the
+// peer sent them. The gate has its own type rather than the go-sdk's so
+// that the binary does not link the SDK (a third of its size); the SDK
+// stays in the tests as the independent peer.
+type Error struct {
+	// Code says what kind of failure it is (the Code* constants, or an
+	// application code such as MCP's -32002).
+	Code int64 `json:"code"`
+	// Message is a short description of the error.
+	Message string `json:"message"`
+	// Data is optional structured data, relayed as raw JSON.
+	Data json.RawMessage `json:"data,omitempty"`
+}
 
-// Standard JSON-RPC error codes.
+// Error returns the message, as JSON-RPC peers show it.
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether other is an *Error with the same code, so that
+// errors.Is(err, &rpc.Error{Code: rpc.CodeInvalidParams}) asks "which kind".
+func (e *Error) Is(other error) bool {
+	o, ok := other.(*Error)
+	return ok && o != nil && e.Code == o.Code
+}
+
+// Standard JSON-RPC 2.0 error codes.
 const (
-	CodeParseError     = jsonrpc.CodeParseError
-	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
-	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
-	CodeInvalidParams  = jsonrpc.CodeInvalidParams
-	CodeInternalError  = jsonrpc.CodeInternalError
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
 )
 
 // Errorf returns a JSON-RPC error with the given code and a formatted message.
