@@ -83,9 +83,7 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
 		return verdict{allow: true}
 	}
-	g.mu.Lock()
-	host := g.hostInfo
-	g.mu.Unlock()
+	host := g.hostCaps()
 	// The human reads the policy's own words for why (the rule's reason:),
 	// never d.Reason, which can carry a condition's error text; the audit
 	// and the model get d.Reason.
@@ -97,7 +95,7 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"
 	}
-	a := elicitation.Ask(ctx, g.host, host.elicitForm, req, pol.ApprovalTimeout())
+	a := g.approver.Approve(ctx, req, pol.ApprovalTimeout())
 	record(a)
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
@@ -278,19 +276,6 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	return neutralized
 }
 
-// guardCompletion neutralises a completion/complete result: its values
-// are offered to the user as they type.
-func (g *Gate) guardCompletion(res json.RawMessage, err error) (json.RawMessage, error) {
-	if err != nil || g.noGuard.Load() {
-		return res, err
-	}
-	out, nerr := g.neutralize("", "completion/complete", "completion result", res)
-	if nerr != nil {
-		return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(nerr)}
-	}
-	return out, nil
-}
-
 // parallelGuardBytes is the result size from which the guard's two passes
 // run concurrently; below it a goroutine costs more than it saves.
 const parallelGuardBytes = 256 << 10
@@ -299,9 +284,8 @@ const parallelGuardBytes = 256 << 10
 // reach the model too, and neutralises every string in it; field names the
 // member that carries the content (messages, contents), for the audit. MCP
 // gives these no error result, so a refusal is a JSON-RPC error.
-func (g *Gate) guardOther(server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
+func (g *Gate) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
-		pol := g.policy.Current()
 		outcome := "refused"
 		if pol.GuardLogOnly(server) {
 			outcome = "logged"

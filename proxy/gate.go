@@ -54,6 +54,9 @@ type Options struct {
 	Policy *policy.Store
 	Logger *slog.Logger
 	Audit  *audit.Logger
+	// Approver asks the human when the policy says ask; nil means ask the
+	// host through MCP elicitation (elicitation.HostApprover).
+	Approver elicitation.Approver
 }
 
 // A Gate serves one host session: it answers the host's initialize itself,
@@ -74,8 +77,9 @@ type Gate struct {
 	progress        progressRoutes
 	grants          elicitation.Grants // "approve for this session" answers
 	urlElicitations urlElicitations
-	seq             atomic.Uint64 // decision IDs
-	noGuard         atomic.Bool   // benchmarks only: measure the relay without the result guard
+	approver        elicitation.Approver // asks the human; set by Serve unless Options.Approver is
+	seq             atomic.Uint64        // decision IDs
+	noGuard         atomic.Bool          // benchmarks only: measure the relay without the result guard
 
 	mu           sync.Mutex // guards hostInfo and the catalogs
 	hostInfo     hostInfo
@@ -137,6 +141,7 @@ func New(opts Options) (*Gate, error) {
 		audit:        opts.Audit,
 		policy:       opts.Policy,
 		session:      newSessionID(),
+		approver:     opts.Approver,
 		listedByHost: map[string]bool{},
 	}
 	g.tools = newCatalog(kindTool, budget)
@@ -181,6 +186,9 @@ func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		// send SIGTERM if they will not wait.
 		Drain: 30 * time.Second,
 	})
+	if g.approver == nil {
+		g.approver = elicitation.HostApprover{Host: g.host, CanAsk: func() bool { return g.hostCaps().elicitForm }}
+	}
 	pol := g.policy.Current()
 	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
 	err := g.host.Run(ctx)
@@ -200,39 +208,64 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	if err := checkHostParams(req.Method, req.Params); err != nil {
 		return nil, err
 	}
-	switch req.Method {
-	case "initialize":
-		return g.initialize(req.Params)
-	case "ping":
-		return json.RawMessage("{}"), nil
+	m, ok := hostMethods[req.Method]
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 	}
-	g.mu.Lock()
-	initialized := g.hostInfo.initialized
-	g.mu.Unlock()
-	if !initialized {
+	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
-	switch req.Method {
-	case "tools/list":
-		return g.listTools(ctx, req.Params)
-	case "tools/call":
-		return g.callTool(ctx, req.Params)
-	case "prompts/list":
-		return g.listPrompts(ctx, req.Params)
-	case "prompts/get":
-		return g.getPrompt(ctx, req.Params)
-	case "resources/list":
-		return g.listResources(ctx, req.Params)
-	case "resources/templates/list":
-		return g.listResourceTemplates(ctx, req.Params)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		return g.resourceRequest(ctx, req.Method, req.Params)
-	case "completion/complete":
-		return g.guardCompletion(g.complete(ctx, req.Params))
-	case "logging/setLevel":
-		return g.setLogLevel(req.Params)
-	}
-	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+	return m.serve(g, ctx, req.Params)
+}
+
+// hostMethod is how the gate serves one request from the host.
+type hostMethod struct {
+	beforeInit bool // served before initialize (initialize itself, ping)
+	serve      func(g *Gate, ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// relayed serves a method through the pipeline.
+func relayed(r *relay) hostMethod {
+	return hostMethod{serve: func(g *Gate, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		return g.run(ctx, r, "", params)
+	}}
+}
+
+// hostMethods is every request the host may send, and how it is served:
+// the gate answers some itself, and every one that reaches an upstream is
+// a relay through the pipeline. Anything else is refused as unknown. The
+// pipeline table test reads this map, so a method added here without a row
+// fails it.
+var hostMethods = map[string]hostMethod{
+	"initialize": {beforeInit: true, serve: func(g *Gate, _ context.Context, p json.RawMessage) (json.RawMessage, error) { return g.initialize(p) }},
+	"ping": {beforeInit: true, serve: func(*Gate, context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage("{}"), nil
+	}},
+	"tools/list":               {serve: (*Gate).listTools},
+	"prompts/list":             {serve: (*Gate).listPrompts},
+	"resources/list":           {serve: (*Gate).listResources},
+	"resources/templates/list": {serve: (*Gate).listResourceTemplates},
+	"logging/setLevel":         {serve: func(g *Gate, _ context.Context, p json.RawMessage) (json.RawMessage, error) { return g.setLogLevel(p) }},
+	"tools/call":               relayed(relayToolCall),
+	"prompts/get":              relayed(relayPromptGet),
+	"resources/read":           relayed(relayResourceRead),
+	"resources/subscribe":      relayed(relaySubscribe),
+	"resources/unsubscribe":    relayed(relayUnsubscribe),
+	"completion/complete":      relayed(relayComplete),
+}
+
+// hostNotifications is every notification the gate acts on from the
+// host; others are dropped.
+var hostNotifications = map[string]func(g *Gate, msg *rpc.Message){
+	"notifications/initialized": func(*Gate, *rpc.Message) {},
+	"notifications/roots/list_changed": func(g *Gate, msg *rpc.Message) {
+		// Upstreams that care will ask for roots again; each asks the host.
+		// Each on its own goroutine: this runs on the host's read loop, and
+		// an upstream that stopped reading must not stall the host.
+		for _, s := range g.pool.Running() {
+			go func() { _ = s.Notify(msg.Method, msg.Params) }()
+		}
+	},
 }
 
 func (h hostHandler) HandleNotification(msg *rpc.Message) {
@@ -243,18 +276,11 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
 		return
 	}
-	switch msg.Method {
-	case "notifications/initialized":
-	case "notifications/roots/list_changed":
-		// Upstreams that care will ask for roots again; each asks the host.
-		// Each on its own goroutine: this runs on the host's read loop, and
-		// an upstream that stopped reading must not stall the host.
-		for _, s := range g.pool.Running() {
-			go func() { _ = s.Notify(msg.Method, msg.Params) }()
-		}
-	default:
-		g.log.Debug("host notification ignored", "method", rpc.LogMethod(msg.Method))
+	if serve, ok := hostNotifications[msg.Method]; ok {
+		serve(g, msg)
+		return
 	}
+	g.log.Debug("host notification ignored", "method", rpc.LogMethod(msg.Method))
 }
 
 // checkHostParams refuses params in which any object, at any depth, has
@@ -364,6 +390,14 @@ func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
 			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
 	}
 	return json.Marshal(res)
+}
+
+// hostCaps is what the host declared in initialize, read afresh for every
+// request that depends on it.
+func (g *Gate) hostCaps() hostInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hostInfo
 }
 
 // upstreamInitParams builds the initialize request for an upstream: the

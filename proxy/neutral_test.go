@@ -34,16 +34,20 @@ type rawHost struct {
 	writeM  sync.Mutex
 }
 
-func startRawHost(t *testing.T, servers map[string]scripted) *rawHost {
+func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Options)) *rawHost {
 	t.Helper()
 	var cfgs []upstream.Config
 	for name := range servers {
 		cfgs = append(cfgs, upstream.Config{Name: name, Type: upstream.TypeStdio, Command: "scripted"})
 	}
-	g, err := New(Options{
+	o := Options{
 		Servers: sortConfigs(cfgs), Launcher: &scriptLauncher{servers: servers},
 		StartTimeout: 10 * time.Second, Policy: static(t, allowAll), Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

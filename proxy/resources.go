@@ -308,29 +308,3 @@ func (g *Gate) ownsResource(server, uri string) bool {
 	s, err := g.resources.lookupOwner(uri, g.pool.Names())
 	return err == nil && s == server
 }
-
-// resourceRequest routes resources/read, subscribe and unsubscribe.
-func (g *Gate) resourceRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	uri, ok := rawjson.GetString(params, "uri")
-	if !ok {
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
-	}
-	server, err := g.resourceOwner(ctx, uri)
-	if err != nil {
-		return nil, err
-	}
-	if method == "resources/read" || method == "resources/subscribe" {
-		pol := g.policy.Current()
-		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			return nil, deniedError("the resource "+uri, v)
-		}
-	}
-	res, err := g.forward(ctx, server, method, params)
-	if err != nil || method != "resources/read" {
-		return res, err
-	}
-	return g.guardOther(server, uri, "resources/read", "contents", res)
-}

@@ -12,7 +12,6 @@ import (
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
-	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -63,54 +62,30 @@ type upstreamHandler struct {
 	server string
 }
 
-func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-	g := h.g
-	g.mu.Lock()
-	host := g.hostInfo
-	g.mu.Unlock()
-	switch req.Method {
-	case "ping":
+// upstreamMethods is every request an upstream may send the gate, and how
+// it is served; anything else is refused as unknown. The pipeline table
+// test reads this map, so a method added here without a row fails it.
+var upstreamMethods = map[string]func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error){
+	"ping": func(*upstreamHandler, context.Context, *rpc.Message) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
-	case "roots/list":
-		if !host.roots {
+	},
+	"roots/list": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		if !h.g.hostCaps().roots {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support roots")
 		}
-		return g.askHost(ctx, req)
-	case "sampling/createMessage":
-		if !host.sampling {
-			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
-		}
-		// What a server puts in front of the user's model is untrusted too,
-		// and is inspected as the host will read it: one member per key.
-		if err := rawjson.UniqueKeys(req.Params); err != nil {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
-		}
-		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
-			f := findings[0]
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
-		}
-		// A server must not spend the user's model silently: sampling is
-		// decided like a tool call, and denied unless the policy allows it.
-		pol := g.policy.Current()
-		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindSampling, Server: h.server, Args: req.Params}, ""); !v.allow {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			// Worded without the gate's name: the upstream often hands this
-			// text back in its own result, and a result naming the gate with
-			// approval vocabulary is what the guard refuses.
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused by policy: " + v.reason}
-		}
-		// The host shows the request to the user before it runs it.
-		params, err := g.neutralize(h.server, "sampling/createMessage", "sampling request", req.Params)
-		if err != nil {
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
-		}
-		return g.host.Call(ctx, req.Method, params)
-	case "elicitation/create":
-		return g.relayElicitation(ctx, h.server, host, req)
+		return h.g.askHost(ctx, req)
+	},
+	"sampling/createMessage": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return h.g.run(ctx, relaySampling, h.server, req.Params)
+	},
+	"elicitation/create": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return h.g.relayElicitation(ctx, h.server, h.g.hostCaps(), req)
+	},
+}
+
+func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	if serve, ok := upstreamMethods[req.Method]; ok {
+		return serve(h, ctx, req)
 	}
 	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 }
@@ -199,10 +174,11 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 	return g.host.Call(ctx, req.Method, params)
 }
 
-func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
-	g := h.g
-	switch msg.Method {
-	case "notifications/progress":
+// upstreamNotifications is every notification the gate acts on from an
+// upstream; others are dropped. Read by the pipeline table test.
+var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message){
+	"notifications/progress": func(h *upstreamHandler, msg *rpc.Message) {
+		g := h.g
 		tok, ok := rawjson.Get(msg.Params, "progressToken")
 		if !ok {
 			return
@@ -221,32 +197,44 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
 			g.notifyHost(msg.Method, params)
 		}
-	case "notifications/message":
+	},
+	"notifications/message": func(h *upstreamHandler, msg *rpc.Message) {
 		// Log messages reach the user's screen.
-		g.relayNotification(h.server, msg.Method, msg.Params)
-	case "notifications/resources/updated":
+		h.g.relayNotification(h.server, msg.Method, msg.Params)
+	},
+	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
-		if uri, _ := rawjson.GetString(msg.Params, "uri"); g.ownsResource(h.server, uri) {
-			g.relayNotification(h.server, msg.Method, msg.Params)
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.server, uri) {
+			h.g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
-			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
+			h.g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
 		}
-	case "notifications/elicitation/complete":
+	},
+	"notifications/elicitation/complete": func(h *upstreamHandler, msg *rpc.Message) {
 		// Only for an elicitation this upstream started.
-		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); g.urlElicitations.take(h.server, id) {
-			g.relayNotification(h.server, msg.Method, msg.Params)
+		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); h.g.urlElicitations.take(h.server, id) {
+			h.g.relayNotification(h.server, msg.Method, msg.Params)
 		} else {
-			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
+			h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
 		}
-	case "notifications/tools/list_changed":
-		g.refresh(g.tools.lister, h.server)
-	case "notifications/prompts/list_changed":
-		g.refresh(g.prompts.lister, h.server)
-	case "notifications/resources/list_changed":
-		g.refresh(g.resources.lister, h.server)
-	default:
-		g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
+	},
+	"notifications/tools/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.tools.lister, h.server)
+	},
+	"notifications/prompts/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.prompts.lister, h.server)
+	},
+	"notifications/resources/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.resources.lister, h.server)
+	},
+}
+
+func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
+	if serve, ok := upstreamNotifications[msg.Method]; ok {
+		serve(h, msg)
+		return
 	}
+	h.g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
 }
 
 // relayNotification passes an upstream's notification to the host through
