@@ -88,18 +88,16 @@ func (g *Gate) decisionID() string {
 // itemTitle is the title the upstream gave a tool or prompt, for the
 // approval question (which shows it quoted and bounded), or "".
 func (g *Gate) itemTitle(k policy.Kind, server, name string) string {
-	var c *catalog
+	var n *named
 	switch k {
 	case policy.KindTool:
-		c = &g.tools
+		n = g.catalog().tools
 	case policy.KindPrompt:
-		c = &g.prompts
+		n = g.catalog().prompts
 	default:
 		return ""
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := c.servers[server]
+	l := n.servers[server]
 	if l == nil {
 		return ""
 	}

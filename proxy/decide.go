@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -167,28 +168,30 @@ func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 		list, notification string
 		differs            func() bool
 	}
-	g.mu.Lock()
+	snap := g.catalog()
 	changes := []change{
-		{"tools/list", kindTool.changed, func() bool { return g.visibilityDiffers(&g.tools, policy.KindTool, old, new) }},
-		{"prompts/list", kindPrompt.changed, func() bool { return g.visibilityDiffers(&g.prompts, policy.KindPrompt, old, new) }},
-		{"resources/list", "notifications/resources/list_changed", func() bool { return g.resourceVisibilityDiffers(old, new) }},
+		{"tools/list", kindTool.changed, func() bool { return visibilityDiffers(snap.tools, policy.KindTool, old, new) }},
+		{"prompts/list", kindPrompt.changed, func() bool { return visibilityDiffers(snap.prompts, policy.KindPrompt, old, new) }},
+		{"resources/list", "notifications/resources/list_changed", func() bool { return resourceVisibilityDiffers(snap.resources, old, new) }},
 	}
+	g.mu.Lock()
+	listed := maps.Clone(g.listedByHost)
+	g.mu.Unlock()
 	var send []string
 	for _, c := range changes {
-		if g.listedByHost[c.list] && c.differs() {
+		if listed[c.list] && c.differs() {
 			send = append(send, c.notification)
 		}
 	}
-	g.mu.Unlock()
 	for _, n := range send {
 		g.notifyHost(n, nil)
 	}
 }
 
 // visibilityDiffers reports whether any listed entry is hidden under one
-// policy and not the other. The caller holds Gate.mu.
-func (g *Gate) visibilityDiffers(c *catalog, k policy.Kind, old, new *policy.Policy) bool {
-	for server, l := range c.servers {
+// policy and not the other.
+func visibilityDiffers(n *named, k policy.Kind, old, new *policy.Policy) bool {
+	for server, l := range n.servers {
 		for _, e := range l.entries {
 			if old.Hidden(k, server, e.name) != new.Hidden(k, server, e.name) {
 				return true
@@ -198,8 +201,8 @@ func (g *Gate) visibilityDiffers(c *catalog, k policy.Kind, old, new *policy.Pol
 	return false
 }
 
-func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
-	for server, l := range g.resources.servers {
+func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool {
+	for server, l := range ix.servers {
 		for _, r := range l.resources {
 			if old.Hidden(policy.KindResource, server, r.uri) != new.Hidden(policy.KindResource, server, r.uri) {
 				return true
@@ -213,7 +216,8 @@ func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
 // approval-shaped payloads, and makes hidden characters in every string of
 // it visible. A refused result becomes an isError result naming the server,
 // the tool and what was found.
-func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.RawMessage) json.RawMessage {
+// snap is the catalog the call was resolved in.
+func (g *Gate) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
 	if g.noGuard.Load() {
 		return res
 	}
@@ -264,7 +268,7 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	if !bytes.Equal(neutralized, res) {
 		before, _ := rawjson.Get(res, "structuredContent")
 		after, _ := rawjson.Get(neutralized, "structuredContent")
-		if !bytes.Equal(before, after) && g.outputSchemaConstrainsStrings(server, tool) {
+		if !bytes.Equal(before, after) && outputSchemaConstrainsStrings(snap, server, tool) {
 			// The changed strings may no longer match the schema (a const,
 			// an enum, a pattern, a maxLength): the host would reject the
 			// result, or act on values its tool never sent.

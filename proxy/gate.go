@@ -81,11 +81,16 @@ type Gate struct {
 	seq             atomic.Uint64        // decision IDs
 	noGuard         atomic.Bool          // benchmarks only: measure the relay without the result guard
 
-	mu           sync.Mutex // guards hostInfo and the catalogs
+	// The catalogs: what each kind is and its lister (fixed), and what
+	// the upstreams listed, an immutable snapshot read without a lock and
+	// replaced under catMu.
+	tools, prompts catalog
+	resLister      *lister
+	snap           atomic.Pointer[snapshot]
+	catMu          sync.Mutex
+
+	mu           sync.Mutex // guards hostInfo, logLevel, listedByHost and the listers' state
 	hostInfo     hostInfo
-	tools        catalog
-	prompts      catalog
-	resources    resourceIndex
 	logLevel     json.RawMessage // the host's last logging/setLevel params
 	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
 }
@@ -144,12 +149,12 @@ func New(opts Options) (*Gate, error) {
 		approver:     opts.Approver,
 		listedByHost: map[string]bool{},
 	}
-	g.tools = newCatalog(kindTool, budget)
-	g.prompts = newCatalog(kindPrompt, budget)
-	g.resources = newResourceIndex()
+	g.snap.Store(emptySnapshot(budget))
+	g.tools = catalog{kind: kindTool}
+	g.prompts = catalog{kind: kindPrompt}
 	g.tools.lister = g.namedLister(&g.tools)
 	g.prompts.lister = g.namedLister(&g.prompts)
-	g.resources.lister = g.resourceLister()
+	g.resLister = g.resourceLister()
 	g.grants.Reset(opts.Policy.Current().Revision())
 	g.progress.routes = map[string]progressRoute{}
 	g.pool = upstream.NewPool(opts.Servers, upstream.PoolOptions{

@@ -25,6 +25,7 @@ import (
 // sampling) with fixed results.
 type rawHost struct {
 	t       *testing.T
+	gate    *Gate
 	w       io.Writer
 	mu      sync.Mutex
 	nextID  int
@@ -55,7 +56,7 @@ func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Optio
 	gateR, hostW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(context.Background(), gateR, gateW) }()
-	h := &rawHost{t: t, w: hostW, waits: map[string]chan json.RawMessage{}, inbox: make(chan json.RawMessage, 64)}
+	h := &rawHost{t: t, gate: g, w: hostW, waits: map[string]chan json.RawMessage{}, inbox: make(chan json.RawMessage, 64)}
 	go func() {
 		sc := bufio.NewScanner(hostR)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)

@@ -30,6 +30,7 @@ type target struct {
 	wire   string          // the name as the host wrote it, for the audit and refusals
 	args   json.RawMessage // what conditions read; nil when the method has none
 	fwd    json.RawMessage // the params to send, names rewritten to the upstream's
+	snap   *snapshot       // the catalog the target was resolved in (nil for sampling)
 }
 
 // relay describes one method of the pipeline.
@@ -100,7 +101,7 @@ var (
 			if len(res) == 0 || res[0] != '{' {
 				return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", t.server)
 			}
-			return g.guardResult(pol, t.server, t.name, res), nil
+			return g.guardResult(pol, t.snap, t.server, t.name, res), nil
 		},
 		refuse: func(_ target, reason string) (json.RawMessage, error) {
 			return refusal("mcp-gate denied this call: " + reason), nil
@@ -203,7 +204,7 @@ func (g *Gate) resolveNamed(ctx context.Context, method string, c *catalog, k po
 	if err != nil {
 		return target{}, err
 	}
-	key, ok := g.resolve(ctx, c, p.name)
+	key, snap, ok := g.resolve(ctx, c, p.name)
 	if !ok {
 		return target{}, g.unknown(c.kind.noun, p.name)
 	}
@@ -211,7 +212,7 @@ func (g *Gate) resolveNamed(ctx context.Context, method string, c *catalog, k po
 	if err != nil {
 		return target{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
 	}
-	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: fwd}, nil
+	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: fwd, snap: snap}, nil
 }
 
 // resolveResource reads a request about one resource URI, which is not
@@ -222,11 +223,11 @@ func resolveResource(method string) func(*Gate, context.Context, string, json.Ra
 		if !ok {
 			return target{}, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
 		}
-		server, err := g.resourceOwner(ctx, uri)
+		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
 			return target{}, err
 		}
-		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params}, nil
+		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
 	}
 }
 
@@ -240,7 +241,7 @@ func resolveCompletion(g *Gate, ctx context.Context, _ string, params json.RawMe
 	switch typ {
 	case "ref/prompt":
 		name, _ := rawjson.GetString(ref, "name")
-		key, ok := g.resolve(ctx, &g.prompts, name)
+		key, snap, ok := g.resolve(ctx, &g.prompts, name)
 		if !ok {
 			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %q", name)
 		}
@@ -248,14 +249,14 @@ func resolveCompletion(g *Gate, ctx context.Context, _ string, params json.RawMe
 		if err != nil {
 			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
-		return target{kind: policy.KindPrompt, server: key.Server, name: key.Name, wire: name, fwd: fwd}, nil
+		return target{kind: policy.KindPrompt, server: key.Server, name: key.Name, wire: name, fwd: fwd, snap: snap}, nil
 	case "ref/resource":
 		uri, _ := rawjson.GetString(ref, "uri")
-		server, err := g.resourceOwner(ctx, uri)
+		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
 			return target{}, err
 		}
-		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params}, nil
+		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
 	}
 	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %q`, typ)
 }

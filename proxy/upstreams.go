@@ -225,7 +225,7 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		h.g.refresh(h.g.prompts.lister, h.server)
 	},
 	"notifications/resources/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.resources.lister, h.server)
+		h.g.refresh(h.g.resLister, h.server)
 	},
 }
 
