@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -11,11 +10,11 @@ import (
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
-func (g *Gate) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	return g.listNamed(ctx, &g.tools, policy.KindTool, params)
 }
 
-func (g *Gate) listPrompts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listPrompts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	return g.listNamed(ctx, &g.prompts, policy.KindPrompt, params)
 }
 
@@ -58,7 +57,12 @@ func (g *Gate) unknown(noun, name string) error {
 // forward sends a request to an upstream, starting it if needed, with the
 // host's progress token swapped for one of the gate's own so that progress
 // can be routed back (and an upstream cannot speak for another's request).
-func (g *Gate) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+//
+// While it runs, the session is the one the upstream's own requests go to
+// (sessionFor); it counts from before the upstream is started, since a
+// server may ask as soon as it is initialized.
+func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+	defer g.enter(server, g)()
 	s, err := g.pool.Session(ctx, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)
@@ -78,11 +82,6 @@ func (g *Gate) forward(ctx context.Context, server, method string, params json.R
 		return nil, upstreamError(server, method, err)
 	}
 	return res, nil
-}
-
-// decisionID names one decision in the audit log.
-func (g *Gate) decisionID() string {
-	return fmt.Sprintf("%s-%d", g.session, g.seq.Add(1))
 }
 
 // itemTitle is the title the upstream gave a tool or prompt, for the

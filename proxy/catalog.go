@@ -108,7 +108,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		// characters is a trick, not a tool.
 		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
-			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
@@ -170,7 +170,7 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 	}
 	if changed != "" {
 		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		g.audit.Guard(audit.Guard{Session: g.id, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
 		return nil, false
 	}
 	return clean, true
@@ -385,7 +385,7 @@ func parseCursor(field string, params json.RawMessage) (int, error) {
 // unconditional deny covers is not listed: the model should not be offered
 // what it can never call (DESIGN.md §4). The policy is read after the
 // lists are loaded, so a reload during a first load is not missed.
-func (g *Gate) listNamed(ctx context.Context, c *catalog, hide policy.Kind, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listNamed(ctx context.Context, c *catalog, hide policy.Kind, params json.RawMessage) (json.RawMessage, error) {
 	g.ensure(ctx, c.lister)
 	if err := ctx.Err(); err != nil {
 		return nil, err

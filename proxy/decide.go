@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -36,7 +35,7 @@ type verdict struct {
 // It writes the audit records. The returned verdict allows the call only on
 // an allow from the policy or an explicit yes from the human that still
 // holds once the human has answered.
-func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
+func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
 	start := time.Now()
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
@@ -163,7 +162,10 @@ func deniedError(what string, v verdict) error {
 // told to list again when what it can see has changed.
 func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 	g.log.Info("policy changed", "old_revision", old.Revision(), "revision", new.Revision())
-	g.grants.Reset(new.Revision())
+	sessions := g.liveSessions()
+	for _, s := range sessions {
+		s.grants.Reset(new.Revision())
+	}
 	type change struct {
 		list, notification string
 		differs            func() bool
@@ -174,17 +176,10 @@ func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 		{"prompts/list", kindPrompt.changed, func() bool { return visibilityDiffers(snap.prompts, policy.KindPrompt, old, new) }},
 		{"resources/list", "notifications/resources/list_changed", func() bool { return resourceVisibilityDiffers(snap.resources, old, new) }},
 	}
-	g.mu.Lock()
-	listed := maps.Clone(g.listedByHost)
-	g.mu.Unlock()
-	var send []string
 	for _, c := range changes {
-		if listed[c.list] && c.differs() {
-			send = append(send, c.notification)
+		if c.differs() {
+			g.notifyListed([]string{c.list}, c.notification)
 		}
-	}
-	for _, n := range send {
-		g.notifyHost(n, nil)
 	}
 }
 
@@ -217,7 +212,7 @@ func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool 
 // it visible. A refused result becomes an isError result naming the server,
 // the tool and what was found.
 // snap is the catalog the call was resolved in.
-func (g *Gate) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
+func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
 	if g.noGuard.Load() {
 		return res
 	}
@@ -288,7 +283,7 @@ const parallelGuardBytes = 256 << 10
 // reach the model too, and neutralises every string in it; field names the
 // member that carries the content (messages, contents), for the audit. MCP
 // gives these no error result, so a refusal is a JSON-RPC error.
-func (g *Gate) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
+func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
 		outcome := "refused"
 		if pol.GuardLogOnly(server) {
@@ -315,6 +310,15 @@ func (g *Gate) guardOther(pol *policy.Policy, server, name, method, field string
 // (a key holding a hidden character, or JSON it cannot read) means the
 // whole item must be refused: it is audited here, and the caller refuses.
 func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+	return g.neutralizeFor(g.id, server, name, what, raw)
+}
+
+// neutralize is Gate.neutralize with the session's id in the audit lines.
+func (g *Session) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+	return g.neutralizeFor(g.session, server, name, what, raw)
+}
+
+func (g *Gate) neutralizeFor(session, server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
 	out, n, err := guard.NeutralizeJSON(raw)
 	if err != nil {
 		// Positions and sizes only: the key itself is upstream data.
@@ -323,12 +327,12 @@ func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.
 		if errors.As(err, &ke) {
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
+		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
 		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
 		return nil, err
 	}
 	if n > 0 {
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
 	}
 	return out, nil
 }

@@ -1,4 +1,5 @@
-// Package proxy is the gate itself: it serves one host session, aggregates
+// Package proxy is the gate itself: it serves host sessions (one Gate,
+// shared; a Session per host connection), aggregates
 // the upstream servers' tools, prompts and resources under host-safe names,
 // decides every tool call under the policy, and relays everything else
 // between the host and the upstream that owns it.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -59,27 +58,24 @@ type Options struct {
 	Approver elicitation.Approver
 }
 
-// A Gate serves one host session: it answers the host's initialize itself,
-// aggregates the upstream servers' tools, prompts and resources under
-// host-safe names, and relays everything else between the host and the
-// upstream that owns it.
+// A Gate is what the host sessions of one process share: the policy, the
+// upstream pool, the catalog snapshot and the audit log. It aggregates the
+// upstream servers' tools, prompts and resources under host-safe names;
+// each host connection is a Session (session.go), which answers its host's
+// initialize itself and relays everything else between its host and the
+// upstream that owns it. The stdio command is one Session (Gate.Serve).
 type Gate struct {
 	// Set at construction.
-	opts    Options
-	budget  int
-	log     *slog.Logger
-	audit   *audit.Logger
-	pool    *upstream.Pool
-	session string // identifies this host session in the audit log
+	opts   Options
+	budget int
+	log    *slog.Logger
+	audit  *audit.Logger
+	pool   *upstream.Pool
+	id     string // names the gate in audit lines for shared work (listing)
 
-	host            *rpc.Conn // set by Serve before the first message is read
-	policy          *policy.Store
-	progress        progressRoutes
-	grants          elicitation.Grants // "approve for this session" answers
-	urlElicitations urlElicitations
-	approver        elicitation.Approver // asks the human; set by Serve unless Options.Approver is
-	seq             atomic.Uint64        // decision IDs
-	noGuard         atomic.Bool          // benchmarks only: measure the relay without the result guard
+	policy  *policy.Store
+	seq     atomic.Uint64 // decision IDs
+	noGuard atomic.Bool   // benchmarks only: measure the relay without the result guard
 
 	// The catalogs: what each kind is and its lister (fixed), and what
 	// the upstreams listed, an immutable snapshot read without a lock and
@@ -89,10 +85,12 @@ type Gate struct {
 	snap           atomic.Pointer[snapshot]
 	catMu          sync.Mutex
 
-	mu           sync.Mutex // guards hostInfo, logLevel, listedByHost and the listers' state
-	hostInfo     hostInfo
-	logLevel     json.RawMessage // the host's last logging/setLevel params
-	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
+	mu        sync.Mutex                  // guards the listers' state and what follows
+	sessions  map[string]*Session         // by id
+	upCaps    json.RawMessage             // the capabilities upstreams are started with
+	upSession *Session                    // the session they came from, while it is served
+	upLevel   json.RawMessage             // the last logging/setLevel params of any session
+	inflight  map[string]map[*Session]int // server → sessions with requests to it in flight
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -140,14 +138,14 @@ func New(opts Options) (*Gate, error) {
 		}
 	}
 	g := &Gate{
-		opts:         opts,
-		budget:       budget,
-		log:          opts.Logger,
-		audit:        opts.Audit,
-		policy:       opts.Policy,
-		session:      newSessionID(),
-		approver:     opts.Approver,
-		listedByHost: map[string]bool{},
+		opts:     opts,
+		budget:   budget,
+		log:      opts.Logger,
+		audit:    opts.Audit,
+		policy:   opts.Policy,
+		id:       newSessionID(),
+		sessions: map[string]*Session{},
+		inflight: map[string]map[*Session]int{},
 	}
 	g.snap.Store(emptySnapshot(budget))
 	g.tools = catalog{kind: kindTool}
@@ -155,8 +153,6 @@ func New(opts Options) (*Gate, error) {
 	g.tools.lister = g.namedLister(&g.tools)
 	g.prompts.lister = g.namedLister(&g.prompts)
 	g.resLister = g.resourceLister()
-	g.grants.Reset(opts.Policy.Current().Revision())
-	g.progress.routes = map[string]progressRoute{}
 	g.pool = upstream.NewPool(opts.Servers, upstream.PoolOptions{
 		Launcher:        opts.Launcher,
 		Logger:          opts.Logger,
@@ -176,37 +172,8 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Serve runs the host session over r and w until the host closes its end or
-// ctx is done, then stops every upstream. It returns nil when the host ended
-// the session normally.
-func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	g.host = rpc.New(r, w, nil, hostHandler{g}, rpc.Options{
-		Peer:            "host",
-		Logger:          g.log,
-		MaxMessageBytes: g.opts.MaxMessageBytes,
-		AnswerBadInput:  true,
-		Sequential:      func(method string) bool { return method == "initialize" },
-		// A host that sends a request and closes stdin (a script, a pipe)
-		// still gets its answer; MCP hosts close stdin to shut down and
-		// send SIGTERM if they will not wait.
-		Drain: 30 * time.Second,
-	})
-	if g.approver == nil {
-		g.approver = elicitation.HostApprover{Host: g.host, CanAsk: func() bool { return g.hostCaps().elicitForm }}
-	}
-	pol := g.policy.Current()
-	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
-	err := g.host.Run(ctx)
-	g.pool.Close()
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	g.log.Info("host session ended", "session", g.session)
-	return err
-}
-
-// hostHandler serves the host's messages.
-type hostHandler struct{ g *Gate }
+// hostHandler serves one session's host.
+type hostHandler struct{ g *Session }
 
 func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	g := h.g
@@ -226,12 +193,12 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 // hostMethod is how the gate serves one request from the host.
 type hostMethod struct {
 	beforeInit bool // served before initialize (initialize itself, ping)
-	serve      func(g *Gate, ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	serve      func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 }
 
 // relayed serves a method through the pipeline.
 func relayed(r *relay) hostMethod {
-	return hostMethod{serve: func(g *Gate, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return hostMethod{serve: func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 		return g.run(ctx, r, "", params)
 	}}
 }
@@ -242,28 +209,32 @@ func relayed(r *relay) hostMethod {
 // pipeline table test reads this map, so a method added here without a row
 // fails it.
 var hostMethods = map[string]hostMethod{
-	"initialize": {beforeInit: true, serve: func(g *Gate, _ context.Context, p json.RawMessage) (json.RawMessage, error) { return g.initialize(p) }},
-	"ping": {beforeInit: true, serve: func(*Gate, context.Context, json.RawMessage) (json.RawMessage, error) {
+	"initialize": {beforeInit: true, serve: func(g *Session, _ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return g.initialize(p)
+	}},
+	"ping": {beforeInit: true, serve: func(*Session, context.Context, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	}},
-	"tools/list":               {serve: (*Gate).listTools},
-	"prompts/list":             {serve: (*Gate).listPrompts},
-	"resources/list":           {serve: (*Gate).listResources},
-	"resources/templates/list": {serve: (*Gate).listResourceTemplates},
-	"logging/setLevel":         {serve: func(g *Gate, _ context.Context, p json.RawMessage) (json.RawMessage, error) { return g.setLogLevel(p) }},
-	"tools/call":               relayed(relayToolCall),
-	"prompts/get":              relayed(relayPromptGet),
-	"resources/read":           relayed(relayResourceRead),
-	"resources/subscribe":      relayed(relaySubscribe),
-	"resources/unsubscribe":    relayed(relayUnsubscribe),
-	"completion/complete":      relayed(relayComplete),
+	"tools/list":               {serve: (*Session).listTools},
+	"prompts/list":             {serve: (*Session).listPrompts},
+	"resources/list":           {serve: (*Session).listResources},
+	"resources/templates/list": {serve: (*Session).listResourceTemplates},
+	"logging/setLevel": {serve: func(g *Session, _ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return g.setLogLevel(p)
+	}},
+	"tools/call":            relayed(relayToolCall),
+	"prompts/get":           relayed(relayPromptGet),
+	"resources/read":        relayed(relayResourceRead),
+	"resources/subscribe":   relayed(relaySubscribe),
+	"resources/unsubscribe": relayed(relayUnsubscribe),
+	"completion/complete":   relayed(relayComplete),
 }
 
 // hostNotifications is every notification the gate acts on from the
 // host; others are dropped.
-var hostNotifications = map[string]func(g *Gate, msg *rpc.Message){
-	"notifications/initialized": func(*Gate, *rpc.Message) {},
-	"notifications/roots/list_changed": func(g *Gate, msg *rpc.Message) {
+var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
+	"notifications/initialized": func(*Session, *rpc.Message) {},
+	"notifications/roots/list_changed": func(g *Session, msg *rpc.Message) {
 		// Upstreams that care will ask for roots again; each asks the host.
 		// Each on its own goroutine: this runs on the host's read loop, and
 		// an upstream that stopped reading must not stall the host.
@@ -338,7 +309,7 @@ func keyErrorDetail(err error) string {
 
 // initialize answers the host itself: the gate is the host's server, and
 // the upstreams are not even running yet.
-func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 		Capabilities    struct {
@@ -380,6 +351,15 @@ func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.hostInfo.elicitURL = e.URL != nil
 	}
 	g.mu.Unlock()
+	// Upstreams are shared: they are started with the capabilities of the
+	// first session to initialize. Whatever a later session lacks is
+	// refused per request, since each upstream request reads the
+	// capabilities of the session it is for.
+	g.Gate.mu.Lock()
+	if g.upCaps == nil {
+		g.upCaps, g.upSession = forUp, g
+	}
+	g.Gate.mu.Unlock()
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities": map[string]any{
@@ -399,7 +379,7 @@ func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
 
 // hostCaps is what the host declared in initialize, read afresh for every
 // request that depends on it.
-func (g *Gate) hostCaps() hostInfo {
+func (g *Session) hostCaps() hostInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.hostInfo
@@ -410,7 +390,7 @@ func (g *Gate) hostCaps() hostInfo {
 // which register tools only for capable clients do so (issue #2).
 func (g *Gate) upstreamInitParams(string) json.RawMessage {
 	g.mu.Lock()
-	caps := g.hostInfo.capsForUpstream
+	caps := g.upCaps
 	g.mu.Unlock()
 	if caps == nil {
 		caps = json.RawMessage("{}")
@@ -428,7 +408,7 @@ func (g *Gate) upstreamInitParams(string) json.RawMessage {
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.mu.Lock()
-	level := g.logLevel
+	level := g.upLevel
 	g.mu.Unlock()
 	if level != nil && s.Caps.Logging {
 		if _, err := s.Call(context.Background(), "logging/setLevel", level); err != nil {
@@ -438,13 +418,20 @@ func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.refreshAfterRestart(s)
 }
 
-func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
-	if _, ok := rawjson.GetString(params, "level"); !ok {
+// setLogLevel records the session's level, by which the gate filters the
+// upstreams' log messages for it, and passes it on to the upstreams, which
+// are shared: they send at the level last set by any session.
+func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
+	level, ok := rawjson.GetString(params, "level")
+	if !ok {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, `logging/setLevel needs a "level" string`)
 	}
 	g.mu.Lock()
-	g.logLevel = params
+	g.logLevel = level
 	g.mu.Unlock()
+	g.Gate.mu.Lock()
+	g.upLevel = params
+	g.Gate.mu.Unlock()
 	for _, s := range g.pool.Running() {
 		if s.Caps.Logging {
 			go func() {
@@ -457,8 +444,9 @@ func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 	return json.RawMessage("{}"), nil
 }
 
-// notifyHost sends a notification to the host, logging a failure.
-func (g *Gate) notifyHost(method string, params json.RawMessage) {
+// notifyHost sends a notification to the session's host, logging a
+// failure.
+func (g *Session) notifyHost(method string, params json.RawMessage) {
 	if err := g.host.Notify(context.Background(), method, params); err != nil {
 		g.log.Debug("notifying host", "method", method, "error", err)
 	}

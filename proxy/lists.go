@@ -112,10 +112,6 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 			changed = g.updateCatalog(apply)
 		}
 		g.mu.Lock()
-		listed := false
-		for _, k := range l.listedBy {
-			listed = listed || g.listedByHost[k]
-		}
 		again := st.again
 		st.again = false
 		if !again {
@@ -133,8 +129,8 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 			}
 			g.log.Log(context.Background(), level, "upstream left out of "+l.list, "server", server, "error", err)
 		}
-		if changed && listed {
-			g.notifyHost(l.notify, nil)
+		if changed {
+			g.notifyListed(l.listedBy, l.notify)
 		}
 		if !again {
 			close(done)

@@ -52,10 +52,17 @@ func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Optio
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveRawHost(t, g, g.Serve)
+}
+
+// serveRawHost connects a raw host to serve (a Gate's or a Session's
+// Serve) and initializes it.
+func serveRawHost(t *testing.T, g *Gate, serve func(context.Context, io.Reader, io.Writer) error) *rawHost {
+	t.Helper()
 	hostR, gateW := io.Pipe()
 	gateR, hostW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- g.Serve(context.Background(), gateR, gateW) }()
+	go func() { done <- serve(context.Background(), gateR, gateW) }()
 	h := &rawHost{t: t, gate: g, w: hostW, waits: map[string]chan json.RawMessage{}, inbox: make(chan json.RawMessage, 64)}
 	go func() {
 		sc := bufio.NewScanner(hostR)

@@ -38,14 +38,14 @@ type relay struct {
 	method string
 	// resolve reads the params of a request from the host, or from the
 	// upstream named by from. An error is the answer, and nothing is sent.
-	resolve func(g *Gate, ctx context.Context, from string, params json.RawMessage) (target, error)
+	resolve func(g *Session, ctx context.Context, from string, params json.RawMessage) (target, error)
 	// undecided, when set, says why the method is not put to the policy.
 	undecided string
 	// send delivers the decided request; nil means forward to t.server.
-	send func(g *Gate, ctx context.Context, r *relay, t target) (json.RawMessage, error)
+	send func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error)
 	// guard inspects and neutralises the answer; nil means none, and
 	// unguarded says why.
-	guard     func(g *Gate, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error)
+	guard     func(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error)
 	unguarded string
 	// refuse shapes a denial: an isError result for tools, which the model
 	// reads, a CodeDenied error where MCP has no result to carry it.
@@ -55,7 +55,7 @@ type relay struct {
 // run takes one request through the pipeline. One policy snapshot serves
 // the whole request: the decision, the approval timeout and the guard's
 // settings come from the same revision.
-func (g *Gate) run(ctx context.Context, r *relay, from string, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) run(ctx context.Context, r *relay, from string, params json.RawMessage) (json.RawMessage, error) {
 	t, err := r.resolve(g, ctx, from, params)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (g *Gate) run(ctx context.Context, r *relay, from string, params json.RawMe
 }
 
 // forwardTo sends the request to the upstream that owns its target.
-func forwardTo(g *Gate, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+func forwardTo(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 	return g.forward(ctx, t.server, r.method, t.fwd)
 }
 
@@ -94,10 +94,10 @@ func forwardTo(g *Gate, ctx context.Context, r *relay, t target) (json.RawMessag
 var (
 	relayToolCall = &relay{
 		method: "tools/call",
-		resolve: func(g *Gate, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 			return g.resolveNamed(ctx, "tools/call", &g.tools, policy.KindTool, params)
 		},
-		guard: func(g *Gate, pol *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+		guard: func(g *Session, pol *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
 			if len(res) == 0 || res[0] != '{' {
 				return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", t.server)
 			}
@@ -109,7 +109,7 @@ var (
 	}
 	relayPromptGet = &relay{
 		method: "prompts/get",
-		resolve: func(g *Gate, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 			return g.resolveNamed(ctx, "prompts/get", &g.prompts, policy.KindPrompt, params)
 		},
 		guard:  guardContent("messages"),
@@ -124,12 +124,14 @@ var (
 	relaySubscribe = &relay{
 		method:  "resources/subscribe",
 		resolve: resolveResource("resources/subscribe"),
+		send:    sendSubscribe,
 		guard:   guardAck,
 		refuse:  denied("the resource"),
 	}
 	relayUnsubscribe = &relay{
 		method:    "resources/unsubscribe",
 		resolve:   resolveResource("resources/unsubscribe"),
+		send:      sendUnsubscribe,
 		undecided: "unsubscribing only stops update notifications; it reads and changes nothing, and refusing it would keep a denied resource's updates coming",
 		guard:     guardAck,
 		refuse:    denied("the resource"),
@@ -137,7 +139,7 @@ var (
 	relayComplete = &relay{
 		method:  "completion/complete",
 		resolve: resolveCompletion,
-		guard: func(g *Gate, _ *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+		guard: func(g *Session, _ *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
 			// Its values are offered to the user as they type.
 			out, err := g.neutralize(t.server, "completion/complete", "completion result", res)
 			if err != nil {
@@ -179,15 +181,15 @@ func denied(what string) func(target, string) (json.RawMessage, error) {
 
 // guardContent inspects and neutralises a result that reaches the model
 // (prompt messages, resource contents); field names its content member.
-func guardContent(field string) func(*Gate, *policy.Policy, *relay, target, json.RawMessage) (json.RawMessage, error) {
-	return func(g *Gate, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+func guardContent(field string) func(*Session, *policy.Policy, *relay, target, json.RawMessage) (json.RawMessage, error) {
+	return func(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
 		return g.guardOther(pol, t.server, t.name, r.method, field, res)
 	}
 }
 
 // guardAck neutralises an acknowledgement (a subscription's empty result):
 // whatever an upstream puts there reaches the host like any other result.
-func guardAck(g *Gate, _ *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+func guardAck(g *Session, _ *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
 	out, err := g.neutralize(t.server, t.name, r.method+" result", res)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", r.method, t.wire, t.server, refusedBecause(err))}
@@ -199,7 +201,7 @@ func guardAck(g *Gate, _ *policy.Policy, r *relay, t target, res json.RawMessage
 // to its server and name, the arguments as the policy reads them, and the
 // params to forward, which are exactly the ones decided on with only the
 // name changed back to the upstream's own.
-func (g *Gate) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
+func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
 	p, err := parseCallParams(method, params, "arguments")
 	if err != nil {
 		return target{}, err
@@ -217,8 +219,8 @@ func (g *Gate) resolveNamed(ctx context.Context, method string, c *catalog, k po
 
 // resolveResource reads a request about one resource URI, which is not
 // renamed: the URI's owner answers, the params travel as they are.
-func resolveResource(method string) func(*Gate, context.Context, string, json.RawMessage) (target, error) {
-	return func(g *Gate, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+func resolveResource(method string) func(*Session, context.Context, string, json.RawMessage) (target, error) {
+	return func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 		uri, ok := rawjson.GetString(params, "uri")
 		if !ok {
 			return target{}, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
@@ -235,7 +237,7 @@ func resolveResource(method string) func(*Gate, context.Context, string, json.Ra
 // (renamed back to the upstream's name) or a resource URI. Completing a
 // denied prompt's arguments would reach its server, so it is decided as
 // the prompt or the resource.
-func resolveCompletion(g *Gate, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+func resolveCompletion(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 	ref, _ := rawjson.Get(params, "ref")
 	typ, _ := rawjson.GetString(ref, "type")
 	switch typ {
@@ -264,7 +266,7 @@ func resolveCompletion(g *Gate, ctx context.Context, _ string, params json.RawMe
 // resolveSampling reads an upstream's sampling request. What a server puts
 // in front of the user's model is untrusted, and is inspected as the host
 // will read it (one member per key) before the policy sees it.
-func resolveSampling(g *Gate, _ context.Context, from string, params json.RawMessage) (target, error) {
+func resolveSampling(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
 	if !g.hostCaps().sampling {
 		return target{}, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 	}
@@ -283,10 +285,32 @@ func resolveSampling(g *Gate, _ context.Context, from string, params json.RawMes
 
 // sendSampling passes a decided sampling request to the host, neutralised:
 // the host shows it to the user before it runs it.
-func sendSampling(g *Gate, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+func sendSampling(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 	params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
 	}
 	return g.host.Call(ctx, r.method, params)
+}
+
+// sendSubscribe forwards a subscription and counts it for the session:
+// the upstream's updates of that URI go to the sessions subscribed to it.
+func sendSubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	res, err := forwardTo(g, ctx, r, t)
+	if err == nil {
+		g.subscribed(t.name, 1)
+	}
+	return res, err
+}
+
+// sendUnsubscribe ends the session's subscription, and the upstream's only
+// when no other session still holds one: the child is shared.
+func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	g.subscribed(t.name, -1)
+	for _, o := range g.liveSessions() {
+		if o != g && o.isSubscribed(t.name) {
+			return json.RawMessage("{}"), nil
+		}
+	}
+	return forwardTo(g, ctx, r, t)
 }

@@ -30,10 +30,13 @@ type pipelineUpstream struct {
 	seen    []string               // methods received, lists excepted
 	lists   map[string]int         // list requests received
 	answers map[string]chan string // responses to its own requests, by id
+	late    chan string            // answers to requests sent after a call ended
+	release chan struct{}          // ends calls with {"block":true}
+	goLate  chan struct{}          // lets a {"later":M} call send M
 }
 
 func newPipelineUpstream() *pipelineUpstream {
-	return &pipelineUpstream{lists: map[string]int{}, answers: map[string]chan string{}}
+	return &pipelineUpstream{lists: map[string]int{}, answers: map[string]chan string{}, late: make(chan string, 4), release: make(chan struct{}), goLate: make(chan struct{})}
 }
 
 func (u *pipelineUpstream) got(method string) bool {
@@ -111,6 +114,26 @@ func (u *pipelineUpstream) serve(method string, id, params json.RawMessage, w fu
 		// answer goes back as the call's text.
 		send, _ := jsonPath(params, "arguments", "send")
 		text := "ran" + zwsp
+		if _, block := jsonRaw(params, "arguments", "block"); block {
+			<-u.release
+		}
+		if later, _ := jsonPath(params, "arguments", "later"); later != "" {
+			// Answer first, then ask: a request outside any call.
+			reply(w, id, `{"content":[]}`)
+			<-u.goLate
+			ch := make(chan string, 1)
+			u.mu.Lock()
+			u.answers["late"] = ch
+			u.mu.Unlock()
+			w(fmt.Sprintf(`{"jsonrpc":"2.0","id":"late","method":%q,"params":%s}`, later, upstreamParams[later]))
+			select {
+			case a := <-ch:
+				u.late <- a
+			case <-time.After(10 * time.Second):
+				u.late <- "no answer"
+			}
+			return
+		}
 		if send != "" {
 			if strings.HasPrefix(send, "notifications/") {
 				p := upstreamParams[send]
@@ -392,8 +415,20 @@ var pipelineRows = []pipelineRow{
 		}},
 	{dir: "upstream notification", method: "notifications/resources/updated",
 		decision: "none, because it runs nothing", audit: "guard when its text is changed",
-		guard: "neutralised; only for a resource the upstream owns",
+		guard: "neutralised; only for a resource the upstream owns, and only to sessions subscribed to it",
 		check: func(t *testing.T, e *pipelineEnv, mark int) {
+			if !e.allow {
+				// The subscription was denied: no update reaches the host.
+				e.host.call("resources/subscribe", `{"uri":"mem://a"}`)
+				callWith(e, "notifications/resources/updated")
+				callWith(e, "ping") // later than the notification on the same pipe
+				if e.host.has("notifications/resources/updated") {
+					t.Error("an update reached a host whose subscription was denied")
+				}
+				return
+			}
+			e.host.call("resources/subscribe", `{"uri":"mem://a"}`)
+			defer e.host.call("resources/unsubscribe", `{"uri":"mem://a"}`)
 			callWith(e, "notifications/resources/updated")
 			if n := string(e.host.next("notifications/resources/updated")); !shown(n) {
 				t.Errorf("the host saw %s", n)

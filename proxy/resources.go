@@ -240,7 +240,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	return l, nil
 }
 
-func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listResources(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	g.ensure(ctx, g.resLister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.
 	return g.page("resources", items, params)
 }
 
-func (g *Gate) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	g.ensure(ctx, g.resLister)
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 // token is valid only while its request is in flight, and only for the
 // upstream it was given to.
 type progressRoutes struct {
+	prefix string // the session's: names which session a token belongs to
 	mu     sync.Mutex
 	next   uint64
 	routes map[string]progressRoute // by the gate's token, as a decoded string
@@ -32,7 +33,7 @@ type progressRoute struct {
 func (p *progressRoutes) add(server string, hostToken json.RawMessage) (json.RawMessage, func()) {
 	p.mu.Lock()
 	p.next++
-	tok := "mcp-gate-" + strconv.FormatUint(p.next, 10)
+	tok := p.prefix + strconv.FormatUint(p.next, 10)
 	p.routes[tok] = progressRoute{server: server, hostToken: hostToken}
 	p.mu.Unlock()
 	return rawjson.AppendString(nil, tok), func() {
@@ -62,37 +63,78 @@ type upstreamHandler struct {
 	server string
 }
 
+// upstreamMethod is how the gate serves one request from an upstream.
+type upstreamMethod struct {
+	// outsideCall: answered by the gate itself, for no session. Every other
+	// request is for the session whose call is in flight to the upstream
+	// (sessionFor), and is refused when there is none.
+	outsideCall bool
+	serve       func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error)
+}
+
 // upstreamMethods is every request an upstream may send the gate, and how
 // it is served; anything else is refused as unknown. The pipeline table
 // test reads this map, so a method added here without a row fails it.
-var upstreamMethods = map[string]func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error){
-	"ping": func(*upstreamHandler, context.Context, *rpc.Message) (json.RawMessage, error) {
+var upstreamMethods = map[string]upstreamMethod{
+	"ping": {outsideCall: true, serve: func(*Session, string, context.Context, *rpc.Message) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
-	},
-	"roots/list": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-		if !h.g.hostCaps().roots {
+	}},
+	"roots/list": {serve: func(s *Session, _ string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		if !s.hostCaps().roots {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support roots")
 		}
-		return h.g.askHost(ctx, req)
-	},
-	"sampling/createMessage": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-		return h.g.run(ctx, relaySampling, h.server, req.Params)
-	},
-	"elicitation/create": func(h *upstreamHandler, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-		return h.g.relayElicitation(ctx, h.server, h.g.hostCaps(), req)
-	},
+		return s.askHost(ctx, req)
+	}},
+	"sampling/createMessage": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return s.run(ctx, relaySampling, server, req.Params)
+	}},
+	"elicitation/create": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return s.relayElicitation(ctx, server, s.hostCaps(), req)
+	}},
+}
+
+// routed is what Route found for one upstream request.
+type routed struct {
+	s   *Session
+	err error
+}
+
+type routedKey struct{}
+
+// Route finds, on the upstream's read loop, the session a request is for:
+// there, a request the upstream sent before answering the gate's call is
+// still seen during that call, however late its handler runs.
+func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
+	if m, ok := upstreamMethods[req.Method]; ok && !m.outsideCall {
+		s, err := h.g.sessionFor(h.server, req.Method)
+		return context.WithValue(ctx, routedKey{}, routed{s, err})
+	}
+	return ctx
 }
 
 func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-	if serve, ok := upstreamMethods[req.Method]; ok {
-		return serve(h, ctx, req)
+	m, ok := upstreamMethods[req.Method]
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 	}
-	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+	var s *Session
+	if !m.outsideCall {
+		r, ok := ctx.Value(routedKey{}).(routed)
+		if !ok {
+			r.s, r.err = h.g.sessionFor(h.server, req.Method)
+		}
+		if r.err != nil {
+			h.g.log.Warn("upstream request refused", "server", h.server, "method", req.Method, "error", r.err)
+			return nil, r.err
+		}
+		s = r.s
+	}
+	return m.serve(s, h.server, ctx, req)
 }
 
 // askHost relays an upstream's request to the host and the host's answer
 // back, result or error, unchanged.
-func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	return g.host.Call(ctx, req.Method, req.Params)
 }
 
@@ -121,7 +163,7 @@ func labelMessage(server, msg string) string {
 // server's name in front so the human knows who is asking. A question shaped
 // like the gate's own approval prompt, or carrying approval markers, is
 // refused: an upstream must never obtain or influence an approval (issue #5).
-func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	refuse := func(kind, detail string) (json.RawMessage, error) {
 		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
 		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", audit.Redact(detail))
@@ -178,14 +220,17 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 // upstream; others are dropped. Read by the pipeline table test.
 var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message){
 	"notifications/progress": func(h *upstreamHandler, msg *rpc.Message) {
-		g := h.g
 		tok, ok := rawjson.Get(msg.Params, "progressToken")
 		if !ok {
 			return
 		}
-		hostTok, ok := g.progress.lookup(h.server, tok)
-		if !ok {
-			g.log.Debug("progress for no request in flight; dropped", "server", h.server)
+		g := h.g.progressSession(tok)
+		var hostTok json.RawMessage
+		if g != nil {
+			hostTok, ok = g.progress.lookup(h.server, tok)
+		}
+		if g == nil || !ok {
+			h.g.log.Debug("progress for no request in flight; dropped", "server", h.server)
 			return
 		}
 		// Its message is shown; the token, the host's own, is put back
@@ -199,24 +244,39 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 	},
 	"notifications/message": func(h *upstreamHandler, msg *rpc.Message) {
-		// Log messages reach the user's screen.
-		h.g.relayNotification(h.server, msg.Method, msg.Params)
+		// Log messages reach the user's screen: every session's whose level
+		// admits it (the child is shared, its log is not any one call's).
+		level, _ := rawjson.GetString(msg.Params, "level")
+		for _, s := range h.g.liveSessions() {
+			if s.logAdmits(level) {
+				s.relayNotification(h.server, msg.Method, msg.Params)
+			}
+		}
 	},
 	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
+		// Each session that subscribed to it hears of it.
 		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.server, uri) {
-			h.g.relayNotification(h.server, msg.Method, msg.Params)
+			for _, s := range h.g.liveSessions() {
+				if s.isSubscribed(uri) {
+					s.relayNotification(h.server, msg.Method, msg.Params)
+				}
+			}
 		} else {
 			h.g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
 		}
 	},
 	"notifications/elicitation/complete": func(h *upstreamHandler, msg *rpc.Message) {
 		// Only for an elicitation this upstream started.
-		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); h.g.urlElicitations.take(h.server, id) {
-			h.g.relayNotification(h.server, msg.Method, msg.Params)
-		} else {
-			h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
+		// The session whose host was asked hears of it.
+		id, _ := rawjson.GetString(msg.Params, "elicitationId")
+		for _, s := range h.g.liveSessions() {
+			if s.urlElicitations.take(h.server, id) {
+				s.relayNotification(h.server, msg.Method, msg.Params)
+				return
+			}
 		}
+		h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
 	},
 	"notifications/tools/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
 		h.g.refresh(h.g.tools.lister, h.server)
@@ -240,7 +300,7 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 // relayNotification passes an upstream's notification to the host through
 // the same neutraliser as results; one it cannot pass whole (a key with a
 // hidden character) is dropped, and neutralize has audited why.
-func (g *Gate) relayNotification(server, method string, params json.RawMessage) {
+func (g *Session) relayNotification(server, method string, params json.RawMessage) {
 	if params != nil {
 		clean, err := g.neutralize(server, method, method, params)
 		if err != nil {
