@@ -1,13 +1,17 @@
-// Package elicitation asks the human at the host to approve one tool call,
-// through an MCP form elicitation that the gate itself sends, and fails
-// closed: only an explicit "accept" with approve set to true lets the call
+// Package elicitation asks the human to approve one call, by whichever
+// channel reaches them, and fails closed: only an explicit yes lets the call
 // through. Decline, cancel, an error, a malformed answer, a timeout, a
-// withdrawn call and a host that cannot ask all mean no (DESIGN.md §5).
+// withdrawn call and a channel that cannot ask all mean no (DESIGN.md §5).
+//
+// The gate sees approval only through the Approver interface. Today's
+// implementation, HostApprover, sends an MCP form elicitation to the host
+// (only an "accept" with approve set to true is a yes); an out-of-band
+// approval surface and input-required results are other implementations.
 //
 // The approval is bound to the call: the gate holds the call's exact bytes
 // while it asks and forwards exactly those, so an answer can never cover a
-// different call. Approval never comes from anything but the host's answer
-// to the gate's own request; an upstream cannot reach this exchange.
+// different call. Approval never comes from anything but the channel's
+// answer to the gate's own question; an upstream cannot reach this exchange.
 package elicitation
 
 import (
@@ -24,6 +28,37 @@ import (
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
+
+// An Approver puts one approval question to the human and returns the
+// answer.
+//
+// Concurrency: the gate calls Approve from many goroutines at once, one for
+// each call that waits for an answer; an implementation must keep questions
+// independent, so that one left open never delays another's answer or any
+// other traffic, and must be safe for concurrent use.
+//
+// Fail closed: there is no error result. Anything but an explicit yes from
+// the human (Approved, ApprovedSession) is a no, and says why in Detail: a
+// channel that cannot ask (Unsupported), a refusal (Declined, Cancelled),
+// an answer it cannot read (Malformed), a failure (Failed), no answer within timeout (TimedOut, DefaultTimeout when
+// timeout is 0 or less), or ctx done (Withdrawn). Approve returns no later
+// than timeout after it was called, and promptly once ctx is done.
+type Approver interface {
+	Approve(ctx context.Context, req Request, timeout time.Duration) Answer
+}
+
+// HostApprover asks the host through an MCP form elicitation (Ask). CanAsk
+// is read on every question, so that what the host declared is always the
+// current answer; nil means the host cannot ask.
+type HostApprover struct {
+	Host   Host
+	CanAsk func() bool
+}
+
+// Approve implements Approver.
+func (a HostApprover) Approve(ctx context.Context, req Request, timeout time.Duration) Answer {
+	return Ask(ctx, a.Host, a.CanAsk != nil && a.CanAsk(), req, timeout)
+}
 
 // DefaultTimeout bounds a question nobody answers, when the policy says
 // nothing: a pending approval must never park a call forever.

@@ -39,13 +39,11 @@ var (
 	}
 )
 
-// catalog is the merged list of one kind across servers, with the wire
-// names the host sees. It is guarded by Gate.mu.
+// catalog is one listable kind (tools or prompts) and the lister that
+// keeps it in step with the upstreams; what was listed is in the snapshot.
 type catalog struct {
-	kind    *kind
-	servers map[string]*serverList
-	table   *naming.Table
-	lister  *lister
+	kind   *kind
+	lister *lister
 }
 
 // serverList is what one server listed.
@@ -60,27 +58,6 @@ type entry struct {
 	raw  json.RawMessage // the upstream's definition, byte for byte
 }
 
-func newCatalog(k *kind, budget int) catalog {
-	return catalog{kind: k, servers: map[string]*serverList{}, table: naming.Build(budget, nil)}
-}
-
-// rebuild recomputes the wire names after a change. The caller holds Gate.mu.
-func (c *catalog) rebuild(budget int, order []string) {
-	var keys []naming.Key
-	for _, s := range order {
-		if l := c.servers[s]; l != nil {
-			for _, e := range l.entries {
-				keys = append(keys, naming.Key{Server: s, Name: e.name})
-			}
-		}
-	}
-	c.table = naming.Build(budget, keys)
-}
-
-// lookup maps a wire name to its server and original name. The caller holds
-// Gate.mu.
-func (c *catalog) lookup(wire string) (naming.Key, bool) { return c.table.Lookup(wire) }
-
 // namedLister keeps a catalog of tools or prompts in step with the
 // upstreams.
 func (g *Gate) namedLister(c *catalog) *lister {
@@ -89,22 +66,21 @@ func (g *Gate) namedLister(c *catalog) *lister {
 		notify:   c.kind.changed,
 		listedBy: []string{c.kind.list},
 		state:    map[string]*listState{},
-		loaded: func(server string) bool {
-			l := c.servers[server]
+		loaded: func(snap *snapshot, server string) bool {
+			l := snap.of(c.kind).servers[server]
 			return l != nil && l.loaded
 		},
-		fetch: func(ctx context.Context, s *upstream.Session) (func() bool, error) {
+		fetch: func(ctx context.Context, s *upstream.Session) (func(*snapshot) *snapshot, error) {
 			entries, err := g.fetchNamed(ctx, s, c.kind)
 			if err != nil {
 				return nil, err
 			}
-			return func() bool {
-				if old := c.servers[s.Name]; old != nil && old.loaded && sameEntries(old.entries, entries) {
-					return false
+			return func(old *snapshot) *snapshot {
+				cur := old.of(c.kind)
+				if l := cur.servers[s.Name]; l != nil && l.loaded && sameEntries(l.entries, entries) {
+					return nil
 				}
-				c.servers[s.Name] = &serverList{loaded: true, entries: entries}
-				c.rebuild(g.budget, g.pool.Names())
-				return true
+				return old.withNamed(c.kind, cur.withServer(s.Name, &serverList{loaded: true, entries: entries}, g.budget, g.pool.Names()))
 			}, nil
 		},
 	}
@@ -132,7 +108,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		// characters is a trick, not a tool.
 		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
-			g.audit.Guard(audit.Guard{Session: g.session, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
@@ -194,7 +170,7 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 	}
 	if changed != "" {
 		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		g.audit.Guard(audit.Guard{Session: g.id, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
 		return nil, false
 	}
 	return clean, true
@@ -206,12 +182,12 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 // minLength, maxLength, format or uniqueItems anywhere in it, or a
 // reference the gate cannot follow. Neutralising only lengthens strings and
 // never touches keys, so any other schema still matches. A tool the
-// catalog does not hold counts as constrained.
-func (g *Gate) outputSchemaConstrainsStrings(server, tool string) bool {
-	g.mu.Lock()
+// catalog does not hold counts as constrained. snap is the snapshot the
+// call was resolved in.
+func outputSchemaConstrainsStrings(snap *snapshot, server, tool string) bool {
 	var raw json.RawMessage
 	found := false
-	if l := g.tools.servers[server]; l != nil {
+	if l := snap.tools.servers[server]; l != nil {
 		for _, e := range l.entries {
 			if e.name == tool {
 				raw, _ = rawjson.Get(e.raw, "outputSchema")
@@ -220,7 +196,6 @@ func (g *Gate) outputSchemaConstrainsStrings(server, tool string) bool {
 			}
 		}
 	}
-	g.mu.Unlock()
 	if !found {
 		return true
 	}
@@ -326,18 +301,17 @@ func sameEntries(a, b []entry) bool {
 // refreshAfterRestart re-lists what the gate holds of a server that has
 // just (re)started: a restart may have changed it.
 func (g *Gate) refreshAfterRestart(s *upstream.Session) {
-	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resources.lister} {
+	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
 		g.refresh(l, s.Name)
 	}
 }
 
 // renderNamed returns the host's view of a catalog: each upstream entry with
-// only its name replaced by the wire name, minus what visible rejects. The
-// caller holds Gate.mu.
-func (g *Gate) renderNamed(c *catalog, visible func(server, name string) bool) ([]json.RawMessage, error) {
+// only its name replaced by the wire name, minus what visible rejects.
+func (g *Gate) renderNamed(c *catalog, n *named, visible func(server, name string) bool) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for _, s := range g.pool.Names() {
-		l := c.servers[s]
+		l := n.servers[s]
 		if l == nil {
 			continue
 		}
@@ -345,7 +319,7 @@ func (g *Gate) renderNamed(c *catalog, visible func(server, name string) bool) (
 			if visible != nil && !visible(s, e.name) {
 				continue
 			}
-			wire, ok := c.table.Wire(naming.Key{Server: s, Name: e.name})
+			wire, ok := n.table.Wire(naming.Key{Server: s, Name: e.name})
 			if !ok {
 				return nil, fmt.Errorf("internal error: no wire name for %s %s:%s", c.kind.noun, s, e.name)
 			}
@@ -411,14 +385,14 @@ func parseCursor(field string, params json.RawMessage) (int, error) {
 // unconditional deny covers is not listed: the model should not be offered
 // what it can never call (DESIGN.md §4). The policy is read after the
 // lists are loaded, so a reload during a first load is not missed.
-func (g *Gate) listNamed(ctx context.Context, c *catalog, hide policy.Kind, params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) listNamed(ctx context.Context, c *catalog, hide policy.Kind, params json.RawMessage) (json.RawMessage, error) {
 	g.ensure(ctx, c.lister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	pol := g.policy.Current()
+	items, err := g.renderNamed(c, g.catalog().of(c.kind), func(server, name string) bool { return !pol.Hidden(hide, server, name) })
 	g.mu.Lock()
-	items, err := g.renderNamed(c, func(server, name string) bool { return !pol.Hidden(hide, server, name) })
 	g.listedByHost[c.kind.list] = true
 	g.mu.Unlock()
 	if err != nil {
@@ -435,19 +409,20 @@ func (g *Gate) listNamed(ctx context.Context, c *catalog, hide policy.Kind, para
 // server to list first, so that a call starts that one server and not all
 // of them (issue #2: "the first call to a server starts that one"); every
 // wire name begins with its server key and "__", and keys contain no "_".
-func (g *Gate) resolve(ctx context.Context, c *catalog, wire string) (naming.Key, bool) {
-	g.mu.Lock()
-	k, ok := c.lookup(wire)
-	g.mu.Unlock()
-	if ok {
-		return k, true
+//
+// It returns the snapshot the name was found in, so that the rest of the
+// call reads the same view.
+func (g *Gate) resolve(ctx context.Context, c *catalog, wire string) (naming.Key, *snapshot, bool) {
+	snap := g.catalog()
+	if k, ok := snap.of(c.kind).table.Lookup(wire); ok {
+		return k, snap, true
 	}
 	server, _, found := strings.Cut(wire, "__")
 	if !found || !g.pool.Has(server) {
-		return naming.Key{}, false // no wire name can be outside its server's prefix
+		return naming.Key{}, snap, false // no wire name can be outside its server's prefix
 	}
 	g.ensure(ctx, c.lister, server)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return c.lookup(wire)
+	snap = g.catalog()
+	k, ok := snap.of(c.kind).table.Lookup(wire)
+	return k, snap, ok
 }

@@ -35,7 +35,7 @@ type verdict struct {
 // It writes the audit records. The returned verdict allows the call only on
 // an allow from the policy or an explicit yes from the human that still
 // holds once the human has answered.
-func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
+func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
 	start := time.Now()
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
@@ -83,9 +83,7 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
 		return verdict{allow: true}
 	}
-	g.mu.Lock()
-	host := g.hostInfo
-	g.mu.Unlock()
+	host := g.hostCaps()
 	// The human reads the policy's own words for why (the rule's reason:),
 	// never d.Reason, which can carry a condition's error text; the audit
 	// and the model get d.Reason.
@@ -97,7 +95,7 @@ func (g *Gate) decide(ctx context.Context, pol *policy.Policy, call policy.Call,
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"
 	}
-	a := elicitation.Ask(ctx, g.host, host.elicitForm, req, pol.ApprovalTimeout())
+	a := g.approver.Approve(ctx, req, pol.ApprovalTimeout())
 	record(a)
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
@@ -164,33 +162,31 @@ func deniedError(what string, v verdict) error {
 // told to list again when what it can see has changed.
 func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 	g.log.Info("policy changed", "old_revision", old.Revision(), "revision", new.Revision())
-	g.grants.Reset(new.Revision())
+	sessions := g.liveSessions()
+	for _, s := range sessions {
+		s.grants.Reset(new.Revision())
+	}
 	type change struct {
 		list, notification string
 		differs            func() bool
 	}
-	g.mu.Lock()
+	snap := g.catalog()
 	changes := []change{
-		{"tools/list", kindTool.changed, func() bool { return g.visibilityDiffers(&g.tools, policy.KindTool, old, new) }},
-		{"prompts/list", kindPrompt.changed, func() bool { return g.visibilityDiffers(&g.prompts, policy.KindPrompt, old, new) }},
-		{"resources/list", "notifications/resources/list_changed", func() bool { return g.resourceVisibilityDiffers(old, new) }},
+		{"tools/list", kindTool.changed, func() bool { return visibilityDiffers(snap.tools, policy.KindTool, old, new) }},
+		{"prompts/list", kindPrompt.changed, func() bool { return visibilityDiffers(snap.prompts, policy.KindPrompt, old, new) }},
+		{"resources/list", "notifications/resources/list_changed", func() bool { return resourceVisibilityDiffers(snap.resources, old, new) }},
 	}
-	var send []string
 	for _, c := range changes {
-		if g.listedByHost[c.list] && c.differs() {
-			send = append(send, c.notification)
+		if c.differs() {
+			g.notifyListed([]string{c.list}, c.notification)
 		}
-	}
-	g.mu.Unlock()
-	for _, n := range send {
-		g.notifyHost(n, nil)
 	}
 }
 
 // visibilityDiffers reports whether any listed entry is hidden under one
-// policy and not the other. The caller holds Gate.mu.
-func (g *Gate) visibilityDiffers(c *catalog, k policy.Kind, old, new *policy.Policy) bool {
-	for server, l := range c.servers {
+// policy and not the other.
+func visibilityDiffers(n *named, k policy.Kind, old, new *policy.Policy) bool {
+	for server, l := range n.servers {
 		for _, e := range l.entries {
 			if old.Hidden(k, server, e.name) != new.Hidden(k, server, e.name) {
 				return true
@@ -200,8 +196,8 @@ func (g *Gate) visibilityDiffers(c *catalog, k policy.Kind, old, new *policy.Pol
 	return false
 }
 
-func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
-	for server, l := range g.resources.servers {
+func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool {
+	for server, l := range ix.servers {
 		for _, r := range l.resources {
 			if old.Hidden(policy.KindResource, server, r.uri) != new.Hidden(policy.KindResource, server, r.uri) {
 				return true
@@ -215,7 +211,8 @@ func (g *Gate) resourceVisibilityDiffers(old, new *policy.Policy) bool {
 // approval-shaped payloads, and makes hidden characters in every string of
 // it visible. A refused result becomes an isError result naming the server,
 // the tool and what was found.
-func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.RawMessage) json.RawMessage {
+// snap is the catalog the call was resolved in.
+func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
 	if g.noGuard.Load() {
 		return res
 	}
@@ -266,7 +263,7 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	if !bytes.Equal(neutralized, res) {
 		before, _ := rawjson.Get(res, "structuredContent")
 		after, _ := rawjson.Get(neutralized, "structuredContent")
-		if !bytes.Equal(before, after) && g.outputSchemaConstrainsStrings(server, tool) {
+		if !bytes.Equal(before, after) && outputSchemaConstrainsStrings(snap, server, tool) {
 			// The changed strings may no longer match the schema (a const,
 			// an enum, a pattern, a maxLength): the host would reject the
 			// result, or act on values its tool never sent.
@@ -278,19 +275,6 @@ func (g *Gate) guardResult(pol *policy.Policy, server, tool string, res json.Raw
 	return neutralized
 }
 
-// guardCompletion neutralises a completion/complete result: its values
-// are offered to the user as they type.
-func (g *Gate) guardCompletion(res json.RawMessage, err error) (json.RawMessage, error) {
-	if err != nil || g.noGuard.Load() {
-		return res, err
-	}
-	out, nerr := g.neutralize("", "completion/complete", "completion result", res)
-	if nerr != nil {
-		return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(nerr)}
-	}
-	return out, nil
-}
-
 // parallelGuardBytes is the result size from which the guard's two passes
 // run concurrently; below it a goroutine costs more than it saves.
 const parallelGuardBytes = 256 << 10
@@ -299,9 +283,8 @@ const parallelGuardBytes = 256 << 10
 // reach the model too, and neutralises every string in it; field names the
 // member that carries the content (messages, contents), for the audit. MCP
 // gives these no error result, so a refusal is a JSON-RPC error.
-func (g *Gate) guardOther(server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
+func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
-		pol := g.policy.Current()
 		outcome := "refused"
 		if pol.GuardLogOnly(server) {
 			outcome = "logged"
@@ -327,6 +310,15 @@ func (g *Gate) guardOther(server, name, method, field string, res json.RawMessag
 // (a key holding a hidden character, or JSON it cannot read) means the
 // whole item must be refused: it is audited here, and the caller refuses.
 func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+	return g.neutralizeFor(g.id, server, name, what, raw)
+}
+
+// neutralize is Gate.neutralize with the session's id in the audit lines.
+func (g *Session) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+	return g.neutralizeFor(g.session, server, name, what, raw)
+}
+
+func (g *Gate) neutralizeFor(session, server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
 	out, n, err := guard.NeutralizeJSON(raw)
 	if err != nil {
 		// Positions and sizes only: the key itself is upstream data.
@@ -335,12 +327,12 @@ func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.
 		if errors.As(err, &ke) {
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
+		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
 		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
 		return nil, err
 	}
 	if n > 0 {
-		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
 	}
 	return out, nil
 }

@@ -1,7 +1,10 @@
-// Package proxy is the gate itself: it serves one host session, aggregates
-// the upstream servers' tools, prompts and resources under host-safe names,
-// decides every tool call under the policy, and relays everything else
-// between the host and the upstream that owns it.
+// Package proxy is the gate itself. A Gate holds what the host sessions of
+// one process share (the policy, the upstream pool, the catalog snapshot,
+// the audit log); a Session is one host connection. Together they
+// aggregate the upstream servers' tools, prompts and resources under
+// host-safe names, decide every request that reaches an upstream under the
+// policy (one pipeline, pipeline.go), and relay everything else between
+// the host and the upstream that owns it.
 //
 // A proxy never rewrites more than it must. Tool definitions, arguments,
 // results and errors travel as raw JSON; the gate edits only names (a tool

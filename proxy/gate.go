@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -54,36 +53,44 @@ type Options struct {
 	Policy *policy.Store
 	Logger *slog.Logger
 	Audit  *audit.Logger
+	// Approver asks the human when the policy says ask; nil means ask the
+	// host through MCP elicitation (elicitation.HostApprover).
+	Approver elicitation.Approver
 }
 
-// A Gate serves one host session: it answers the host's initialize itself,
-// aggregates the upstream servers' tools, prompts and resources under
-// host-safe names, and relays everything else between the host and the
-// upstream that owns it.
+// A Gate is what the host sessions of one process share: the policy, the
+// upstream pool, the catalog snapshot and the audit log. It aggregates the
+// upstream servers' tools, prompts and resources under host-safe names;
+// each host connection is a Session (session.go), which answers its host's
+// initialize itself and relays everything else between its host and the
+// upstream that owns it. The stdio command is one Session (Gate.Serve).
 type Gate struct {
 	// Set at construction.
-	opts    Options
-	budget  int
-	log     *slog.Logger
-	audit   *audit.Logger
-	pool    *upstream.Pool
-	session string // identifies this host session in the audit log
+	opts   Options
+	budget int
+	log    *slog.Logger
+	audit  *audit.Logger
+	pool   *upstream.Pool
+	id     string // names the gate in audit lines for shared work (listing)
 
-	host            *rpc.Conn // set by Serve before the first message is read
-	policy          *policy.Store
-	progress        progressRoutes
-	grants          elicitation.Grants // "approve for this session" answers
-	urlElicitations urlElicitations
-	seq             atomic.Uint64 // decision IDs
-	noGuard         atomic.Bool   // benchmarks only: measure the relay without the result guard
+	policy  *policy.Store
+	seq     atomic.Uint64 // decision IDs
+	noGuard atomic.Bool   // benchmarks only: measure the relay without the result guard
 
-	mu           sync.Mutex // guards hostInfo and the catalogs
-	hostInfo     hostInfo
-	tools        catalog
-	prompts      catalog
-	resources    resourceIndex
-	logLevel     json.RawMessage // the host's last logging/setLevel params
-	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
+	// The catalogs: what each kind is and its lister (fixed), and what
+	// the upstreams listed, an immutable snapshot read without a lock and
+	// replaced under catMu.
+	tools, prompts catalog
+	resLister      *lister
+	snap           atomic.Pointer[snapshot]
+	catMu          sync.Mutex
+
+	mu        sync.Mutex                  // guards the listers' state and what follows
+	sessions  map[string]*Session         // by id
+	upCaps    json.RawMessage             // the capabilities upstreams are started with
+	upSession *Session                    // the session they came from, while it is served
+	upLevel   json.RawMessage             // the last logging/setLevel params of any session
+	inflight  map[string]map[*Session]int // server → sessions with requests to it in flight
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -131,22 +138,21 @@ func New(opts Options) (*Gate, error) {
 		}
 	}
 	g := &Gate{
-		opts:         opts,
-		budget:       budget,
-		log:          opts.Logger,
-		audit:        opts.Audit,
-		policy:       opts.Policy,
-		session:      newSessionID(),
-		listedByHost: map[string]bool{},
+		opts:     opts,
+		budget:   budget,
+		log:      opts.Logger,
+		audit:    opts.Audit,
+		policy:   opts.Policy,
+		id:       newSessionID(),
+		sessions: map[string]*Session{},
+		inflight: map[string]map[*Session]int{},
 	}
-	g.tools = newCatalog(kindTool, budget)
-	g.prompts = newCatalog(kindPrompt, budget)
-	g.resources = newResourceIndex()
+	g.snap.Store(emptySnapshot(budget))
+	g.tools = catalog{kind: kindTool}
+	g.prompts = catalog{kind: kindPrompt}
 	g.tools.lister = g.namedLister(&g.tools)
 	g.prompts.lister = g.namedLister(&g.prompts)
-	g.resources.lister = g.resourceLister()
-	g.grants.Reset(opts.Policy.Current().Revision())
-	g.progress.routes = map[string]progressRoute{}
+	g.resLister = g.resourceLister()
 	g.pool = upstream.NewPool(opts.Servers, upstream.PoolOptions{
 		Launcher:        opts.Launcher,
 		Logger:          opts.Logger,
@@ -166,74 +172,76 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Serve runs the host session over r and w until the host closes its end or
-// ctx is done, then stops every upstream. It returns nil when the host ended
-// the session normally.
-func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	// No closer: closing os.Stdin would not unblock a read from it.
-	host := rpc.NewStream(r, w, nil, rpc.Limits{MaxMessageBytes: g.opts.MaxMessageBytes})
-	g.host = rpc.New(host, hostHandler{g}, rpc.Options{
-		Peer:           "host",
-		Logger:         g.log,
-		AnswerBadInput: true,
-		Sequential:     func(method string) bool { return method == "initialize" },
-		// A host that sends a request and closes stdin (a script, a pipe)
-		// still gets its answer; MCP hosts close stdin to shut down and
-		// send SIGTERM if they will not wait.
-		Drain: 30 * time.Second,
-	})
-	pol := g.policy.Current()
-	g.log.Info("host session started", "session", g.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
-	err := g.host.Run(ctx)
-	g.pool.Close()
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	g.log.Info("host session ended", "session", g.session)
-	return err
-}
-
-// hostHandler serves the host's messages.
-type hostHandler struct{ g *Gate }
+// hostHandler serves one session's host.
+type hostHandler struct{ g *Session }
 
 func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	g := h.g
 	if err := checkHostParams(req.Method, req.Params); err != nil {
 		return nil, err
 	}
-	switch req.Method {
-	case "initialize":
-		return g.initialize(req.Params)
-	case "ping":
-		return json.RawMessage("{}"), nil
+	m, ok := hostMethods[req.Method]
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 	}
-	g.mu.Lock()
-	initialized := g.hostInfo.initialized
-	g.mu.Unlock()
-	if !initialized {
+	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
-	switch req.Method {
-	case "tools/list":
-		return g.listTools(ctx, req.Params)
-	case "tools/call":
-		return g.callTool(ctx, req.Params)
-	case "prompts/list":
-		return g.listPrompts(ctx, req.Params)
-	case "prompts/get":
-		return g.getPrompt(ctx, req.Params)
-	case "resources/list":
-		return g.listResources(ctx, req.Params)
-	case "resources/templates/list":
-		return g.listResourceTemplates(ctx, req.Params)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		return g.resourceRequest(ctx, req.Method, req.Params)
-	case "completion/complete":
-		return g.guardCompletion(g.complete(ctx, req.Params))
-	case "logging/setLevel":
-		return g.setLogLevel(req.Params)
-	}
-	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+	return m.serve(g, ctx, req.Params)
+}
+
+// hostMethod is how the gate serves one request from the host.
+type hostMethod struct {
+	beforeInit bool // served before initialize (initialize itself, ping)
+	serve      func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// relayed serves a method through the pipeline.
+func relayed(r *relay) hostMethod {
+	return hostMethod{serve: func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		return g.run(ctx, r, "", params)
+	}}
+}
+
+// hostMethods is every request the host may send, and how it is served:
+// the gate answers some itself, and every one that reaches an upstream is
+// a relay through the pipeline. Anything else is refused as unknown. The
+// pipeline table test reads this map, so a method added here without a row
+// fails it.
+var hostMethods = map[string]hostMethod{
+	"initialize": {beforeInit: true, serve: func(g *Session, _ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return g.initialize(p)
+	}},
+	"ping": {beforeInit: true, serve: func(*Session, context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage("{}"), nil
+	}},
+	"tools/list":               {serve: (*Session).listTools},
+	"prompts/list":             {serve: (*Session).listPrompts},
+	"resources/list":           {serve: (*Session).listResources},
+	"resources/templates/list": {serve: (*Session).listResourceTemplates},
+	"logging/setLevel": {serve: func(g *Session, _ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return g.setLogLevel(p)
+	}},
+	"tools/call":            relayed(relayToolCall),
+	"prompts/get":           relayed(relayPromptGet),
+	"resources/read":        relayed(relayResourceRead),
+	"resources/subscribe":   relayed(relaySubscribe),
+	"resources/unsubscribe": relayed(relayUnsubscribe),
+	"completion/complete":   relayed(relayComplete),
+}
+
+// hostNotifications is every notification the gate acts on from the
+// host; others are dropped.
+var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
+	"notifications/initialized": func(*Session, *rpc.Message) {},
+	"notifications/roots/list_changed": func(g *Session, msg *rpc.Message) {
+		// Upstreams that care will ask for roots again; each asks the host.
+		// Each on its own goroutine: this runs on the host's read loop, and
+		// an upstream that stopped reading must not stall the host.
+		for _, s := range g.pool.Running() {
+			go func() { _ = s.Notify(msg.Method, msg.Params) }()
+		}
+	},
 }
 
 func (h hostHandler) HandleNotification(msg *rpc.Message) {
@@ -244,18 +252,11 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
 		return
 	}
-	switch msg.Method {
-	case "notifications/initialized":
-	case "notifications/roots/list_changed":
-		// Upstreams that care will ask for roots again; each asks the host.
-		// Each on its own goroutine: this runs on the host's read loop, and
-		// an upstream that stopped reading must not stall the host.
-		for _, s := range g.pool.Running() {
-			go func() { _ = s.Notify(msg.Method, msg.Params) }()
-		}
-	default:
-		g.log.Debug("host notification ignored", "method", rpc.LogMethod(msg.Method))
+	if serve, ok := hostNotifications[msg.Method]; ok {
+		serve(g, msg)
+		return
 	}
+	g.log.Debug("host notification ignored", "method", rpc.LogMethod(msg.Method))
 }
 
 // checkHostParams refuses params in which any object, at any depth, has
@@ -308,7 +309,7 @@ func keyErrorDetail(err error) string {
 
 // initialize answers the host itself: the gate is the host's server, and
 // the upstreams are not even running yet.
-func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
+func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 		Capabilities    struct {
@@ -350,6 +351,15 @@ func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.hostInfo.elicitURL = e.URL != nil
 	}
 	g.mu.Unlock()
+	// Upstreams are shared: they are started with the capabilities of the
+	// first session to initialize. Whatever a later session lacks is
+	// refused per request, since each upstream request reads the
+	// capabilities of the session it is for.
+	g.Gate.mu.Lock()
+	if g.upCaps == nil {
+		g.upCaps, g.upSession = forUp, g
+	}
+	g.Gate.mu.Unlock()
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities": map[string]any{
@@ -367,12 +377,20 @@ func (g *Gate) initialize(params json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(res)
 }
 
+// hostCaps is what the host declared in initialize, read afresh for every
+// request that depends on it.
+func (g *Session) hostCaps() hostInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hostInfo
+}
+
 // upstreamInitParams builds the initialize request for an upstream: the
 // host's own elicitation, sampling and roots capabilities, so that servers
 // which register tools only for capable clients do so (issue #2).
 func (g *Gate) upstreamInitParams(string) json.RawMessage {
 	g.mu.Lock()
-	caps := g.hostInfo.capsForUpstream
+	caps := g.upCaps
 	g.mu.Unlock()
 	if caps == nil {
 		caps = json.RawMessage("{}")
@@ -390,7 +408,7 @@ func (g *Gate) upstreamInitParams(string) json.RawMessage {
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.mu.Lock()
-	level := g.logLevel
+	level := g.upLevel
 	g.mu.Unlock()
 	if level != nil && s.Caps.Logging {
 		if _, err := s.Call(context.Background(), "logging/setLevel", level); err != nil {
@@ -400,13 +418,20 @@ func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.refreshAfterRestart(s)
 }
 
-func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
-	if _, ok := rawjson.GetString(params, "level"); !ok {
+// setLogLevel records the session's level, by which the gate filters the
+// upstreams' log messages for it, and passes it on to the upstreams, which
+// are shared: they send at the level last set by any session.
+func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
+	level, ok := rawjson.GetString(params, "level")
+	if !ok {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, `logging/setLevel needs a "level" string`)
 	}
 	g.mu.Lock()
-	g.logLevel = params
+	g.logLevel = level
 	g.mu.Unlock()
+	g.Gate.mu.Lock()
+	g.upLevel = params
+	g.Gate.mu.Unlock()
 	for _, s := range g.pool.Running() {
 		if s.Caps.Logging {
 			go func() {
@@ -419,8 +444,9 @@ func (g *Gate) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 	return json.RawMessage("{}"), nil
 }
 
-// notifyHost sends a notification to the host, logging a failure.
-func (g *Gate) notifyHost(method string, params json.RawMessage) {
+// notifyHost sends a notification to the session's host, logging a
+// failure.
+func (g *Session) notifyHost(method string, params json.RawMessage) {
 	if err := g.host.Notify(context.Background(), method, params); err != nil {
 		g.log.Debug("notifying host", "method", method, "error", err)
 	}

@@ -24,11 +24,12 @@ type lister struct {
 	notify   string   // the host notification when the list changed
 	listedBy []string // the host lists whose fetching makes notify worth sending
 	// fetch lists one server. It runs without locks; apply, which it
-	// returns, runs under Gate.mu, stores the result and reports whether
-	// what the host would see has changed.
-	fetch func(ctx context.Context, s *upstream.Session) (apply func() bool, err error)
-	// loaded reports, under Gate.mu, whether a server's list is held.
-	loaded func(server string) bool
+	// returns, builds the next catalog snapshot from the one in force (under
+	// Gate.catMu), or returns nil when what the host would see is
+	// unchanged.
+	fetch func(ctx context.Context, s *upstream.Session) (apply func(*snapshot) *snapshot, err error)
+	// loaded reports whether a snapshot holds a server's list.
+	loaded func(snap *snapshot, server string) bool
 
 	state map[string]*listState // guarded by Gate.mu
 }
@@ -47,8 +48,9 @@ func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
 	}
 	var waits []chan struct{}
 	g.mu.Lock()
+	snap := g.catalog()
 	for _, s := range names {
-		if !l.loaded(s) {
+		if !l.loaded(snap, s) {
 			waits = append(waits, g.startFetchLocked(l, s, false))
 		}
 	}
@@ -68,7 +70,7 @@ func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
 func (g *Gate) refresh(l *lister, server string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if l.loaded(server) {
+	if l.loaded(g.catalog(), server) {
 		g.startFetchLocked(l, server, true)
 	}
 }
@@ -97,21 +99,19 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 		// Not the caller's context: the fetch is shared by whoever waits
 		// for it, and one that gives up must not cut it short for others.
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
-		var apply func() bool
+		var apply func(*snapshot) *snapshot
 		s, err := g.pool.Session(ctx, server)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
 		}
 		cancel()
-		g.mu.Lock()
 		changed := false
 		if err == nil {
-			changed = apply()
+			// Published before the fetch is marked done, so that whoever
+			// waited for it finds the list in the snapshot.
+			changed = g.updateCatalog(apply)
 		}
-		listed := false
-		for _, k := range l.listedBy {
-			listed = listed || g.listedByHost[k]
-		}
+		g.mu.Lock()
 		again := st.again
 		st.again = false
 		if !again {
@@ -129,8 +129,8 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 			}
 			g.log.Log(context.Background(), level, "upstream left out of "+l.list, "server", server, "error", err)
 		}
-		if changed && listed {
-			g.notifyHost(l.notify, nil)
+		if changed {
+			g.notifyListed(l.listedBy, l.notify)
 		}
 		if !again {
 			close(done)

@@ -25,6 +25,7 @@ import (
 // sampling) with fixed results.
 type rawHost struct {
 	t       *testing.T
+	gate    *Gate
 	w       io.Writer
 	mu      sync.Mutex
 	nextID  int
@@ -34,24 +35,35 @@ type rawHost struct {
 	writeM  sync.Mutex
 }
 
-func startRawHost(t *testing.T, servers map[string]scripted) *rawHost {
+func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Options)) *rawHost {
 	t.Helper()
 	var cfgs []upstream.Config
 	for name := range servers {
 		cfgs = append(cfgs, upstream.Config{Name: name, Type: upstream.TypeStdio, Command: "scripted"})
 	}
-	g, err := New(Options{
+	o := Options{
 		Servers: sortConfigs(cfgs), Launcher: &scriptLauncher{servers: servers},
 		StartTimeout: 10 * time.Second, Policy: static(t, allowAll), Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveRawHost(t, g, g.Serve)
+}
+
+// serveRawHost connects a raw host to serve (a Gate's or a Session's
+// Serve) and initializes it.
+func serveRawHost(t *testing.T, g *Gate, serve func(context.Context, io.Reader, io.Writer) error) *rawHost {
+	t.Helper()
 	hostR, gateW := io.Pipe()
 	gateR, hostW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- g.Serve(context.Background(), gateR, gateW) }()
-	h := &rawHost{t: t, w: hostW, waits: map[string]chan json.RawMessage{}, inbox: make(chan json.RawMessage, 64)}
+	go func() { done <- serve(context.Background(), gateR, gateW) }()
+	h := &rawHost{t: t, gate: g, w: hostW, waits: map[string]chan json.RawMessage{}, inbox: make(chan json.RawMessage, 64)}
 	go func() {
 		sc := bufio.NewScanner(hostR)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,13 +27,12 @@ const CodeResourceNotFound = -32002
 // when both list it, when one lists it and a template of the other
 // produces it, or when templates of both produce it; the more specific
 // template does not win, or a server could capture another's URIs by
-// listing a narrower template (or the exact URIs) of its own. Guarded by
-// Gate.mu.
+// listing a narrower template (or the exact URIs) of its own. Part of a
+// snapshot: immutable once published.
 type resourceIndex struct {
 	servers   map[string]*resourceList
 	owner     map[string]string   // URI → the one server that lists it
 	ambiguous map[string][]string // URI → the servers that could all answer for it
-	lister    *lister
 }
 
 type resourceList struct {
@@ -51,11 +51,20 @@ type templateEntry struct {
 	re  *regexp.Regexp // matches the URIs the template can produce
 }
 
-func newResourceIndex() resourceIndex {
-	return resourceIndex{servers: map[string]*resourceList{}, owner: map[string]string{}, ambiguous: map[string][]string{}}
+func newResourceIndex() *resourceIndex {
+	return &resourceIndex{servers: map[string]*resourceList{}, owner: map[string]string{}, ambiguous: map[string][]string{}}
 }
 
-// reindex rebuilds the URI → server map. The caller holds Gate.mu.
+// withServer returns a new index with server's lists replaced; ix is left
+// as it was.
+func (ix *resourceIndex) withServer(server string, l *resourceList, order []string) *resourceIndex {
+	c := &resourceIndex{servers: maps.Clone(ix.servers)}
+	c.servers[server] = l
+	c.reindex(order)
+	return c
+}
+
+// reindex rebuilds the URI → server map of an index not yet published.
 func (ix *resourceIndex) reindex(order []string) {
 	claims := map[string][]string{}
 	for _, s := range order {
@@ -90,7 +99,7 @@ func (ix *resourceIndex) reindex(order []string) {
 }
 
 // templateServers returns the servers, in order, with a template that
-// produces uri. The caller holds Gate.mu.
+// produces uri.
 func (ix *resourceIndex) templateServers(uri string, order []string) []string {
 	var out []string
 	for _, s := range order {
@@ -120,7 +129,6 @@ func (e errAmbiguous) Error() string {
 // lookupOwner finds the server a URI belongs to: the one that listed it,
 // else the one with a template that produces it. A URI that more than one
 // server can answer for is ambiguous, however specific each template is.
-// The caller holds Gate.mu.
 func (ix *resourceIndex) lookupOwner(uri string, order []string) (string, error) {
 	if s, ok := ix.owner[uri]; ok {
 		return s, nil
@@ -164,30 +172,30 @@ func templateRegexp(t string) (*regexp.Regexp, error) {
 
 // resourceLister keeps the resource and template lists in step.
 func (g *Gate) resourceLister() *lister {
-	ix := &g.resources
 	return &lister{
 		list:     "resources/list",
 		notify:   "notifications/resources/list_changed",
 		listedBy: []string{"resources/list", "resources/templates/list"},
 		state:    map[string]*listState{},
-		loaded: func(server string) bool {
-			l := ix.servers[server]
+		loaded: func(snap *snapshot, server string) bool {
+			l := snap.resources.servers[server]
 			return l != nil && l.loaded
 		},
-		fetch: func(ctx context.Context, s *upstream.Session) (func() bool, error) {
+		fetch: func(ctx context.Context, s *upstream.Session) (func(*snapshot) *snapshot, error) {
 			l, err := g.fetchResources(ctx, s)
 			if err != nil {
 				return nil, err
 			}
-			return func() bool {
-				ix.servers[s.Name] = l
-				ix.reindex(g.pool.Names())
+			return func(old *snapshot) *snapshot {
+				ix := old.resources.withServer(s.Name, l, g.pool.Names())
 				for uri, servers := range ix.ambiguous {
 					if slices.Contains(servers, s.Name) {
 						g.log.Warn("resource claimed by more than one server (listed or produced by a template); refused", "uri", uri, "servers", servers)
 					}
 				}
-				return true
+				next := *old
+				next.resources = ix
+				return &next
 			}, nil
 		},
 	}
@@ -232,68 +240,70 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	return l, nil
 }
 
-func (g *Gate) listResources(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	g.ensure(ctx, g.resources.lister)
+func (g *Session) listResources(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	g.ensure(ctx, g.resLister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	pol := g.policy.Current()
-	g.mu.Lock()
+	ix := g.catalog().resources
 	var items []json.RawMessage
 	for _, s := range g.pool.Names() {
-		if l := g.resources.servers[s]; l != nil {
+		if l := ix.servers[s]; l != nil {
 			for _, r := range l.resources {
-				if g.resources.owner[r.uri] == s && !pol.Hidden(policy.KindResource, s, r.uri) {
+				if ix.owner[r.uri] == s && !pol.Hidden(policy.KindResource, s, r.uri) {
 					items = append(items, r.raw)
 				}
 			}
 		}
 	}
+	g.mu.Lock()
 	g.listedByHost["resources/list"] = true
 	g.mu.Unlock()
 	return g.page("resources", items, params)
 }
 
-func (g *Gate) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	g.ensure(ctx, g.resources.lister)
+func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	g.ensure(ctx, g.resLister)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g.mu.Lock()
+	ix := g.catalog().resources
 	var items []json.RawMessage
 	for _, s := range g.pool.Names() {
-		if l := g.resources.servers[s]; l != nil {
+		if l := ix.servers[s]; l != nil {
 			for _, t := range l.templates {
 				items = append(items, t.raw)
 			}
 		}
 	}
+	g.mu.Lock()
 	g.listedByHost["resources/templates/list"] = true
 	g.mu.Unlock()
 	return g.page("resourceTemplates", items, params)
 }
 
 // resourceOwner finds the server a URI belongs to, listing resources first
-// if the URI is not known yet.
-func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, error) {
+// if the URI is not known yet. It returns the snapshot the owner was found
+// in.
+func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, *snapshot, error) {
 	if uri == "" {
-		return "", rpc.Errorf(rpc.CodeInvalidParams, `a non-empty "uri" is required`)
+		return "", nil, rpc.Errorf(rpc.CodeInvalidParams, `a non-empty "uri" is required`)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		g.mu.Lock()
-		s, err := g.resources.lookupOwner(uri, g.pool.Names())
-		g.mu.Unlock()
+		snap := g.catalog()
+		s, err := snap.resources.lookupOwner(uri, g.pool.Names())
 		if err != nil {
-			return "", &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error(), Data: mustJSON(map[string]string{"uri": uri})}
+			return "", nil, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error(), Data: mustJSON(map[string]string{"uri": uri})}
 		}
 		if s != "" {
-			return s, nil
+			return s, snap, nil
 		}
 		if attempt == 0 {
-			g.ensure(ctx, g.resources.lister)
+			g.ensure(ctx, g.resLister)
 		}
 	}
-	return "", &rpc.Error{
+	return "", nil, &rpc.Error{
 		Code:    CodeResourceNotFound,
 		Message: "Resource not found: no upstream server lists " + uri,
 		Data:    mustJSON(map[string]string{"uri": uri}),
@@ -303,34 +313,6 @@ func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, error) {
 // ownsResource reports whether server is the owner of uri, without listing
 // anything: an upstream may only announce updates of its own resources.
 func (g *Gate) ownsResource(server, uri string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, err := g.resources.lookupOwner(uri, g.pool.Names())
+	s, err := g.catalog().resources.lookupOwner(uri, g.pool.Names())
 	return err == nil && s == server
-}
-
-// resourceRequest routes resources/read, subscribe and unsubscribe.
-func (g *Gate) resourceRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	uri, ok := rawjson.GetString(params, "uri")
-	if !ok {
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
-	}
-	server, err := g.resourceOwner(ctx, uri)
-	if err != nil {
-		return nil, err
-	}
-	if method == "resources/read" || method == "resources/subscribe" {
-		pol := g.policy.Current()
-		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			return nil, deniedError("the resource "+uri, v)
-		}
-	}
-	res, err := g.forward(ctx, server, method, params)
-	if err != nil || method != "resources/read" {
-		return res, err
-	}
-	return g.guardOther(server, uri, "resources/read", "contents", res)
 }

@@ -62,6 +62,11 @@ func (l *scriptLauncher) Launch(ctx context.Context, cfg upstream.Config, lim rp
 				Params json.RawMessage
 			}
 			_ = json.Unmarshal(sc.Bytes(), &m)
+			if m.Method == "" {
+				// A response to the upstream's own request: serve gets
+				// the whole line.
+				m.Params = append(json.RawMessage(nil), sc.Bytes()...)
+			}
 			if m.Method == "initialize" {
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{"subscribe":true}},"serverInfo":{"name":"s","version":"1"}}}`, m.ID))
 				continue

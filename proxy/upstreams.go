@@ -13,7 +13,6 @@ import (
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
-	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -21,6 +20,7 @@ import (
 // token is valid only while its request is in flight, and only for the
 // upstream it was given to.
 type progressRoutes struct {
+	prefix string // the session's: names which session a token belongs to
 	mu     sync.Mutex
 	next   uint64
 	routes map[string]progressRoute // by the gate's token, as a decoded string
@@ -34,7 +34,7 @@ type progressRoute struct {
 func (p *progressRoutes) add(server string, hostToken json.RawMessage) (json.RawMessage, func()) {
 	p.mu.Lock()
 	p.next++
-	tok := "mcp-gate-" + strconv.FormatUint(p.next, 10)
+	tok := p.prefix + strconv.FormatUint(p.next, 10)
 	p.routes[tok] = progressRoute{server: server, hostToken: hostToken}
 	p.mu.Unlock()
 	return rawjson.AppendString(nil, tok), func() {
@@ -64,61 +64,78 @@ type upstreamHandler struct {
 	server string
 }
 
-func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-	g := h.g
-	g.mu.Lock()
-	host := g.hostInfo
-	g.mu.Unlock()
-	switch req.Method {
-	case "ping":
+// upstreamMethod is how the gate serves one request from an upstream.
+type upstreamMethod struct {
+	// outsideCall: answered by the gate itself, for no session. Every other
+	// request is for the session whose call is in flight to the upstream
+	// (sessionFor), and is refused when there is none.
+	outsideCall bool
+	serve       func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error)
+}
+
+// upstreamMethods is every request an upstream may send the gate, and how
+// it is served; anything else is refused as unknown. The pipeline table
+// test reads this map, so a method added here without a row fails it.
+var upstreamMethods = map[string]upstreamMethod{
+	"ping": {outsideCall: true, serve: func(*Session, string, context.Context, *rpc.Message) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
-	case "roots/list":
-		if !host.roots {
+	}},
+	"roots/list": {serve: func(s *Session, _ string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		if !s.hostCaps().roots {
 			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support roots")
 		}
-		return g.askHost(ctx, req)
-	case "sampling/createMessage":
-		if !host.sampling {
-			return nil, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
-		}
-		// What a server puts in front of the user's model is untrusted too,
-		// and is inspected as the host will read it: one member per key.
-		if err := rawjson.UniqueKeys(req.Params); err != nil {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
-		}
-		if findings := guard.InspectResult(req.Params); len(findings) > 0 {
-			f := findings[0]
-			g.audit.Guard(audit.Guard{Session: g.session, Server: h.server, Tool: "sampling/createMessage", Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
-		}
-		// A server must not spend the user's model silently: sampling is
-		// decided like a tool call, and denied unless the policy allows it.
-		pol := g.policy.Current()
-		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindSampling, Server: h.server, Args: req.Params}, ""); !v.allow {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			// Worded without the gate's name: the upstream often hands this
-			// text back in its own result, and a result naming the gate with
-			// approval vocabulary is what the guard refuses.
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused by policy: " + v.reason}
-		}
-		// The host shows the request to the user before it runs it.
-		params, err := g.neutralize(h.server, "sampling/createMessage", "sampling request", req.Params)
-		if err != nil {
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
-		}
-		return g.host.Call(ctx, req.Method, params)
-	case "elicitation/create":
-		return g.relayElicitation(ctx, h.server, host, req)
+		return s.askHost(ctx, req)
+	}},
+	"sampling/createMessage": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return s.run(ctx, relaySampling, server, req.Params)
+	}},
+	"elicitation/create": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+		return s.relayElicitation(ctx, server, s.hostCaps(), req)
+	}},
+}
+
+// routed is what Route found for one upstream request.
+type routed struct {
+	s   *Session
+	err error
+}
+
+type routedKey struct{}
+
+// Route finds, on the upstream's read loop, the session a request is for:
+// there, a request the upstream sent before answering the gate's call is
+// still seen during that call, however late its handler runs.
+func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
+	if m, ok := upstreamMethods[req.Method]; ok && !m.outsideCall {
+		s, err := h.g.sessionFor(h.server, req.Method)
+		return context.WithValue(ctx, routedKey{}, routed{s, err})
 	}
-	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+	return ctx
+}
+
+func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	m, ok := upstreamMethods[req.Method]
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+	}
+	var s *Session
+	if !m.outsideCall {
+		r, ok := ctx.Value(routedKey{}).(routed)
+		if !ok {
+			r.s, r.err = h.g.sessionFor(h.server, req.Method)
+		}
+		if r.err != nil {
+			h.g.log.Warn("upstream request refused", "server", h.server, "method", req.Method, "error", r.err)
+			return nil, r.err
+		}
+		s = r.s
+	}
+	return m.serve(s, h.server, ctx, req)
 }
 
 // askHost relays an upstream's request to the host and the host's answer
 // back, result or error, unchanged.
-func (g *Gate) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) askHost(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	return g.host.Call(ctx, req.Method, req.Params)
 }
 
@@ -180,7 +197,7 @@ func isBlankRune(r rune) bool { return unicode.IsSpace(r) || r == 0x2800 }
 // server's name in front so the human knows who is asking. A question shaped
 // like the gate's own approval prompt, or carrying approval markers, is
 // refused: an upstream must never obtain or influence an approval (issue #5).
-func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	refuse := func(kind, detail string) (json.RawMessage, error) {
 		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
 		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", audit.Redact(detail))
@@ -233,17 +250,21 @@ func (g *Gate) relayElicitation(ctx context.Context, server string, host hostInf
 	return g.host.Call(ctx, req.Method, params)
 }
 
-func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
-	g := h.g
-	switch msg.Method {
-	case "notifications/progress":
+// upstreamNotifications is every notification the gate acts on from an
+// upstream; others are dropped. Read by the pipeline table test.
+var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message){
+	"notifications/progress": func(h *upstreamHandler, msg *rpc.Message) {
 		tok, ok := rawjson.Get(msg.Params, "progressToken")
 		if !ok {
 			return
 		}
-		hostTok, ok := g.progress.lookup(h.server, tok)
-		if !ok {
-			g.log.Debug("progress for no request in flight; dropped", "server", h.server)
+		g := h.g.progressSession(tok)
+		var hostTok json.RawMessage
+		if g != nil {
+			hostTok, ok = g.progress.lookup(h.server, tok)
+		}
+		if g == nil || !ok {
+			h.g.log.Debug("progress for no request in flight; dropped", "server", h.server)
 			return
 		}
 		// Its message is shown; the token, the host's own, is put back
@@ -255,38 +276,65 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
 			g.notifyHost(msg.Method, params)
 		}
-	case "notifications/message":
-		// Log messages reach the user's screen.
-		g.relayNotification(h.server, msg.Method, msg.Params)
-	case "notifications/resources/updated":
+	},
+	"notifications/message": func(h *upstreamHandler, msg *rpc.Message) {
+		// Log messages reach the user's screen: every session's whose level
+		// admits it (the child is shared, its log is not any one call's).
+		level, _ := rawjson.GetString(msg.Params, "level")
+		for _, s := range h.g.liveSessions() {
+			if s.logAdmits(level) {
+				s.relayNotification(h.server, msg.Method, msg.Params)
+			}
+		}
+	},
+	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
-		if uri, _ := rawjson.GetString(msg.Params, "uri"); g.ownsResource(h.server, uri) {
-			g.relayNotification(h.server, msg.Method, msg.Params)
+		// Each session that subscribed to it hears of it.
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.server, uri) {
+			for _, s := range h.g.liveSessions() {
+				if s.isSubscribed(uri) {
+					s.relayNotification(h.server, msg.Method, msg.Params)
+				}
+			}
 		} else {
-			g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
+			h.g.log.Warn("resource update for a resource the server does not own; dropped", "server", h.server, "uri", audit.PayloadString(uri))
 		}
-	case "notifications/elicitation/complete":
+	},
+	"notifications/elicitation/complete": func(h *upstreamHandler, msg *rpc.Message) {
 		// Only for an elicitation this upstream started.
-		if id, _ := rawjson.GetString(msg.Params, "elicitationId"); g.urlElicitations.take(h.server, id) {
-			g.relayNotification(h.server, msg.Method, msg.Params)
-		} else {
-			g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
+		// The session whose host was asked hears of it.
+		id, _ := rawjson.GetString(msg.Params, "elicitationId")
+		for _, s := range h.g.liveSessions() {
+			if s.urlElicitations.take(h.server, id) {
+				s.relayNotification(h.server, msg.Method, msg.Params)
+				return
+			}
 		}
-	case "notifications/tools/list_changed":
-		g.refresh(g.tools.lister, h.server)
-	case "notifications/prompts/list_changed":
-		g.refresh(g.prompts.lister, h.server)
-	case "notifications/resources/list_changed":
-		g.refresh(g.resources.lister, h.server)
-	default:
-		g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
+		h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
+	},
+	"notifications/tools/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.tools.lister, h.server)
+	},
+	"notifications/prompts/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.prompts.lister, h.server)
+	},
+	"notifications/resources/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
+		h.g.refresh(h.g.resLister, h.server)
+	},
+}
+
+func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
+	if serve, ok := upstreamNotifications[msg.Method]; ok {
+		serve(h, msg)
+		return
 	}
+	h.g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
 }
 
 // relayNotification passes an upstream's notification to the host through
 // the same neutraliser as results; one it cannot pass whole (a key with a
 // hidden character) is dropped, and neutralize has audited why.
-func (g *Gate) relayNotification(server, method string, params json.RawMessage) {
+func (g *Session) relayNotification(server, method string, params json.RawMessage) {
 	if params != nil {
 		clean, err := g.neutralize(server, method, method, params)
 		if err != nil {

@@ -37,6 +37,16 @@ type Handler interface {
 	HandleNotification(msg *Message)
 }
 
+// A Router is a Handler that sees each call on the read loop, in arrival
+// order, before it is dispatched, and returns the context to serve it
+// with. What it learns there holds for the moment the call arrived, which
+// the handler's own goroutine, run later, could no longer tell (the proxy
+// ties an upstream's request to the host call in flight when it came).
+// Route must not block.
+type Router interface {
+	Route(ctx context.Context, req *Message) context.Context
+}
+
 // Options configure a Conn.
 type Options struct {
 	// Peer names the other side in logs and errors ("host", "upstream github").
@@ -314,6 +324,9 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		return
 	}
 	cctx, cancel := context.WithCancel(ctx)
+	if r, ok := c.handler.(Router); ok {
+		cctx = r.Route(cctx, req)
+	}
 	in := &incomingCall{cancel: cancel}
 	c.incoming[key] = in
 	c.mu.Unlock()

@@ -164,3 +164,12 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 	}
 	return s.conn.Notify(ctx, "notifications/initialized", nil)
 }
+
+// Route passes the inner handler's routing on (rpc.Router): the proxy ties
+// an upstream's request to the host call in flight when it arrived.
+func (c countingHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
+	if r, ok := c.h.(rpc.Router); ok {
+		return r.Route(ctx, req)
+	}
+	return ctx
+}

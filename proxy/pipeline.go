@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// One call path. Every request that reaches an upstream (and an upstream's
+// sampling request, which reaches the host's model on its behalf) runs
+// through run: resolve → decide → (ask) → forward → guard → answer. What
+// differs between methods is data, a relay: how the target and the policy
+// subject are read from the params, how the name is rewritten on the way
+// out, which guard the answer passes, and how a refusal is shaped. A check
+// added to run covers every method; a method cannot skip a stage by being
+// written out separately, because none is.
+
+// target is what resolve read from a request: where it goes, what the
+// policy decides on, and the params to forward.
+type target struct {
+	kind   policy.Kind
+	server string          // the upstream that answers (for sampling: the one asking)
+	name   string          // the policy's name: the upstream's own tool or prompt name, a URI
+	wire   string          // the name as the host wrote it, for the audit and refusals
+	args   json.RawMessage // what conditions read; nil when the method has none
+	fwd    json.RawMessage // the params to send, names rewritten to the upstream's
+	snap   *snapshot       // the catalog the target was resolved in (nil for sampling)
+}
+
+// relay describes one method of the pipeline.
+type relay struct {
+	method string
+	// resolve reads the params of a request from the host, or from the
+	// upstream named by from. An error is the answer, and nothing is sent.
+	resolve func(g *Session, ctx context.Context, from string, params json.RawMessage) (target, error)
+	// undecided, when set, says why the method is not put to the policy.
+	undecided string
+	// send delivers the decided request; nil means forward to t.server.
+	send func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error)
+	// guard inspects and neutralises the answer; nil means none, and
+	// unguarded says why.
+	guard     func(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error)
+	unguarded string
+	// refuse shapes a denial: an isError result for tools, which the model
+	// reads, a CodeDenied error where MCP has no result to carry it.
+	refuse func(t target, reason string) (json.RawMessage, error)
+}
+
+// run takes one request through the pipeline. One policy snapshot serves
+// the whole request: the decision, the approval timeout and the guard's
+// settings come from the same revision.
+func (g *Session) run(ctx context.Context, r *relay, from string, params json.RawMessage) (json.RawMessage, error) {
+	t, err := r.resolve(g, ctx, from, params)
+	if err != nil {
+		return nil, err
+	}
+	pol := g.policy.Current()
+	if r.undecided == "" {
+		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.wire)
+		if err := ctx.Err(); err != nil {
+			return nil, err // withdrawn while a human was asked: nothing is sent
+		}
+		if !v.allow {
+			return r.refuse(t, v.reason)
+		}
+	}
+	send := r.send
+	if send == nil {
+		send = forwardTo
+	}
+	res, err := send(g, ctx, r, t)
+	if err != nil {
+		return nil, err
+	}
+	if r.guard == nil || g.noGuard.Load() {
+		return res, nil
+	}
+	return r.guard(g, pol, r, t, res)
+}
+
+// forwardTo sends the request to the upstream that owns its target.
+func forwardTo(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	return g.forward(ctx, t.server, r.method, t.fwd)
+}
+
+// The relays. Each is a row of the pipeline: the pipeline table test
+// (pipeline_test.go) holds one row per method the dispatcher knows.
+var (
+	relayToolCall = &relay{
+		method: "tools/call",
+		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+			return g.resolveNamed(ctx, "tools/call", &g.tools, policy.KindTool, params)
+		},
+		guard: func(g *Session, pol *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+			if len(res) == 0 || res[0] != '{' {
+				return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", t.server)
+			}
+			return g.guardResult(pol, t.snap, t.server, t.name, res), nil
+		},
+		refuse: func(_ target, reason string) (json.RawMessage, error) {
+			return refusal("mcp-gate denied this call: " + reason), nil
+		},
+	}
+	relayPromptGet = &relay{
+		method: "prompts/get",
+		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+			return g.resolveNamed(ctx, "prompts/get", &g.prompts, policy.KindPrompt, params)
+		},
+		guard:  guardContent("messages"),
+		refuse: denied("the prompt"),
+	}
+	relayResourceRead = &relay{
+		method:  "resources/read",
+		resolve: resolveResource("resources/read"),
+		guard:   guardContent("contents"),
+		refuse:  denied("the resource"),
+	}
+	relaySubscribe = &relay{
+		method:  "resources/subscribe",
+		resolve: resolveResource("resources/subscribe"),
+		send:    sendSubscribe,
+		guard:   guardAck,
+		refuse:  denied("the resource"),
+	}
+	relayUnsubscribe = &relay{
+		method:    "resources/unsubscribe",
+		resolve:   resolveResource("resources/unsubscribe"),
+		send:      sendUnsubscribe,
+		undecided: "unsubscribing only stops update notifications; it reads and changes nothing, and refusing it would keep a denied resource's updates coming",
+		guard:     guardAck,
+		refuse:    denied("the resource"),
+	}
+	relayComplete = &relay{
+		method:  "completion/complete",
+		resolve: resolveCompletion,
+		guard: func(g *Session, _ *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+			// Its values are offered to the user as they type.
+			out, err := g.neutralize(t.server, "completion/complete", "completion result", res)
+			if err != nil {
+				return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(err)}
+			}
+			return out, nil
+		},
+		refuse: func(t target, reason string) (json.RawMessage, error) {
+			what := "the prompt"
+			if t.kind == policy.KindResource {
+				what = "the resource"
+			}
+			return nil, deniedError("completion for "+what+" "+t.wire, verdict{reason: reason})
+		},
+	}
+	// relaySampling is an upstream's request to use the host's model: a
+	// server must not spend it silently, so it is decided like a tool call,
+	// and what it puts in front of the model is inspected and neutralised.
+	relaySampling = &relay{
+		method:    "sampling/createMessage",
+		resolve:   resolveSampling,
+		send:      sendSampling,
+		unguarded: "the answer is the host's model output going back to the upstream that asked; nothing of it reaches the user or the model through the gate",
+		refuse: func(_ target, reason string) (json.RawMessage, error) {
+			// Worded without the gate's name: the upstream often hands this
+			// text back in its own result, and a result naming the gate with
+			// approval vocabulary is what the guard refuses.
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused by policy: " + reason}
+		},
+	}
+)
+
+// denied shapes a refusal as a CodeDenied error naming what was refused.
+func denied(what string) func(target, string) (json.RawMessage, error) {
+	return func(t target, reason string) (json.RawMessage, error) {
+		return nil, deniedError(what+" "+t.wire, verdict{reason: reason})
+	}
+}
+
+// guardContent inspects and neutralises a result that reaches the model
+// (prompt messages, resource contents); field names its content member.
+func guardContent(field string) func(*Session, *policy.Policy, *relay, target, json.RawMessage) (json.RawMessage, error) {
+	return func(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+		return g.guardOther(pol, t.server, t.name, r.method, field, res)
+	}
+}
+
+// guardAck neutralises an acknowledgement (a subscription's empty result):
+// whatever an upstream puts there reaches the host like any other result.
+func guardAck(g *Session, _ *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+	out, err := g.neutralize(t.server, t.name, r.method+" result", res)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", r.method, t.wire, t.server, refusedBecause(err))}
+	}
+	return out, nil
+}
+
+// resolveNamed reads a tools/call or prompts/get: the wire name mapped back
+// to its server and name, the arguments as the policy reads them, and the
+// params to forward, which are exactly the ones decided on with only the
+// name changed back to the upstream's own.
+func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
+	p, err := parseCallParams(method, params, "arguments")
+	if err != nil {
+		return target{}, err
+	}
+	key, snap, ok := g.resolve(ctx, c, p.name)
+	if !ok {
+		return target{}, g.unknown(c.kind.noun, p.name)
+	}
+	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
+	if err != nil {
+		return target{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
+	}
+	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: fwd, snap: snap}, nil
+}
+
+// resolveResource reads a request about one resource URI, which is not
+// renamed: the URI's owner answers, the params travel as they are.
+func resolveResource(method string) func(*Session, context.Context, string, json.RawMessage) (target, error) {
+	return func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+		uri, ok := rawjson.GetString(params, "uri")
+		if !ok {
+			return target{}, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
+		}
+		server, snap, err := g.resourceOwner(ctx, uri)
+		if err != nil {
+			return target{}, err
+		}
+		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
+	}
+}
+
+// resolveCompletion routes completion/complete by its reference: a prompt
+// (renamed back to the upstream's name) or a resource URI. Completing a
+// denied prompt's arguments would reach its server, so it is decided as
+// the prompt or the resource.
+func resolveCompletion(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
+	ref, _ := rawjson.Get(params, "ref")
+	typ, _ := rawjson.GetString(ref, "type")
+	switch typ {
+	case "ref/prompt":
+		name, _ := rawjson.GetString(ref, "name")
+		key, snap, ok := g.resolve(ctx, &g.prompts, name)
+		if !ok {
+			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %q", name)
+		}
+		fwd, err := rawjson.SetPath(params, []string{"ref", "name"}, rawjson.AppendString(nil, key.Name))
+		if err != nil {
+			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		return target{kind: policy.KindPrompt, server: key.Server, name: key.Name, wire: name, fwd: fwd, snap: snap}, nil
+	case "ref/resource":
+		uri, _ := rawjson.GetString(ref, "uri")
+		server, snap, err := g.resourceOwner(ctx, uri)
+		if err != nil {
+			return target{}, err
+		}
+		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
+	}
+	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %q`, typ)
+}
+
+// resolveSampling reads an upstream's sampling request. What a server puts
+// in front of the user's model is untrusted, and is inspected as the host
+// will read it (one member per key) before the policy sees it.
+func resolveSampling(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
+	if !g.hostCaps().sampling {
+		return target{}, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
+	}
+	const tool = "sampling/createMessage"
+	if err := rawjson.UniqueKeys(params); err != nil {
+		g.audit.Guard(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
+		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
+	}
+	if findings := guard.InspectResult(params); len(findings) > 0 {
+		f := findings[0]
+		g.audit.Guard(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
+	}
+	return target{kind: policy.KindSampling, server: from, args: params, fwd: params}, nil
+}
+
+// sendSampling passes a decided sampling request to the host, neutralised:
+// the host shows it to the user before it runs it.
+func sendSampling(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+	}
+	return g.host.Call(ctx, r.method, params)
+}
+
+// sendSubscribe forwards a subscription and counts it for the session:
+// the upstream's updates of that URI go to the sessions subscribed to it.
+func sendSubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	res, err := forwardTo(g, ctx, r, t)
+	if err == nil {
+		g.subscribed(t.name, 1)
+	}
+	return res, err
+}
+
+// sendUnsubscribe ends the session's subscription, and the upstream's only
+// when no other session still holds one: the child is shared.
+func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	g.subscribed(t.name, -1)
+	for _, o := range g.liveSessions() {
+		if o != g && o.isSubscribed(t.name) {
+			return json.RawMessage("{}"), nil
+		}
+	}
+	return forwardTo(g, ctx, r, t)
+}

@@ -1,0 +1,249 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// A Session is one host connection to a Gate: what its host declared (read
+// per request), its "approve for this session" answers, its questions to
+// the human, its progress routes, its subscriptions and its log level.
+// Several sessions share one Gate, and with it the upstream children.
+//
+// A Session embeds its Gate, whose shared state it reads; fields of the
+// same name (mu) are the session's own.
+type Session struct {
+	*Gate
+	session string // identifies this host session in the audit log
+
+	host            *rpc.Conn // set by Serve before the first message is read
+	approver        elicitation.Approver
+	progress        progressRoutes
+	grants          elicitation.Grants // "approve for this session" answers
+	urlElicitations urlElicitations
+
+	mu           sync.Mutex // guards what follows
+	hostInfo     hostInfo
+	logLevel     string          // the host's last logging/setLevel level; "" lets everything through
+	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
+	subs         map[string]int  // resource URIs this host subscribed to
+}
+
+// NewSession returns a session of g, not yet serving.
+func (g *Gate) NewSession() *Session {
+	s := &Session{
+		Gate:         g,
+		session:      newSessionID(),
+		approver:     g.opts.Approver,
+		listedByHost: map[string]bool{},
+		subs:         map[string]int{},
+	}
+	s.progress.routes = map[string]progressRoute{}
+	s.progress.prefix = "mcp-gate-" + s.session + "-"
+	s.grants.Reset(g.policy.Current().Revision())
+	return s
+}
+
+// Serve runs one host session over r and w until the host closes its end
+// or ctx is done, then stops every upstream: the stdio command is one
+// session. It returns nil when the host ended the session normally.
+func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	err := g.NewSession().Serve(ctx, r, w)
+	g.Close()
+	return err
+}
+
+// Close stops every upstream.
+func (g *Gate) Close() { g.pool.Close() }
+
+// Serve runs the session over r and w, newline-delimited messages as on
+// stdio, until the host closes its end or ctx is done. The upstreams keep
+// running for the other sessions. It returns nil when the host ended the
+// session normally.
+func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	// No closer: closing os.Stdin would not unblock a read from it.
+	return s.ServeTransport(ctx, rpc.NewStream(r, w, nil, rpc.Limits{MaxMessageBytes: s.Gate.opts.MaxMessageBytes}))
+}
+
+// ServeTransport runs the session over any message transport (stdio lines,
+// an in-memory pipe, later an HTTP front end), as Serve does.
+func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
+	g := s.Gate
+	s.host = rpc.New(t, hostHandler{s}, rpc.Options{
+		Peer:           "host",
+		Logger:         g.log,
+		AnswerBadInput: true,
+		Sequential:     func(method string) bool { return method == "initialize" },
+		// A host that sends a request and closes stdin (a script, a pipe)
+		// still gets its answer; MCP hosts close stdin to shut down and
+		// send SIGTERM if they will not wait.
+		Drain: 30 * time.Second,
+	})
+	if s.approver == nil {
+		s.approver = elicitation.HostApprover{Host: s.host, CanAsk: func() bool { return s.hostCaps().elicitForm }}
+	}
+	g.mu.Lock()
+	g.sessions[s.session] = s
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.sessions, s.session)
+		if g.upSession == s {
+			g.upSession = nil
+		}
+		g.mu.Unlock()
+	}()
+	pol := g.policy.Current()
+	g.log.Info("host session started", "session", s.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
+	err := s.host.Run(ctx)
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	g.log.Info("host session ended", "session", s.session)
+	return err
+}
+
+// liveSessions returns the sessions being served.
+func (g *Gate) liveSessions() []*Session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*Session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// enter records that s has a request in flight to server, so that what the
+// upstream asks meanwhile (sampling, elicitation, roots) goes to s; the
+// returned function ends it.
+func (g *Gate) enter(server string, s *Session) func() {
+	g.mu.Lock()
+	m := g.inflight[server]
+	if m == nil {
+		m = map[*Session]int{}
+		g.inflight[server] = m
+	}
+	m[s]++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if m[s]--; m[s] == 0 {
+			delete(m, s)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// sessionFor finds the session an upstream's request is for: the one with
+// a request in flight to that upstream. A request outside any call is
+// refused (but for roots/list, below), and so is one while several
+// sessions' calls are in flight to the same child: stdio MCP does not say
+// which call a server request belongs to, and the gate will not guess
+// whose human or model to ask.
+//
+// A call counts as in flight from before the upstream is started until its
+// forward returns, a moment after its response was read: a request sent
+// right after the response may still go to that call's session, never to
+// another's.
+//
+// roots/list outside a call (servers ask for roots once they are
+// initialized, and again after roots/list_changed) goes to the session
+// whose capabilities the upstreams were started with, while it lasts: the
+// roots are a property of the shared child, not of a call.
+func (g *Gate) sessionFor(server, method string) (*Session, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var found []*Session
+	for s := range g.inflight[server] {
+		found = append(found, s)
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		if method == "roots/list" && g.upSession != nil {
+			return g.upSession, nil
+		}
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s outside any request from the gate: mcp-gate relays a server's requests only during a call to it", method)
+	}
+	return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s while calls of %d host sessions are in flight to this server: mcp-gate cannot tell which session it is for, so it asks none", method, len(found))
+}
+
+// logAdmits reports whether a log message at level is at or above the
+// session's level (RFC 5424 severities, as MCP uses); a session that set no
+// level, and a level the gate does not know, let it through.
+func (s *Session) logAdmits(level string) bool {
+	s.mu.Lock()
+	min := s.logLevel
+	s.mu.Unlock()
+	i, j := slices.Index(logLevels, level), slices.Index(logLevels, min)
+	return min == "" || i < 0 || j < 0 || i >= j
+}
+
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// subscribed counts the session's subscriptions to uri: subscribe adds
+// one, unsubscribe clears it.
+func (s *Session) subscribed(uri string, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if delta < 0 {
+		delete(s.subs, uri)
+		return
+	}
+	s.subs[uri] += delta
+}
+
+func (s *Session) isSubscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[uri] > 0
+}
+
+// decisionID names one decision in the audit log.
+func (s *Session) decisionID() string {
+	return fmt.Sprintf("%s-%d", s.session, s.seq.Add(1))
+}
+
+// notifyListed tells every session that has fetched one of lists that
+// notification's list changed.
+func (g *Gate) notifyListed(lists []string, notification string) {
+	for _, s := range g.liveSessions() {
+		s.mu.Lock()
+		listed := false
+		for _, l := range lists {
+			listed = listed || s.listedByHost[l]
+		}
+		s.mu.Unlock()
+		if listed {
+			s.notifyHost(notification, nil)
+		}
+	}
+}
+
+// progressSession finds the session a gate progress token belongs to.
+func (g *Gate) progressSession(token json.RawMessage) *Session {
+	var tok string
+	if json.Unmarshal(token, &tok) != nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range g.sessions {
+		if strings.HasPrefix(tok, s.progress.prefix) {
+			return s
+		}
+	}
+	return nil
+}
