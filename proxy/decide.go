@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/protocol"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -143,10 +142,7 @@ func kindName(k policy.Kind) string {
 // refusal is the isError result of a denied tool call: the model reads why,
 // so it can tell the user instead of retrying blindly.
 func refusal(text string) json.RawMessage {
-	b, err := json.Marshal(&mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		IsError: true,
-	})
+	b, err := json.Marshal(protocol.ToolError(text))
 	if err != nil {
 		panic(err) // a fixed shape: cannot fail
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/protocol"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -325,9 +326,9 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "initialize: %v", err)
 	}
 	version := p.ProtocolVersion
-	if !slices.Contains(upstream.KnownProtocolVersions, version) {
+	if !slices.Contains(protocol.Known(), version) {
 		// MCP: answer with the latest version we support; the host decides.
-		version = upstream.KnownProtocolVersions[0]
+		version = protocol.Latest
 	}
 	caps, _ := rawjson.Get(params, "capabilities")
 	forUp := []byte("{}")

@@ -16,8 +16,9 @@
 // ends the session at the first line that is not JSON; a proxy must instead
 // answer that one message with an error and carry on (issue #2, "Bad
 // input"), keep request IDs exactly as sent, and pass results through
-// without a second encoding pass. Wire types (jsonrpc.Error, the error codes)
-// are the go-sdk's, so errors keep their code, message and data end to end.
+// without a second encoding pass. The error type is the gate's own (the
+// binary does not link the go-sdk), and errors keep their code, message and
+// data end to end.
 //
 // A Stream reads and writes on goroutines of its own, so that neither a
 // peer that holds its output open (a host that never closes stdin) nor one

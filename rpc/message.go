@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strconv"
 
-	// The go-sdk's own JSON codec; its validator is several times faster
+	// segmentio's JSON codec (the go-sdk's too); its validator is several times faster
 	// than encoding/json's, and every relayed byte passes through it once.
 	segjson "github.com/segmentio/encoding/json"
 

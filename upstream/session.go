@@ -12,16 +12,14 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/protocol"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
 // ProtocolVersion is the MCP version the gate asks upstreams for. Pinning it
 // makes go-sdk-based and TypeScript servers skip discovery probes and keeps
 // behaviour reproducible (DESIGN.md §7).
-const ProtocolVersion = "2025-11-25"
-
-// KnownProtocolVersions are the versions whose messages the gate relays.
-var KnownProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+const ProtocolVersion = protocol.Latest
 
 // Capabilities is what an upstream declared in its initialize result.
 type Capabilities struct {
@@ -139,14 +137,14 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("initialize: the result is not an initialize result: %w", rpc.DescribeJSONError(err))
 	}
-	if !slices.Contains(KnownProtocolVersions, r.ProtocolVersion) {
+	if !slices.Contains(protocol.Known(), r.ProtocolVersion) {
 		// Described, not quoted, when it is not even shaped like one: the
 		// string is the server's to choose, and this error is logged.
 		v := strconv.Quote(r.ProtocolVersion)
 		if !versionShape.MatchString(r.ProtocolVersion) {
 			v = audit.PayloadString(r.ProtocolVersion)
 		}
-		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, KnownProtocolVersions)
+		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, protocol.Known())
 	}
 	c := r.Capabilities
 	s.ProtocolVersion = r.ProtocolVersion
