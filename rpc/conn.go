@@ -67,10 +67,12 @@ type Options struct {
 	// A host that writes a request and closes its end (a pipe, a script)
 	// still gets its answer. Zero closes at once.
 	Drain time.Duration
-	// ReadErrorCause, if set, turns the error that ended the transport
-	// (the peer closed its stream) into the cause that pending calls report
-	// (an upstream's exit status says more than "EOF").
-	ReadErrorCause func(error) error
+	// EndCause, if set, turns the error that ended the transport (the
+	// peer closed its stream, or a write to it failed) into the cause that
+	// pending calls report: an upstream's exit status says more than "EOF"
+	// or "closed pipe", whichever of the two the Conn happened to see first.
+	// It runs off the read loop's and the writers' locks and may wait.
+	EndCause func(error) error
 }
 
 // A Conn is one JSON-RPC 2.0 peer over a Transport: it numbers and
@@ -176,8 +178,8 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 		// The peer ended its stream: let the calls in progress answer.
 		c.drain(ctx)
-		if c.opts.ReadErrorCause != nil {
-			err = c.opts.ReadErrorCause(err)
+		if c.opts.EndCause != nil {
+			err = c.opts.EndCause(err)
 		} else {
 			err = fmt.Errorf("%s closed the stream: %w", c.opts.Peer, err)
 		}
@@ -197,6 +199,9 @@ func (c *Conn) transportFailed(err error) bool {
 	switch {
 	case errors.As(err, &we):
 		err = fmt.Errorf("writing to %s: %w", c.opts.Peer, we.Err)
+		if c.opts.EndCause != nil {
+			err = c.opts.EndCause(err)
+		}
 		if c.Cause() == nil {
 			c.log.Warn("write failed", "peer", c.opts.Peer, "error", err)
 		}

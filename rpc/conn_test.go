@@ -723,12 +723,12 @@ func TestCloseCancelsHandlers(t *testing.T) {
 	})
 }
 
-func TestStreamEndClosesWithReadErrorCause(t *testing.T) {
+func TestStreamEndClosesWithEndCause(t *testing.T) {
 	eachWire(t, func(t *testing.T, w wire) {
 		exited := errors.New("the server exited: exit status 3; stderr: missing API key")
-		p := newPeer(t, w, nil, Options{ReadErrorCause: func(err error) error {
+		p := newPeer(t, w, nil, Options{EndCause: func(err error) error {
 			if !errors.Is(err, io.EOF) {
-				t.Errorf("ReadErrorCause got %v, want EOF", err)
+				t.Errorf("EndCause got %v, want EOF", err)
 			}
 			return exited
 		}})

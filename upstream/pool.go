@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -281,14 +282,18 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 	s.conn = rpc.New(proc, countingHandler{s: s, h: h}, rpc.Options{
 		Peer:   fmt.Sprintf("upstream %q", cfg.Name),
 		Logger: p.log.With("server", cfg.Name),
-		// The stream ending usually means the process died: wait a moment
-		// for its exit status and stderr, which explain far more than "EOF".
-		ReadErrorCause: func(err error) error {
+		// The stream ending, or a write failing, usually means the process
+		// died: wait a moment for its exit status and stderr, which explain
+		// far more than "EOF" or "closed pipe".
+		EndCause: func(err error) error {
 			select {
 			case <-proc.Exited():
 				return fmt.Errorf("the server exited: %w", proc.ExitErr())
 			case <-time.After(2 * time.Second):
-				return fmt.Errorf("the server closed its output: %w", err)
+				if errors.Is(err, io.EOF) {
+					return fmt.Errorf("the server closed its output: %w", err)
+				}
+				return err
 			}
 		},
 	})
