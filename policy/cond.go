@@ -308,6 +308,10 @@ type evaluation struct {
 	argsErr error
 	done    bool
 
+	// keys is how argument names are looked up in this pass, and whether
+	// a lookup matched one only under case folding.
+	keys *keyLookup
+
 	// reading is how the path functions resolve paths in this pass.
 	reading reading
 	// readPaths is set once a condition that calls a path function has
@@ -321,7 +325,10 @@ type evaluation struct {
 func (ev *evaluation) eval(c *condition) (bool, error) {
 	if !ev.done {
 		ev.done = true
-		args, err := decodeArgs(ev.args)
+		// Allocated here, not held in ev, so that ev stays on the stack of
+		// a decision that evaluates no condition.
+		ev.keys = &keyLookup{}
+		args, err := decodeArgsWith(ev.args, ev.keys)
 		if err != nil {
 			ev.argsErr = err
 		} else {

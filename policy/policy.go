@@ -316,7 +316,30 @@ func (p *Policy) Decide(c Call) Decision {
 		return p.decideResource(c)
 	}
 	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
-	d := p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+	d := p.decideReadings(c, &ev)
+	if ev.keys == nil || !ev.keys.inexact {
+		return d
+	}
+	// A lookup found an argument only under case folding: a server that
+	// reads names exactly sees no such argument. Decide for it too.
+	ev.keys.exact = true
+	e := p.decideReadings(c, &ev)
+	switch {
+	case e.Verdict > d.Verdict:
+		e.Reason += " (with argument names read exactly as written)"
+		return e
+	case e.Verdict < d.Verdict:
+		d.Reason += " (with argument names read regardless of case, as some servers read them)"
+	}
+	return d
+}
+
+// decideReadings decides a call once, or once per path reading when a
+// condition that reads a path took part, keeping the most restrictive
+// decision.
+func (p *Policy) decideReadings(c Call, ev *evaluation) Decision {
+	ev.reading, ev.readPaths = readKernel, false
+	d := p.decideOnce(c.Kind, c.Server, c.Name, ev)
 	if !ev.readPaths {
 		// No condition that reads a path was evaluated: every reading
 		// evaluates the same conditions to the same values.
@@ -327,7 +350,7 @@ func (p *Policy) Decide(c Call) Decision {
 	at := readKernel
 	for r := readKernel + 1; r < numReadings; r++ {
 		ev.reading = r
-		ds[r] = p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+		ds[r] = p.decideOnce(c.Kind, c.Server, c.Name, ev)
 		if ds[r].Verdict > ds[at].Verdict {
 			at = r
 		}

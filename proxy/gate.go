@@ -272,7 +272,7 @@ func checkHostParams(method string, params json.RawMessage) error {
 	}
 	err := rawjson.UniqueKeys(params)
 	if err == nil {
-		return nil
+		return checkSpelling(method, params)
 	}
 	var ke *rawjson.KeyError
 	if errors.As(err, &ke) {
