@@ -51,6 +51,8 @@ func main() {
 		err = runRaw(secretsHandlers(), ev)
 	case "leaky":
 		err = runRaw(leakyHandlers(), ev)
+	case "lenient":
+		err = runRaw(lenientHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

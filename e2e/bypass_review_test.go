@@ -1,0 +1,66 @@
+package e2e
+
+// Issue 8, found in review: member names a case-insensitive server reads.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A Go server that decodes params with encoding/json reads "Arguments" as
+// the arguments and "Path" as the path. Under a secrets rule written as the
+// shipped developer.yaml writes it ("path" in args && ...), neither
+// spelling reads the secret through the real binary; the exact spelling of
+// an ordinary file still works.
+func TestBypassCaseVariantMembers(t *testing.T) {
+	dir := t.TempDir()
+	ssh := filepath.Join(dir, ".ssh")
+	if err := os.MkdirAll(ssh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const canary = "PRIVATE-KEY-CANARY-5f1c"
+	key := filepath.Join(ssh, "id_ed25519")
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(key, []byte(canary), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notes, []byte("just notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := `version: 1
+fallback: deny
+allow: [mcp:fs:read_file]
+rules:
+  - name: no-secret-files
+    match: mcp:fs:*
+    when: '["path", "source", "destination"].exists(k, k in args && path.has_segment(args[k], [".ssh"]))'
+    action: deny
+    reason: Secrets never reach the model.
+`
+	g := gateCommand(t, map[string]server{"fs": testserver("lenient")}, "--policy", writePolicy(t, pol))
+	h := startRaw(t, g)
+	h.initialize()
+	h.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	for i, args := range []string{
+		fmt.Sprintf(`"Arguments":{"path":%q}`, key),
+		fmt.Sprintf(`"argument\u017f":{"path":%q}`, key),
+		fmt.Sprintf(`"arguments":{"Path":%q}`, key),
+		fmt.Sprintf(`"arguments":{"PATH":%q}`, key),
+	} {
+		id := fmt.Sprint(10 + i)
+		resp := h.send(id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"fs__read_file",%s}}`, id, args))
+		if strings.Contains(resp, canary) {
+			t.Errorf("%s: the secret reached the host: %s", args, resp)
+		}
+		if !strings.Contains(resp, `"isError":true`) && !strings.Contains(resp, `"error":`) {
+			t.Errorf("%s: not refused: %s", args, resp)
+		}
+	}
+	resp := h.send("20", fmt.Sprintf(`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"fs__read_file","arguments":{"path":%q}}}`, notes))
+	if !strings.Contains(resp, "just notes") {
+		t.Fatalf("an ordinary read failed: %s", resp)
+	}
+}
