@@ -240,7 +240,7 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	if err := checkHostParams(msg.Method, msg.Params); err != nil {
 		// A notification has no answer: drop it, as the gate drops any
 		// message it will not relay.
-		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
+		g.log.Warn("host notification with ambiguous params dropped", "method", rpc.LogMethod(msg.Method), "offset", keyErrorOffset(err))
 		return
 	}
 	switch msg.Method {
