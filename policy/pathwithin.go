@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
 // maxLinks bounds the symlinks one path may pass through, like the kernel's
@@ -28,6 +30,13 @@ const maxSteps = 4096
 // once per reading and the most restrictive verdict wins.
 type reading uint8
 
+//
+// Each of the two also has a case-insensitive variant. macOS and Windows
+// file systems (and casefold ext4, vfat, a WSL /mnt/c) open /Users/me/.SSH
+// as /Users/me/.ssh and /private/ETC/passwd as /private/etc/passwd, so
+// under those variants the path functions compare names regardless of
+// case: a deny on `.ssh` or `/etc` holds against a spelling in another
+// case, and since the most restrictive verdict wins, no allow is widened.
 const (
 	// readKernel walks the components in order, replacing each symlink by
 	// its target before a later `..` applies.
@@ -36,16 +45,39 @@ const (
 	// does, and then follows the symlinks of what is left as the kernel
 	// will when the server opens it.
 	readLexical
+	// readKernelFold and readLexicalFold resolve as the two above and
+	// compare names regardless of case.
+	readKernelFold
+	readLexicalFold
 
-	numReadings = 2
+	numReadings = 4
 )
+
+// lexical reports whether the reading applies `..` to the text first.
+func (r reading) lexical() bool { return r&1 == 1 }
+
+// fold reports whether the reading compares names regardless of case.
+func (r reading) fold() bool { return r&2 != 0 }
 
 // String names the reading as a decision's reason does.
 func (r reading) String() string {
-	if r == readLexical {
-		return "`..` applied before symlinks, as servers that normalise paths read them"
+	s := "symlinks followed before `..`, as the kernel reads them"
+	if r.lexical() {
+		s = "`..` applied before symlinks, as servers that normalise paths read them"
 	}
-	return "symlinks followed before `..`, as the kernel reads them"
+	if r.fold() {
+		s += ", names compared regardless of case, as case-insensitive file systems (macOS, Windows) open them"
+	}
+	return s
+}
+
+// foldPath puts a resolved path or a name in one case for the readings
+// that compare regardless of case (Unicode simple folding).
+func foldPath(s string, r reading) string {
+	if !r.fold() {
+		return s
+	}
+	return rawjson.FoldKey(s)
 }
 
 // pathWithin reports whether path is root or lies inside it, after both are
@@ -77,6 +109,7 @@ func pathWithin(path, root string, r reading) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	p, rt = foldPath(p, r), foldPath(rt, r)
 	if p == rt || rt == string(filepath.Separator) {
 		return true, nil
 	}
@@ -108,7 +141,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 	}
 	for _, pat := range patterns {
 		for _, n := range names {
-			ok, err := path.Match(pat, n)
+			ok, err := path.Match(foldPath(pat, r), foldPath(n, r))
 			if err != nil {
 				return false, fmt.Errorf("the segment pattern %q is invalid (%w); expected a name or a glob of one segment such as *.env", pat, err)
 			}
@@ -131,7 +164,7 @@ var (
 // because it is the kernel that follows them. When links is not nil, the
 // name of every symlink followed is appended to it.
 func resolvePath(p string, r reading, links *[]string) (string, error) {
-	if r == readLexical {
+	if r.lexical() {
 		p = filepath.Clean(p)
 	}
 	sep := string(filepath.Separator)

@@ -51,6 +51,9 @@ func resourceForms(uri string) ([]uriForm, error) {
 		return forms, nil
 	}
 	for r := range reading(numReadings) {
+		if r.fold() {
+			continue // resolved as by the reading without folding
+		}
 		resolved, err := resolvePath(p, r, nil)
 		if err != nil {
 			return forms, fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
