@@ -30,7 +30,6 @@ const maxSteps = 4096
 // once per reading and the most restrictive verdict wins.
 type reading uint8
 
-//
 // Each of the two also has a case-insensitive variant. macOS and Windows
 // file systems (and casefold ext4, vfat, a WSL /mnt/c) open /Users/me/.SSH
 // as /Users/me/.ssh and /private/ETC/passwd as /private/etc/passwd, so
