@@ -32,6 +32,10 @@ type Policy struct {
 	hide   [numKinds]index
 
 	fallbackReason string
+
+	// foldedDenies are the unconditional resource denies, matched
+	// regardless of case against file: URIs (see foldedresources.go).
+	foldedDenies []foldedDeny
 }
 
 // rule is one entry of deny, ask or allow, or one element of rules.
@@ -113,6 +117,9 @@ func (p *Policy) build(mergeLimit int) {
 				}
 				if r.action == Deny && r.when == nil {
 					p.hide[k].staged = append(p.hide[k].staged, e)
+					if k == KindResource {
+						p.addFoldedDeny(e)
+					}
 				}
 			}
 		}
@@ -393,6 +400,12 @@ func (p *Policy) decideResource(c Call) Decision {
 			break
 		}
 	}
+	if d.Verdict != Deny {
+		if e := p.foldedDenyOf(c.Server, c.Name, forms); e != nil {
+			d = Decision{Verdict: Deny, Rule: e.rule.name, Revision: p.revision,
+				Reason: e.reason + " (the URI's file path read regardless of case, as case-insensitive file systems open it)"}
+		}
+	}
 	return d
 }
 
@@ -464,7 +477,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 			return true
 		}
 	}
-	return false
+	return p.foldedDenyOf(server, name, forms) != nil
 }
 
 // ApprovalTimeout is how long an ask waits for a human before it counts as
