@@ -37,7 +37,16 @@ func resourceForms(uri string) ([]uriForm, error) {
 		forms = append(forms, uriForm{uri: u, how: how})
 	}
 	u := parseURI(uri)
-	add(u.canonical(), "in its canonical form")
+	// A path that ends at a segment boundary (/, /. or /..) names a
+	// directory, and a deny on dir/** covers it as sent; its canonical and
+	// resolved forms, which drop the empty last segment, keep the slash,
+	// or file:///tmp/../etc/ would read /etc/ past file:///etc/**.
+	dir := endsAsDirectory(percentDecodeAll(u.path))
+	canon := u.canonical()
+	add(canon, "in its canonical form")
+	if dir && !u.hasQuery && !strings.HasSuffix(canon, "/") {
+		add(canon+"/", "in its canonical form")
+	}
 	if !strings.EqualFold(u.scheme, "file") {
 		return forms, nil
 	}
@@ -59,8 +68,18 @@ func resourceForms(uri string) ([]uriForm, error) {
 			return forms, fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
 		}
 		add("file://"+resolved, "as a file path with "+r.String())
+		if dir && !strings.HasSuffix(resolved, "/") {
+			add("file://"+resolved+"/", "as a file path with "+r.String())
+		}
 	}
 	return forms, nil
+}
+
+// endsAsDirectory reports whether a path ends at a segment boundary: with
+// a slash, or with a . or .. segment.
+func endsAsDirectory(p string) bool {
+	return strings.HasSuffix(p, "/") || p == "." || p == ".." ||
+		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
 }
 
 // uriParts are the five components of a URI reference (RFC 3986, section
