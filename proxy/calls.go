@@ -144,8 +144,18 @@ func (g *Gate) complete(ctx context.Context, params json.RawMessage) (json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		if v := g.decide(ctx, g.policy.Current(), policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
+		pol := g.policy.Current()
+		if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindResource, Server: server, Name: uri}, uri); !v.allow {
 			return nil, deniedError("completion for the resource "+uri, v)
+		}
+		// A template is completed for the URI it makes with the values
+		// given so far: decided as that URI too.
+		if args := completionArgs(params); args != nil && strings.Contains(uri, "{") {
+			if u := expandTemplate(uri, args); u != uri {
+				if v := g.decide(ctx, pol, policy.Call{Kind: policy.KindResource, Server: server, Name: u}, uri); !v.allow {
+					return nil, deniedError("completion for the resource template "+uri+" with the values given", v)
+				}
+			}
 		}
 		return g.forward(ctx, server, "completion/complete", params)
 	}
