@@ -208,7 +208,12 @@ func resolvePath(p string, r reading, links *[]string) (string, error) {
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", fmt.Errorf("resolving %q: reading the symlink %s: %w", p, next, err)
+			// The path error's text has the path unquoted: keep its cause.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("resolving %q: reading the symlink %q: %w", p, next, err)
 		}
 		if links != nil {
 			*links = append(*links, c)
