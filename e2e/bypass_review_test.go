@@ -64,3 +64,49 @@ rules:
 		t.Fatalf("an ordinary read failed: %s", resp)
 	}
 }
+
+// What CEL says about an argument in a failed condition's error (a value
+// used as a map key, a value used as a pattern) reaches the audit log only
+// as a size and digest, through the real binary.
+func TestBypassConditionErrorsCarryNoArgument(t *testing.T) {
+	const canary = "CANARYcond9Kq"
+	pol := `version: 1
+fallback: deny
+allow: ["mcp:s:env"]
+rules:
+  - name: by-pattern
+    match: mcp:s:env
+    when: 'args.x.matches(args.re)'
+    action: deny
+  - name: by-key
+    match: mcp:s:env
+    when: 'args.m[args.k] == 1'
+    action: deny
+`
+	g := gateCommand(t, map[string]server{"s": testserver("secrets")}, "--policy", writePolicy(t, pol))
+	h := startRaw(t, g)
+	h.initialize()
+	h.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	for i, args := range []string{
+		`{"x":"a","re":"` + canary + `(","m":{},"k":"a"}`,
+		`{"x":"a","re":"b","m":{},"k":"` + canary + `"}`,
+	} {
+		id := fmt.Sprint(10 + i)
+		resp := h.send(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"s__env","arguments":`+args+`}}`)
+		if !strings.Contains(resp, "its condition failed") {
+			t.Fatalf("%s: not refused by a failed condition: %s", args, resp)
+		}
+	}
+	data, err := os.ReadFile(g.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "its condition failed") {
+		t.Fatalf("no failed condition audited: the test proves nothing\n%s", data)
+	}
+	for _, line := range strings.Split(string(data)+"\n"+g.stderr.String(), "\n") {
+		if strings.Contains(line, canary) {
+			t.Errorf("a log line carries an argument: %s", line)
+		}
+	}
+}
