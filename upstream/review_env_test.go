@@ -26,3 +26,17 @@ func TestHasUserinfoLenientSlashes(t *testing.T) {
 		t.Fatalf("env %q, notes %v", env, notes)
 	}
 }
+
+// A pattern that matches every name is inheritEnv: true, warned about the
+// same way, however it is spelled.
+func TestInheritEverythingSpellings(t *testing.T) {
+	for _, p := range []string{"*", "**", "?*", "*?", "***"} {
+		_, all := parseInheritEnv([]byte(`["`+p+`"]`), func(string, ...any) { t.Errorf("%s: refused", p) })
+		if !all {
+			t.Errorf("%q is not taken for the whole environment", p)
+		}
+	}
+	if _, all := parseInheritEnv([]byte(`["AWS_*", "?"]`), func(string, ...any) {}); all {
+		t.Error("AWS_* and ? taken for the whole environment")
+	}
+}
