@@ -3,11 +3,14 @@ package e2e
 // Issue 8, found in review: member names a case-insensitive server reads.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A Go server that decodes params with encoding/json reads "Arguments" as
@@ -108,5 +111,49 @@ rules:
 		if strings.Contains(line, canary) {
 			t.Errorf("a log line carries an argument: %s", line)
 		}
+	}
+}
+
+// A "this tool, for this session" yes covers the rule the human was shown:
+// through the real binary and a real go-sdk host, a later call of the tool
+// that another rule asks about is asked again.
+func TestBypassSessionApprovalOtherRule(t *testing.T) {
+	pol := `version: 1
+fallback: deny
+approval:
+  timeout: 30s
+rules:
+  - name: system-echo
+    match: "mcp:honest:echo"
+    when: 'args.text.startsWith("/etc/")'
+    action: ask
+    reason: This names a system file; always look.
+  - name: echo
+    match: "mcp:honest:echo"
+    action: ask
+    reason: Echoes need a human.
+`
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, pol))
+	var questions []string
+	sess := g.connect(t, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			questions = append(questions, req.Params.Message)
+			if len(questions) == 1 {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "scope": "session"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	for i, text := range []string{"hello", "again"} {
+		if res := call(t, sess, "honest__echo", map[string]any{"text": text}); res.IsError {
+			t.Fatalf("call %d: %s", i, resultText(res))
+		}
+	}
+	if len(questions) != 1 {
+		t.Fatalf("%d questions for two calls by one rule; want 1", len(questions))
+	}
+	res := call(t, sess, "honest__echo", map[string]any{"text": "/etc/shadow"})
+	if !res.IsError || len(questions) != 2 || !strings.Contains(questions[1], "always look") {
+		t.Fatalf("the call another rule asks about: %q after %d questions", resultText(res), len(questions))
 	}
 }
