@@ -54,3 +54,36 @@ func TestCaseVariantMemberNotDecidedAbsent(t *testing.T) {
 		t.Fatalf("the upstream received %v", seen)
 	}
 }
+
+// A key with U+0000 in it is read by parsers built on C strings as the
+// text before it; it is refused wherever it is, and a value with it passes.
+func TestNulInKeyRefused(t *testing.T) {
+	up := &methodLog{}
+	h := startParamsHost(t, Options{
+		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
+		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": up.serve}},
+		StartTimeout: 10 * time.Second,
+		Policy:       static(t, secretsPolicy),
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	for _, params := range []string{
+		`{"name":"s__t","arguments":{"path\u0000x":"/home/me/.ssh/id_rsa"}}`,
+		`{"name":"s__t","arguments":{"o":[{"path\u0000":"/home/me/.ssh/id_rsa"}]}}`,
+	} {
+		if r := h.call("tools/call", params); r.Error == nil || r.Error.Code != -32602 {
+			t.Errorf("%s: got %s %+v; want -32602", params, r.Result, r.Error)
+		}
+	}
+	if seen := up.methods(); len(seen) != 0 {
+		t.Fatalf("the upstream received %v", seen)
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{"text":"a\u0000b","path\u0000s":[]}}`); r.Error == nil {
+		t.Fatalf("a key with U+0000 after a value with it passed")
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{"text":"a\u0000b","k":{"x":"\u0000"}}}`); r.Error != nil {
+		t.Fatalf("a value with U+0000 was refused: %+v", r.Error)
+	}
+}

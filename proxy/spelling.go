@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,7 +36,11 @@ var envelopeObjects = []string{"ref", "_meta", "argument", "context"}
 // (rawjson.UniqueKeys); this is the one key spelled otherwise, which the
 // gate would read as absent. The error names the position, not the key.
 func checkSpelling(method string, params []byte) error {
-	if err := spellingIn(params, ""); err != nil {
+	err := spellingIn(params, "")
+	if err == nil && bytes.Contains(params, []byte(`\u0000`)) {
+		err = nulKey(params)
+	}
+	if err != nil {
 		return rpc.Errorf(rpc.CodeInvalidParams, "%s: params: %v; mcp-gate refuses a request that JSON parsers can read in two ways, "+
 			"since the gate would decide on one reading and the server act on the other", method, err)
 	}
@@ -65,4 +72,48 @@ func spellingIn(obj []byte, at string) error {
 		return true
 	})
 	return found
+}
+
+// nulKey refuses a key, at any depth, that holds U+0000 (written \u0000:
+// JSON has no raw control characters). Parsers built on C strings (cJSON)
+// end the key there, and would read "path\u0000x" as "path", which the
+// policy never looked at.
+func nulKey(params []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	type level struct{ obj, wantKey bool }
+	var stack []level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].obj {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or JSON that the read already accepted
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, level{obj: true, wantKey: true})
+			case '[':
+				stack = append(stack, level{})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+				if strings.IndexByte(t, 0) >= 0 {
+					return errors.New("a key holds U+0000, where parsers built on C strings end it; expected keys without it")
+				}
+				stack[n-1].wantKey = false
+				continue
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
