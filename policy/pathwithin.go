@@ -153,6 +153,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 }
 
 var (
+	errSelfLink     = errors.New("the path goes through /proc/self, which names the server's own process when the server opens it, not the gate's")
 	errTooManyLinks = errors.New("too many levels of symbolic links")
 	errTooManySteps = errors.New("too many components")
 )
@@ -201,6 +202,12 @@ func resolvePath(p string, r reading, links *[]string) (string, error) {
 		if fi.Mode()&os.ModeSymlink == 0 {
 			resolved = next
 			continue
+		}
+		if next == "/proc/self" || next == "/proc/thread-self" {
+			// A link whose target depends on who reads it: the gate
+			// would resolve its own process's cwd, root or descriptors,
+			// and the server opens its own.
+			return "", fmt.Errorf("resolving %q: %w", p, errSelfLink)
 		}
 		n++
 		if n > maxLinks {

@@ -412,7 +412,7 @@ func (p *Policy) decideResource(c Call) Decision {
 // resolveErrorText says why a path could not be resolved without repeating
 // the path, which is the upstream's or the model's text.
 func resolveErrorText(err error) string {
-	for _, known := range []error{errTooManyLinks, errTooManySteps} {
+	for _, known := range []error{errTooManyLinks, errTooManySteps, errSelfLink} {
 		if errors.Is(err, known) {
 			return known.Error()
 		}
