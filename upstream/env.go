@@ -25,11 +25,18 @@ var inheritedNames = map[string]bool{
 	// ignore SSL_CERT_FILE: behind a TLS-inspecting proxy a Python server
 	// fails without them. They name a file of public certificates.
 	"REQUESTS_CA_BUNDLE": true, "CURL_CA_BUNDLE": true,
+	// The locale categories (POSIX and glibc's), by name: LC_ is also the
+	// prefix people give variables to pass them through ssh's AcceptEnv
+	// LC_*, and such a variable (LC_DEPLOY_TOKEN) is a secret like any.
+	"LC_ALL": true, "LC_CTYPE": true, "LC_COLLATE": true, "LC_MESSAGES": true,
+	"LC_MONETARY": true, "LC_NUMERIC": true, "LC_TIME": true, "LC_ADDRESS": true,
+	"LC_IDENTIFICATION": true, "LC_MEASUREMENT": true, "LC_NAME": true,
+	"LC_PAPER": true, "LC_TELEPHONE": true,
 }
 
 // inheritedPrefixes are the families of variables every server gets: the
-// locale and the XDG base directories.
-var inheritedPrefixes = []string{"LC_", "XDG_"}
+// XDG base directories and session facts.
+var inheritedPrefixes = []string{"XDG_"}
 
 // windowsNames are what programs need on Windows to start at all (the C
 // runtime, Winsock and Node read them) and to find the user's profile and

@@ -1,6 +1,9 @@
 package upstream
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Credentials in a proxy variable are found wherever a lenient URL parser
 // finds an authority: WHATWG parsers (Node's URL, undici) skip any number
@@ -38,5 +41,26 @@ func TestInheritEverythingSpellings(t *testing.T) {
 	}
 	if _, all := parseInheritEnv([]byte(`["AWS_*", "?"]`), func(string, ...any) {}); all {
 		t.Error("AWS_* and ? taken for the whole environment")
+	}
+}
+
+// The locale categories pass; other LC_ names, which is how variables are
+// smuggled through ssh's AcceptEnv LC_*, do not.
+func TestLocaleByCategory(t *testing.T) {
+	env, _ := ChildEnv([]string{"LC_ALL=C.UTF-8", "LC_TIME=C", "LC_PAPER=a4", "LC_DEPLOY_TOKEN=s3cret", "LC_X=1"}, EnvOptions{GOOS: "linux"})
+	got := map[string]bool{}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		got[name] = true
+	}
+	for _, n := range []string{"LC_ALL", "LC_TIME", "LC_PAPER"} {
+		if !got[n] {
+			t.Errorf("%s left out", n)
+		}
+	}
+	for _, n := range []string{"LC_DEPLOY_TOKEN", "LC_X"} {
+		if got[n] {
+			t.Errorf("%s passed", n)
+		}
 	}
 }
