@@ -71,3 +71,28 @@ rules:
 		}
 	}
 }
+
+// The same readings take a name as Windows opens it: trailing dots and
+// spaces and an NTFS stream do not make another name.
+func TestPathReadingsWindowsNames(t *testing.T) {
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"/home/me/.ssh./id_rsa", true},
+		{"/home/me/.ssh /id_rsa", true},
+		{"/home/me/.ssh. . ./id_rsa", true},
+		{"/home/me/work/secrets.env::$DATA", true},
+		{"/home/me/work/prod.env.", true},
+		{"/home/me/work/notes.txt", false},
+		{"/home/me/...", false},
+	} {
+		got, err := pathHasSegment(tt.path, []string{".ssh", "*.env"}, readKernelFold)
+		if err != nil || got != tt.want {
+			t.Errorf("%q: %v, %v; want %v", tt.path, got, err, tt.want)
+		}
+	}
+	if ok, err := pathWithin("/private/etc./passwd", "/private/etc", readLexicalFold); err != nil || !ok {
+		t.Errorf("/private/etc./passwd: %v, %v", ok, err)
+	}
+}

@@ -79,6 +79,32 @@ func foldPath(s string, r reading) string {
 	return rawjson.FoldKey(s)
 }
 
+// foldName is foldPath for a resolved path or a name (not a pattern): the
+// readings that compare regardless of case also read each name as Windows
+// opens it, without its trailing dots and spaces and without an NTFS
+// stream (.ssh.\id_rsa and secrets.env::$DATA open .ssh\id_rsa and
+// secrets.env there). Elsewhere such names are rare, and reading them so
+// can only make a deny match.
+func foldName(s string, r reading) string {
+	if !r.fold() {
+		return s
+	}
+	if strings.ContainsAny(s, ". :") {
+		segs := strings.Split(s, string(filepath.Separator))
+		for i, seg := range segs {
+			if j := strings.IndexByte(seg, ':'); j > 0 && !(i == 0 && j == 1 && len(segs) > 1) {
+				seg = seg[:j] // a stream, not a drive (C:)
+			}
+			if t := strings.TrimRight(seg, ". "); t != "" {
+				seg = t
+			}
+			segs[i] = seg
+		}
+		s = strings.Join(segs, string(filepath.Separator))
+	}
+	return rawjson.FoldKey(s)
+}
+
 // pathWithin reports whether path is root or lies inside it, after both are
 // resolved under the reading. A path that cannot be resolved (a symlink
 // loop) is an error, which the rule's action turns into a fail-closed
@@ -108,7 +134,7 @@ func pathWithin(path, root string, r reading) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	p, rt = foldPath(p, r), foldPath(rt, r)
+	p, rt = foldName(p, r), foldName(rt, r)
 	if p == rt || rt == string(filepath.Separator) {
 		return true, nil
 	}
@@ -140,7 +166,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 	}
 	for _, pat := range patterns {
 		for _, n := range names {
-			ok, err := path.Match(foldPath(pat, r), foldPath(n, r))
+			ok, err := path.Match(foldPath(pat, r), foldName(n, r))
 			if err != nil {
 				return false, fmt.Errorf("the segment pattern %q is invalid (%w); expected a name or a glob of one segment such as *.env", pat, err)
 			}
