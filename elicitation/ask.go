@@ -224,7 +224,7 @@ func Params(req Request) (json.RawMessage, error) {
 	scope := map[string]any{
 		"type":        "string",
 		"title":       "Remember my answer",
-		"description": "Approve only this call, or every call of this tool until the session ends or the policy changes.",
+		"description": "Approve only this call, or every call of this tool that this rule asks about, until the session ends or the policy changes.",
 		"default":     "once",
 	}
 	if req.Titled {

@@ -153,7 +153,10 @@
 //
 // NeutralizeJSON applies the same rule to every string value of raw JSON,
 // at any depth, decoding escapes (\u001b, \b, \f, surrogate pairs) to find
-// hidden code points and leaving every other byte as it was. Object keys are
+// hidden code points and leaving every other byte as it was. A lone
+// surrogate escape (\udb40 with no low half) is made visible as "[U+DB40]":
+// a host that joins two strings would otherwise pair halves into a
+// character neither showed. Object keys are
 // never rewritten: a key holding a hidden character is a *KeyError, and the
 // caller refuses the item that carries it. Both functions are idempotent
 // and return their input without allocating when there is nothing to

@@ -345,8 +345,8 @@ func firstHiddenSlow(s string) int {
 // firstHiddenJSON returns the index of the first byte of raw JSON that may
 // need rewriting: a raw code point IsHidden reports or invalid UTF-8
 // (inside a string or not), an escape of a hidden control (\b, \f, \u0007),
-// or a \u escape of a code point IsHidden reports (or of a high surrogate,
-// which may pair into one). -1 means nothing in raw can need it. It errs
+// or a \u escape of a code point IsHidden reports (or of a surrogate,
+// which may pair into one or stand alone). -1 means nothing in raw can need it. It errs
 // towards reporting: a joiner inside an emoji is reported, and the walk
 // that follows keeps it.
 func firstHiddenJSON(raw []byte) int {
@@ -392,14 +392,14 @@ func firstHiddenJSON(raw []byte) int {
 }
 
 // escHidden reports an escape at b of a hidden control (\b, \f) or a \u
-// escape of a code point IsHidden reports or of a high surrogate (which may
-// pair into a tag character).
+// escape of a code point IsHidden reports or of a surrogate (a high one
+// may pair into a tag character; a lone one is made visible).
 func escHidden(b []byte) bool {
 	if len(b) >= 2 && (b[1] == 'b' || b[1] == 'f') {
 		return true
 	}
 	r, ok := hex4(b)
-	return ok && (IsHidden(r) || 0xD800 <= r && r <= 0xDBFF)
+	return ok && (IsHidden(r) || 0xD800 <= r && r <= 0xDFFF)
 }
 
 // hasByte reports whether any byte of w equals c.
@@ -746,6 +746,9 @@ func (w *njWalker) scan(a, b int) (int, error) {
 				return -1, w.errorf(i+1, "a valid escape character")
 			}
 			r, n = jsonToken(raw, i, b)
+			if r == noRune && first < 0 {
+				first = i // a lone surrogate escape
+			}
 		case c < 0x20:
 			return -1, w.errorf(i, "no raw control character inside a string")
 		case c < 0x80:
@@ -794,7 +797,12 @@ func (w *njWalker) str(a, b int) error {
 		hidden := false
 		switch {
 		case r == noRune:
-			hidden = n == 1 // an invalid byte; a lone surrogate escape is kept
+			// An invalid byte, or a lone surrogate escape: a host that
+			// joins two strings (text blocks, say) would pair a high half
+			// ending one with a low half starting the next into a
+			// character neither showed, an invisible tag character
+			// included.
+			hidden = true
 		case IsHidden(r):
 			hidden = true
 			if contextual(r) {
@@ -806,6 +814,10 @@ func (w *njWalker) str(a, b int) error {
 			}
 		}
 		switch {
+		case hidden && r == noRune && n == 6:
+			x, _ := hex4(raw[i:b])
+			w.out = appendCodePoint(w.out, x)
+			w.n++
 		case hidden && r == noRune:
 			w.out = appendInvalidByte(w.out, raw[i])
 			w.n++

@@ -114,7 +114,7 @@ func TestNeutralizeJSON(t *testing.T) {
 		{`{"description":"a` + "\u202e" + `b"}`, `{"description":"a[U+202E]b"}`},
 		{`{"description":"t\udb40\udc41g"}`, `{"description":"t[U+E0041]g"}`},
 		{`{"description":"keep \n \u00e9 \ud83d\ude00 \u0007"}`, `{"description":"keep \n \u00e9 \ud83d\ude00 [U+0007]"}`},
-		{`{"description":"lone \ud800 ` + "\u200b" + `"}`, `{"description":"lone \ud800 [U+200B]"}`},
+		{`{"description":"lone \ud800 ` + "\u200b" + `"}`, `{"description":"lone [U+D800] [U+200B]"}`}, // a lone surrogate is made visible too
 		{`{"inputSchema":{"properties":{"p":{"description":"` + "\x7f" + `","title":"\u202a"}}}}`,
 			`{"inputSchema":{"properties":{"p":{"description":"[U+007F]","title":"[U+202A]"}}}}`},
 		{`[{"descr\u0069ption" : "\u200b"}, {"description":["\u200b"]}]`, `[{"descr\u0069ption" : "[U+200B]"}, {"description":["[U+200B]"]}]`},

@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
 // maxArgsDepth bounds the nesting of arguments, so that a hostile call
@@ -33,7 +35,63 @@ var emptyArgs = types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val
 //
 // Integers become int (or uint past int64's range) so that conditions
 // compare them exactly; other numbers become double.
-func decodeArgs(raw []byte) (traits.Mapper, error) {
+func decodeArgs(raw []byte) (traits.Mapper, error) { return decodeArgsWith(raw, &keyLookup{}) }
+
+// keyLookup says how the argument maps of one evaluation look keys up, and
+// records whether a lookup found a key only under case folding.
+//
+// Servers read argument names in two ways: exactly (JavaScript, Python,
+// the go-sdk) or regardless of case (Go's encoding/json, and so mcp-go and
+// hand-written Go servers, which take "Path", "PATH" and, under Unicode
+// case folding, "paſſword" for the fields path and password). A condition
+// such as `"path" in args && ...` must not read "absent" where the server
+// reads a path. So a decision is made with lookups that fold case first,
+// unambiguous since an object with two keys that fold together is refused,
+// and, only when some lookup matched a key spelled otherwise, again with
+// exact lookups; the most restrictive verdict wins, as over path readings.
+type keyLookup struct {
+	exact   bool // look keys up as written only
+	inexact bool // a lookup matched a key only under case folding
+}
+
+// foldedMap is an object of the arguments whose lookups (args.k, args[k],
+// "k" in args, has(args.k)) follow its keyLookup.
+type foldedMap struct {
+	traits.Mapper
+	folded map[string]ref.Val // by rawjson.FoldKey of the key
+	st     *keyLookup
+}
+
+func (m *foldedMap) Find(key ref.Val) (ref.Val, bool) {
+	v, ok := m.Mapper.Find(key)
+	if ok || m.st.exact {
+		return v, ok
+	}
+	s, isStr := key.(types.String)
+	if !isStr {
+		return v, ok
+	}
+	if fv, found := m.folded[rawjson.FoldKey(string(s))]; found {
+		m.st.inexact = true
+		return fv, true
+	}
+	return v, false
+}
+
+func (m *foldedMap) Get(key ref.Val) ref.Val {
+	v, found := m.Find(key)
+	if !found {
+		return types.ValOrErr(v, "no such key: %v", key)
+	}
+	return v
+}
+
+func (m *foldedMap) Contains(key ref.Val) ref.Val {
+	_, found := m.Find(key)
+	return types.Bool(found)
+}
+
+func decodeArgsWith(raw []byte, st *keyLookup) (traits.Mapper, error) {
 	raw = bytes.Trim(raw, " \t\r\n") // JSON's whitespace, no more
 	if len(raw) == 0 || string(raw) == "null" {
 		return emptyArgs, nil
@@ -43,7 +101,7 @@ func decodeArgs(raw []byte) (traits.Mapper, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	v, err := decodeValue(dec, 0, st)
 	if err != nil {
 		return nil, fmt.Errorf("the arguments are not valid JSON: %w", err)
 	}
@@ -53,7 +111,7 @@ func decodeArgs(raw []byte) (traits.Mapper, error) {
 	return v.(traits.Mapper), nil
 }
 
-func decodeValue(dec *json.Decoder, depth int) (ref.Val, error) {
+func decodeValue(dec *json.Decoder, depth int, st *keyLookup) (ref.Val, error) {
 	if depth > maxArgsDepth {
 		return nil, fmt.Errorf("the arguments nest deeper than %d levels; expected at most %d", maxArgsDepth, maxArgsDepth)
 	}
@@ -66,6 +124,7 @@ func decodeValue(dec *json.Decoder, depth int) (ref.Val, error) {
 		switch t {
 		case '{':
 			m := map[ref.Val]ref.Val{}
+			folded := map[string]ref.Val{}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -78,20 +137,25 @@ func decodeValue(dec *json.Decoder, depth int) (ref.Val, error) {
 				if _, dup := m[types.String(k)]; dup {
 					return nil, fmt.Errorf("found the key %q twice in one object; expected each key once", k)
 				}
-				v, err := decodeValue(dec, depth+1)
+				fk := rawjson.FoldKey(k)
+				if _, dup := folded[fk]; dup {
+					return nil, fmt.Errorf("found two keys equal to %q under case folding in one object; expected each key once, in one spelling", k)
+				}
+				v, err := decodeValue(dec, depth+1, st)
 				if err != nil {
 					return nil, err
 				}
 				m[types.String(k)] = v
+				folded[fk] = v
 			}
 			if _, err := dec.Token(); err != nil { // '}'
 				return nil, err
 			}
-			return types.NewRefValMap(types.DefaultTypeAdapter, m), nil
+			return &foldedMap{Mapper: types.NewRefValMap(types.DefaultTypeAdapter, m), folded: folded, st: st}, nil
 		case '[':
 			l := []ref.Val{}
 			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
+				v, err := decodeValue(dec, depth+1, st)
 				if err != nil {
 					return nil, err
 				}

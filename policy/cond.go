@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -308,6 +309,10 @@ type evaluation struct {
 	argsErr error
 	done    bool
 
+	// keys is how argument names are looked up in this pass, and whether
+	// a lookup matched one only under case folding.
+	keys *keyLookup
+
 	// reading is how the path functions resolve paths in this pass.
 	reading reading
 	// readPaths is set once a condition that calls a path function has
@@ -321,7 +326,10 @@ type evaluation struct {
 func (ev *evaluation) eval(c *condition) (bool, error) {
 	if !ev.done {
 		ev.done = true
-		args, err := decodeArgs(ev.args)
+		// Allocated here, not held in ev, so that ev stays on the stack of
+		// a decision that evaluates no condition.
+		ev.keys = &keyLookup{}
+		args, err := decodeArgsWith(ev.args, ev.keys)
 		if err != nil {
 			ev.argsErr = err
 		} else {
@@ -354,5 +362,25 @@ func conditionErrorText(err error) string {
 	if strings.Contains(s, errCostLimit.Error()) {
 		return fmt.Sprintf("its evaluation exceeded the cost limit of %d", costLimit)
 	}
-	return s
+	return quoteErrorDetail(s)
+}
+
+// quoteErrorDetail quotes what follows the first ": " of an error that is
+// not one of the gate's own. CEL's messages put argument values there
+// unquoted ("no such key: <a value used as a key>", "error parsing regexp:
+// ... `<a value used as a pattern>`"), and the audit log, which replaces
+// every quoted string by its size and digest, must not carry them; the
+// model, which reads the reason, still sees them. The gate's own errors
+// (the path functions', the arguments' decoding) quote what they quote.
+func quoteErrorDetail(s string) string {
+	for _, own := range []string{"path.within: ", "path.has_segment: ", "the arguments ", "found the key ", "found two keys ", "a number of "} {
+		if strings.HasPrefix(s, own) {
+			return s
+		}
+	}
+	head, rest, ok := strings.Cut(s, ": ")
+	if !ok {
+		return s
+	}
+	return head + ": " + strconv.Quote(rest)
 }

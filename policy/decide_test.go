@@ -170,7 +170,7 @@ rules:
 	}{
 		{tool("s", "deny", `{"n":2}`), Deny, "deny-if", "because its condition holds"},
 		{tool("s", "deny", `{"n":0}`), Ask, "fallback", ""},
-		{tool("s", "deny", `{}`), Deny, "deny-if", "its condition failed (no such key: n)"},
+		{tool("s", "deny", `{}`), Deny, "deny-if", "its condition failed (no such key: \"n\")"},
 		{tool("s", "deny", `{"n":"x"}`), Deny, "deny-if", "its condition failed"},
 		{tool("s", "deny", `[1]`), Deny, "deny-if", "not a JSON object"},
 		{tool("s", "deny", `"str"`), Deny, "deny-if", "not a JSON object"},

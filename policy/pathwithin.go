@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
 // maxLinks bounds the symlinks one path may pass through, like the kernel's
@@ -28,6 +30,12 @@ const maxSteps = 4096
 // once per reading and the most restrictive verdict wins.
 type reading uint8
 
+// Each of the two also has a case-insensitive variant. macOS and Windows
+// file systems (and casefold ext4, vfat, a WSL /mnt/c) open /Users/me/.SSH
+// as /Users/me/.ssh and /private/ETC/passwd as /private/etc/passwd, so
+// under those variants the path functions compare names regardless of
+// case: a deny on `.ssh` or `/etc` holds against a spelling in another
+// case, and since the most restrictive verdict wins, no allow is widened.
 const (
 	// readKernel walks the components in order, replacing each symlink by
 	// its target before a later `..` applies.
@@ -36,16 +44,65 @@ const (
 	// does, and then follows the symlinks of what is left as the kernel
 	// will when the server opens it.
 	readLexical
+	// readKernelFold and readLexicalFold resolve as the two above and
+	// compare names regardless of case.
+	readKernelFold
+	readLexicalFold
 
-	numReadings = 2
+	numReadings = 4
 )
+
+// lexical reports whether the reading applies `..` to the text first.
+func (r reading) lexical() bool { return r&1 == 1 }
+
+// fold reports whether the reading compares names regardless of case.
+func (r reading) fold() bool { return r&2 != 0 }
 
 // String names the reading as a decision's reason does.
 func (r reading) String() string {
-	if r == readLexical {
-		return "`..` applied before symlinks, as servers that normalise paths read them"
+	s := "symlinks followed before `..`, as the kernel reads them"
+	if r.lexical() {
+		s = "`..` applied before symlinks, as servers that normalise paths read them"
 	}
-	return "symlinks followed before `..`, as the kernel reads them"
+	if r.fold() {
+		s += ", names compared regardless of case, as case-insensitive file systems (macOS, Windows) open them"
+	}
+	return s
+}
+
+// foldPath puts a resolved path or a name in one case for the readings
+// that compare regardless of case (Unicode simple folding).
+func foldPath(s string, r reading) string {
+	if !r.fold() {
+		return s
+	}
+	return rawjson.FoldKey(s)
+}
+
+// foldName is foldPath for a resolved path or a name (not a pattern): the
+// readings that compare regardless of case also read each name as Windows
+// opens it, without its trailing dots and spaces and without an NTFS
+// stream (.ssh.\id_rsa and secrets.env::$DATA open .ssh\id_rsa and
+// secrets.env there). Elsewhere such names are rare, and reading them so
+// can only make a deny match.
+func foldName(s string, r reading) string {
+	if !r.fold() {
+		return s
+	}
+	if strings.ContainsAny(s, ". :") {
+		segs := strings.Split(s, string(filepath.Separator))
+		for i, seg := range segs {
+			if j := strings.IndexByte(seg, ':'); j > 0 && !(i == 0 && j == 1 && len(segs) > 1) {
+				seg = seg[:j] // a stream, not a drive (C:)
+			}
+			if t := strings.TrimRight(seg, ". "); t != "" {
+				seg = t
+			}
+			segs[i] = seg
+		}
+		s = strings.Join(segs, string(filepath.Separator))
+	}
+	return rawjson.FoldKey(s)
 }
 
 // pathWithin reports whether path is root or lies inside it, after both are
@@ -77,6 +134,7 @@ func pathWithin(path, root string, r reading) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	p, rt = foldName(p, r), foldName(rt, r)
 	if p == rt || rt == string(filepath.Separator) {
 		return true, nil
 	}
@@ -108,7 +166,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 	}
 	for _, pat := range patterns {
 		for _, n := range names {
-			ok, err := path.Match(pat, n)
+			ok, err := path.Match(foldPath(pat, r), foldName(n, r))
 			if err != nil {
 				return false, fmt.Errorf("the segment pattern %q is invalid (%w); expected a name or a glob of one segment such as *.env", pat, err)
 			}
@@ -121,6 +179,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 }
 
 var (
+	errSelfLink     = errors.New("the path goes through /proc/self, which names the server's own process when the server opens it, not the gate's")
 	errTooManyLinks = errors.New("too many levels of symbolic links")
 	errTooManySteps = errors.New("too many components")
 )
@@ -131,7 +190,7 @@ var (
 // because it is the kernel that follows them. When links is not nil, the
 // name of every symlink followed is appended to it.
 func resolvePath(p string, r reading, links *[]string) (string, error) {
-	if r == readLexical {
+	if r.lexical() {
 		p = filepath.Clean(p)
 	}
 	sep := string(filepath.Separator)
@@ -170,13 +229,24 @@ func resolvePath(p string, r reading, links *[]string) (string, error) {
 			resolved = next
 			continue
 		}
+		if next == "/proc/self" || next == "/proc/thread-self" {
+			// A link whose target depends on who reads it: the gate
+			// would resolve its own process's cwd, root or descriptors,
+			// and the server opens its own.
+			return "", fmt.Errorf("resolving %q: %w", p, errSelfLink)
+		}
 		n++
 		if n > maxLinks {
 			return "", fmt.Errorf("resolving %q: %w; expected at most %d", p, errTooManyLinks, maxLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", fmt.Errorf("resolving %q: reading the symlink %s: %w", p, next, err)
+			// The path error's text has the path unquoted: keep its cause.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("resolving %q: reading the symlink %q: %w", p, next, err)
 		}
 		if links != nil {
 			*links = append(*links, c)

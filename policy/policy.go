@@ -32,6 +32,10 @@ type Policy struct {
 	hide   [numKinds]index
 
 	fallbackReason string
+
+	// foldedDenies are the unconditional resource denies, matched
+	// regardless of case against file: URIs (see foldedresources.go).
+	foldedDenies []foldedDeny
 }
 
 // rule is one entry of deny, ask or allow, or one element of rules.
@@ -113,6 +117,9 @@ func (p *Policy) build(mergeLimit int) {
 				}
 				if r.action == Deny && r.when == nil {
 					p.hide[k].staged = append(p.hide[k].staged, e)
+					if k == KindResource {
+						p.addFoldedDeny(e)
+					}
 				}
 			}
 		}
@@ -316,7 +323,30 @@ func (p *Policy) Decide(c Call) Decision {
 		return p.decideResource(c)
 	}
 	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
-	d := p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+	d := p.decideReadings(c, &ev)
+	if ev.keys == nil || !ev.keys.inexact {
+		return d
+	}
+	// A lookup found an argument only under case folding: a server that
+	// reads names exactly sees no such argument. Decide for it too.
+	ev.keys.exact = true
+	e := p.decideReadings(c, &ev)
+	switch {
+	case e.Verdict > d.Verdict:
+		e.Reason += " (with argument names read exactly as written)"
+		return e
+	case e.Verdict < d.Verdict:
+		d.Reason += " (with argument names read regardless of case, as some servers read them)"
+	}
+	return d
+}
+
+// decideReadings decides a call once, or once per path reading when a
+// condition that reads a path took part, keeping the most restrictive
+// decision.
+func (p *Policy) decideReadings(c Call, ev *evaluation) Decision {
+	ev.reading, ev.readPaths = readKernel, false
+	d := p.decideOnce(c.Kind, c.Server, c.Name, ev)
 	if !ev.readPaths {
 		// No condition that reads a path was evaluated: every reading
 		// evaluates the same conditions to the same values.
@@ -327,7 +357,7 @@ func (p *Policy) Decide(c Call) Decision {
 	at := readKernel
 	for r := readKernel + 1; r < numReadings; r++ {
 		ev.reading = r
-		ds[r] = p.decideOnce(c.Kind, c.Server, c.Name, &ev)
+		ds[r] = p.decideOnce(c.Kind, c.Server, c.Name, ev)
 		if ds[r].Verdict > ds[at].Verdict {
 			at = r
 		}
@@ -370,13 +400,19 @@ func (p *Policy) decideResource(c Call) Decision {
 			break
 		}
 	}
+	if d.Verdict != Deny {
+		if e := p.foldedDenyOf(c.Server, c.Name, forms); e != nil {
+			d = Decision{Verdict: Deny, Rule: e.rule.name, Revision: p.revision,
+				Reason: e.reason + " (the URI's file path read regardless of case, as case-insensitive file systems open it)"}
+		}
+	}
 	return d
 }
 
 // resolveErrorText says why a path could not be resolved without repeating
 // the path, which is the upstream's or the model's text.
 func resolveErrorText(err error) string {
-	for _, known := range []error{errTooManyLinks, errTooManySteps} {
+	for _, known := range []error{errTooManyLinks, errTooManySteps, errSelfLink} {
 		if errors.Is(err, known) {
 			return known.Error()
 		}
@@ -441,7 +477,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 			return true
 		}
 	}
-	return false
+	return p.foldedDenyOf(server, name, forms) != nil
 }
 
 // ApprovalTimeout is how long an ask waits for a human before it counts as

@@ -36,10 +36,39 @@ func resourceForms(uri string) ([]uriForm, error) {
 		}
 		forms = append(forms, uriForm{uri: u, how: how})
 	}
+	if err := addURIForms(uri, "", add); err != nil {
+		return forms, err
+	}
+	// URL parsers that follow the WHATWG standard (Node's URL, and so most
+	// JavaScript servers) read some URIs otherwise: they drop tabs and
+	// newlines anywhere and C0 controls and spaces at the ends, and in a
+	// file:, http(s):, ws(s): or ftp: URI take a backslash for a slash, so
+	// file:///tmp\..\etc\passwd is /etc/passwd to them.
+	if w := whatwgReading(uri); w != uri {
+		add(w, "as WHATWG URL parsers (Node) read it")
+		if err := addURIForms(w, " as WHATWG URL parsers read it", add); err != nil {
+			return forms, err
+		}
+	}
+	return forms, nil
+}
+
+// addURIForms adds the canonical form of uri and, for a file: URI, its
+// path resolved under each path reading; note ends each form's how.
+func addURIForms(uri, note string, add func(u, how string)) error {
 	u := parseURI(uri)
-	add(u.canonical(), "in its canonical form")
+	// A path that ends at a segment boundary (/, /. or /..) names a
+	// directory, and a deny on dir/** covers it as sent; its canonical and
+	// resolved forms, which drop the empty last segment, keep the slash,
+	// or file:///tmp/../etc/ would read /etc/ past file:///etc/**.
+	dir := endsAsDirectory(percentDecodeAll(u.path))
+	canon := u.canonical()
+	add(canon, "in its canonical form"+note)
+	if dir && !u.hasQuery && !strings.HasSuffix(canon, "/") {
+		add(canon+"/", "in its canonical form"+note)
+	}
 	if !strings.EqualFold(u.scheme, "file") {
-		return forms, nil
+		return nil
 	}
 	// The path a file server opens is the fully percent-decoded path,
 	// whatever the authority holds (file://localhost/x, or a host a lenient
@@ -48,16 +77,57 @@ func resourceForms(uri string) ([]uriForm, error) {
 	if !filepath.IsAbs(p) {
 		// file:etc/passwd names no absolute path; its canonical form is
 		// all there is to match.
-		return forms, nil
+		return nil
 	}
 	for r := range reading(numReadings) {
+		if r.fold() {
+			continue // resolved as by the reading without folding
+		}
 		resolved, err := resolvePath(p, r, nil)
 		if err != nil {
-			return forms, fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
+			return fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
 		}
-		add("file://"+resolved, "as a file path with "+r.String())
+		add("file://"+resolved, "as a file path with "+r.String()+note)
+		if dir && !strings.HasSuffix(resolved, "/") {
+			add("file://"+resolved+"/", "as a file path with "+r.String()+note)
+		}
 	}
-	return forms, nil
+	return nil
+}
+
+// whatwgReading returns uri as a WHATWG URL parser reads it before it
+// splits it: without C0 controls and spaces at either end, without any
+// tab, LF or CR, and, for the special schemes, with every backslash before
+// the query or fragment taken for a slash.
+func whatwgReading(uri string) string {
+	s := strings.TrimFunc(uri, func(r rune) bool { return r <= 0x20 })
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	i := strings.IndexByte(s, ':')
+	if i <= 0 || !validScheme(s[:i]) {
+		return s
+	}
+	switch strings.ToLower(s[:i]) {
+	case "file", "http", "https", "ws", "wss", "ftp":
+	default:
+		return s
+	}
+	end := strings.IndexAny(s, "?#")
+	if end < 0 {
+		end = len(s)
+	}
+	return strings.ReplaceAll(s[:end], "\\", "/") + s[end:]
+}
+
+// endsAsDirectory reports whether a path ends at a segment boundary: with
+// a slash, or with a . or .. segment.
+func endsAsDirectory(p string) bool {
+	return strings.HasSuffix(p, "/") || p == "." || p == ".." ||
+		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
 }
 
 // uriParts are the five components of a URI reference (RFC 3986, section

@@ -136,6 +136,28 @@ type reloader struct {
 	// The last failure logged, so that the same bad content or the same
 	// missing file is reported once, not at every unrelated event.
 	lastFailure string
+
+	// polled is what the last poll saw of the path (see pollFactor).
+	polled    os.FileInfo
+	polledErr bool
+}
+
+// pollFactor times the debounce is how often the watcher also looks at the
+// file itself. Some changes send no event the watcher can see: a write
+// through a hard link elsewhere (the event names the other link), a bind
+// mount or a network or VM-shared file system (Docker Desktop, NFS) that
+// does not pass inotify events on. A look costs one stat.
+const pollFactor = 10
+
+// poll reports whether the file the path names changed since the last poll.
+func (rl *reloader) poll() bool {
+	fi, err := os.Stat(rl.path)
+	changed := (err != nil) != rl.polledErr
+	if err == nil && rl.polled != nil {
+		changed = changed || fi.Size() != rl.polled.Size() || !fi.ModTime().Equal(rl.polled.ModTime()) || !os.SameFile(fi, rl.polled)
+	}
+	rl.polled, rl.polledErr = fi, err != nil
+	return changed
 }
 
 // observation is what the path resolved to when it was read.
@@ -279,11 +301,18 @@ func (rl *reloader) run(ctx context.Context) {
 	defer rl.w.Close()
 	// The first check covers what changed between the load and the watch.
 	timer := time.NewTimer(rl.debounce)
+	rl.poll()
+	ticker := time.NewTicker(pollFactor * rl.debounce)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
+		case <-ticker.C:
+			if rl.poll() {
+				timer.Reset(rl.debounce)
+			}
 		case ev, ok := <-rl.w.Events:
 			if !ok {
 				return

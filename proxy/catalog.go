@@ -100,15 +100,15 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 			return
 		}
 		if seen[name] {
-			g.log.Warn("upstream listed a name twice; the first is kept", "server", s.Name, "list", k.list, "name", name)
+			g.log.Warn("upstream listed a name twice; the first is kept", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
 			return
 		}
 		// A name is shown to the human (in approval questions) and to the
 		// model: one carrying control, line-breaking or invisible
 		// characters is a trick, not a tool.
 		if hiddenName(name) {
-			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", fmt.Sprintf("%q", name))
-			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: fmt.Sprintf("%q", name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
+			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true

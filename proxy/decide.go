@@ -77,7 +77,10 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
 	}
-	grantName := call.Kind.String() + ":" + call.Name
+	// A session yes answers the question the human read, which names the
+	// rule and gives its reason: it covers later asks of this tool by the
+	// same rule, not an ask by another rule they were never shown.
+	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule
 	if g.grants.Granted(d.Revision, call.Server, grantName) {
 		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
 		return verdict{allow: true}

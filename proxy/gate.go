@@ -250,7 +250,7 @@ func (h hostHandler) HandleNotification(msg *rpc.Message) {
 	if err := checkHostParams(msg.Method, msg.Params); err != nil {
 		// A notification has no answer: drop it, as the gate drops any
 		// message it will not relay.
-		g.log.Warn("host notification with ambiguous params dropped", "method", msg.Method, "offset", keyErrorOffset(err))
+		g.log.Warn("host notification with ambiguous params dropped", "method", rpc.LogMethod(msg.Method), "offset", keyErrorOffset(err))
 		return
 	}
 	if serve, ok := hostNotifications[msg.Method]; ok {
@@ -275,7 +275,7 @@ func checkHostParams(method string, params json.RawMessage) error {
 	}
 	err := rawjson.UniqueKeys(params)
 	if err == nil {
-		return nil
+		return checkSpelling(method, params)
 	}
 	var ke *rawjson.KeyError
 	if errors.As(err, &ke) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/guard"
@@ -29,8 +30,12 @@ type target struct {
 	name   string          // the policy's name: the upstream's own tool or prompt name, a URI
 	wire   string          // the name as the host wrote it, for the audit and refusals
 	args   json.RawMessage // what conditions read; nil when the method has none
-	fwd    json.RawMessage // the params to send, names rewritten to the upstream's
-	snap   *snapshot       // the catalog the target was resolved in (nil for sampling)
+	// also are further names of the same kind the request reaches, each
+	// decided as well (a resource template completed with values is also
+	// the URI those values make).
+	also []string
+	fwd  json.RawMessage // the params to send, names rewritten to the upstream's
+	snap *snapshot       // the catalog the target was resolved in (nil for sampling)
 }
 
 // relay describes one method of the pipeline.
@@ -68,6 +73,15 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 		}
 		if !v.allow {
 			return r.refuse(t, v.reason)
+		}
+		for _, name := range t.also {
+			v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: name, Args: t.args}, t.wire)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if !v.allow {
+				return r.refuse(t, v.reason)
+			}
 		}
 	}
 	send := r.send
@@ -258,7 +272,16 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		if err != nil {
 			return target{}, err
 		}
-		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
+		t := target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}
+		// A template is completed for the URI it makes with the values
+		// given so far: decided as that URI too, so that completing a path
+		// under a denied directory does not list its names.
+		if args := completionArgs(params); args != nil && strings.Contains(uri, "{") {
+			if u := expandTemplate(uri, args); u != uri {
+				t.also = []string{u}
+			}
+		}
+		return t, nil
 	}
 	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %q`, typ)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -167,7 +168,13 @@ func templateRegexp(t string) (*regexp.Regexp, error) {
 		t = t[i+j+1:]
 	}
 	b.WriteString("$")
-	return regexp.Compile(b.String())
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		// The compiler's message quotes the pattern, which is the
+		// upstream's text (invalid UTF-8, say).
+		return nil, errors.New("the template does not make a valid pattern")
+	}
+	return re, nil
 }
 
 // resourceLister keeps the resource and template lists in step.
@@ -190,7 +197,7 @@ func (g *Gate) resourceLister() *lister {
 				ix := old.resources.withServer(s.Name, l, g.pool.Names())
 				for uri, servers := range ix.ambiguous {
 					if slices.Contains(servers, s.Name) {
-						g.log.Warn("resource claimed by more than one server (listed or produced by a template); refused", "uri", uri, "servers", servers)
+						g.log.Warn("resource claimed by more than one server (listed or produced by a template); refused", "uri", audit.PayloadString(uri), "servers", servers)
 					}
 				}
 				next := *old
@@ -223,7 +230,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 		t, _ := rawjson.GetString(item, "uriTemplate")
 		re, err := templateRegexp(t)
 		if err != nil {
-			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", t, "error", err)
+			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", audit.PayloadString(t), "error", err)
 			return
 		}
 		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {

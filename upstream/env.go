@@ -25,11 +25,18 @@ var inheritedNames = map[string]bool{
 	// ignore SSL_CERT_FILE: behind a TLS-inspecting proxy a Python server
 	// fails without them. They name a file of public certificates.
 	"REQUESTS_CA_BUNDLE": true, "CURL_CA_BUNDLE": true,
+	// The locale categories (POSIX and glibc's), by name: LC_ is also the
+	// prefix people give variables to pass them through ssh's AcceptEnv
+	// LC_*, and such a variable (LC_DEPLOY_TOKEN) is a secret like any.
+	"LC_ALL": true, "LC_CTYPE": true, "LC_COLLATE": true, "LC_MESSAGES": true,
+	"LC_MONETARY": true, "LC_NUMERIC": true, "LC_TIME": true, "LC_ADDRESS": true,
+	"LC_IDENTIFICATION": true, "LC_MEASUREMENT": true, "LC_NAME": true,
+	"LC_PAPER": true, "LC_TELEPHONE": true,
 }
 
 // inheritedPrefixes are the families of variables every server gets: the
-// locale and the XDG base directories.
-var inheritedPrefixes = []string{"LC_", "XDG_"}
+// XDG base directories and session facts.
+var inheritedPrefixes = []string{"XDG_"}
 
 // windowsNames are what programs need on Windows to start at all (the C
 // runtime, Winsock and Node read them) and to find the user's profile and
@@ -162,17 +169,35 @@ func inheritMatches(patterns []string, name, goos string) bool {
 // hasUserinfo reports whether a proxy variable's value carries a user name
 // or password: an '@' in its authority (scheme://user:pass@host or
 // user:pass@host:port, which programs accept too). NO_PROXY lists hosts and
-// never has one. Fail closed: any '@' before the path counts.
+// never has one. Fail closed: any '@' before the path counts. The
+// authority is found the way the most lenient parser finds it: WHATWG URL
+// parsers (Node, undici) skip any number of slashes and backslashes after
+// an http: or https: scheme, so http:/user:pass@proxy and
+// http:\\user:pass@proxy carry credentials too.
 func hasUserinfo(value string) bool {
 	rest := value
-	if _, after, ok := strings.Cut(value, "://"); ok {
-		rest = after
+	if i := strings.IndexByte(rest, ':'); i > 0 && schemeLike(rest[:i]) {
+		rest = rest[i+1:]
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+	rest = strings.TrimLeft(rest, `/\`)
+	if i := strings.IndexAny(rest, `/\?#`); i >= 0 {
 		rest = rest[:i]
 	}
 	// Percent-encoded '@' is still an '@' to some URL parsers.
 	return strings.Contains(rest, "@") || strings.Contains(strings.ToLower(rest), "%40")
+}
+
+// schemeLike reports whether s has the characters of a URL scheme. A host
+// name ("proxy.internal" of proxy.internal:3128) or a user name has them
+// too; skipping it as a scheme only moves where the search for '@' starts.
+func schemeLike(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidInheritPattern checks one inheritEnv entry: a variable name or a

@@ -225,8 +225,10 @@ func parseInheritEnv(raw json.RawMessage, bad func(string, ...any)) (patterns []
 				bad(`inheritEnv[%d] %q is %s`, i, s, why)
 				continue
 			}
-			if s == "*" {
-				all = true // the same as true, and warned about the same way
+			if rest := strings.Trim(s, "*"); len(rest) < len(s) && (rest == "" || rest == "?") {
+				// "*", "**", "?*", "*?": every name, the same as true,
+				// and warned about the same way.
+				all = true
 				continue
 			}
 			patterns = append(patterns, s)

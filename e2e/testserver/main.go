@@ -53,6 +53,8 @@ func main() {
 		err = runRaw(leakyHandlers(), ev)
 	case "guard2":
 		err = runRaw(guard2Handlers(), ev)
+	case "lenient":
+		err = runRaw(lenientHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

@@ -338,6 +338,11 @@ func within(err error, seg string) error {
 	return err
 }
 
+// FoldKey returns s case-folded: two keys fold to the same string exactly
+// when strings.EqualFold (and so Go's encoding/json, which matches member
+// names to struct fields that way) takes them for the same name.
+func FoldKey(s string) string { return foldKey(s) }
+
 // foldKey maps every rune of s to the smallest rune of its case-folding
 // orbit, so that keys equal under strings.EqualFold fold to the same string.
 func foldKey(s string) string {
