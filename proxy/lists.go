@@ -40,8 +40,14 @@ type listState struct {
 }
 
 // ensure fetches the lists not held yet of the given servers (all when none
-// is given), starting the servers as needed, and waits for them or for ctx.
-func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
+// is given), starting the session's children as needed, and waits for them
+// or for ctx.
+//
+// The catalog is shared by every session: a list missing from it is
+// fetched through the children of whichever session needs it first, and
+// kept in step by whichever child announces a change or restarts.
+func (s *Session) ensure(ctx context.Context, l *lister, only ...string) {
+	g, key := s.Gate, s.childKey()
 	names := only
 	if len(names) == 0 {
 		names = g.pool.Names()
@@ -49,9 +55,9 @@ func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
 	var waits []chan struct{}
 	g.mu.Lock()
 	snap := g.catalog()
-	for _, s := range names {
-		if !l.loaded(snap, s) {
-			waits = append(waits, g.startFetchLocked(l, s, false))
+	for _, server := range names {
+		if !l.loaded(snap, server) {
+			waits = append(waits, g.startFetchLocked(l, key, server, false))
 		}
 	}
 	g.mu.Unlock()
@@ -67,18 +73,18 @@ func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
 // refresh re-fetches a server's list after it announced a change or
 // restarted. A list the gate does not hold yet is left for the next list
 // request.
-func (g *Gate) refresh(l *lister, server string) {
+func (g *Gate) refresh(l *lister, key, server string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if l.loaded(g.catalog(), server) {
-		g.startFetchLocked(l, server, true)
+		g.startFetchLocked(l, key, server, true)
 	}
 }
 
 // startFetchLocked starts a fetch of server's list unless one runs, and
-// returns a channel that is closed when the fetch under way ends. The caller
-// holds Gate.mu.
-func (g *Gate) startFetchLocked(l *lister, server string, again bool) chan struct{} {
+// returns a channel that is closed when the fetch under way ends; the fetch
+// goes through server's child of key. The caller holds Gate.mu.
+func (g *Gate) startFetchLocked(l *lister, key, server string, again bool) chan struct{} {
 	st := l.state[server]
 	if st == nil {
 		st = &listState{}
@@ -90,17 +96,17 @@ func (g *Gate) startFetchLocked(l *lister, server string, again bool) chan struc
 	}
 	done := make(chan struct{})
 	st.running = done
-	go g.runFetch(l, server, st, done)
+	go g.runFetch(l, key, server, st, done)
 	return done
 }
 
-func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struct{}) {
+func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan struct{}) {
 	for {
 		// Not the caller's context: the fetch is shared by whoever waits
 		// for it, and one that gives up must not cut it short for others.
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
 		var apply func(*snapshot) *snapshot
-		s, err := g.pool.Session(ctx, server)
+		s, err := g.pool.Session(ctx, key, server)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
 		}

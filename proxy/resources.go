@@ -293,7 +293,7 @@ func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMess
 // resourceOwner finds the server a URI belongs to, listing resources first
 // if the URI is not known yet. It returns the snapshot the owner was found
 // in.
-func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, *snapshot, error) {
+func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snapshot, error) {
 	if uri == "" {
 		return "", nil, rpc.Errorf(rpc.CodeInvalidParams, `a non-empty "uri" is required`)
 	}
