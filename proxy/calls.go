@@ -88,7 +88,7 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 
 // itemTitle is the title the upstream gave a tool or prompt, for the
 // approval question (which shows it quoted and bounded), or "".
-func (g *Gate) itemTitle(k policy.Kind, server, name string) string {
+func (g *Session) itemTitle(k policy.Kind, server, name string) string {
 	var n *named
 	switch k {
 	case policy.KindTool:

@@ -65,7 +65,7 @@ func (g *Gate) namedLister(c *catalog) *lister {
 		list:     c.kind.list,
 		notify:   c.kind.changed,
 		listedBy: []string{c.kind.list},
-		state:    map[string]*listState{},
+		state:    map[child]*listState{},
 		loaded: func(snap *snapshot, server string) bool {
 			l := snap.of(c.kind).servers[server]
 			return l != nil && l.loaded

@@ -79,16 +79,15 @@ type Gate struct {
 	seq     atomic.Uint64 // decision IDs
 	noGuard atomic.Bool   // benchmarks only: measure the relay without the result guard
 
-	// The catalogs: what each kind is and its lister (fixed), and what
-	// the upstreams listed, an immutable snapshot read without a lock and
-	// replaced under catMu.
+	// The catalogs: what each kind is and its lister (fixed); what the
+	// upstreams listed is in cats, one immutable snapshot per pool key.
 	tools, prompts catalog
 	resLister      *lister
-	snap           atomic.Pointer[snapshot]
-	catMu          sync.Mutex
+	empty          *snapshot // the catalog of a key with none
 
 	mu       sync.Mutex                 // guards the listers' state and what follows
 	sessions map[string]*Session        // by id
+	cats     map[string]*keyCatalog     // pool key → its catalog, while a session has the key
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
@@ -147,11 +146,12 @@ func New(opts Options) (*Gate, error) {
 		policy:   opts.Policy,
 		id:       newSessionID(),
 		sessions: map[string]*Session{},
+		cats:     map[string]*keyCatalog{},
 		upCaps:   map[string]json.RawMessage{},
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
 	}
-	g.snap.Store(emptySnapshot(budget))
+	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
 	g.prompts = catalog{kind: kindPrompt}
 	g.tools.lister = g.namedLister(&g.tools)
@@ -372,6 +372,11 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	// of the session it is for.
 	g.Gate.mu.Lock()
 	g.upCaps[key] = forUp
+	if g.cats[key] == nil {
+		c := &keyCatalog{}
+		c.snap.Store(g.empty)
+		g.cats[key] = c
+	}
 	g.Gate.mu.Unlock()
 	res := map[string]any{
 		"protocolVersion": version,

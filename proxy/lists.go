@@ -23,15 +23,15 @@ type lister struct {
 	list     string   // the host method, for logs
 	notify   string   // the host notification when the list changed
 	listedBy []string // the host lists whose fetching makes notify worth sending
-	// fetch lists one server. It runs without locks; apply, which it
-	// returns, builds the next catalog snapshot from the one in force (under
-	// Gate.catMu), or returns nil when what the host would see is
+	// fetch lists one child. It runs without locks; apply, which it
+	// returns, builds the next catalog snapshot from the one in force of the child's key (under
+	// the key's keyCatalog.mu), or returns nil when what the host would see is
 	// unchanged.
 	fetch func(ctx context.Context, s *upstream.Session) (apply func(*snapshot) *snapshot, err error)
 	// loaded reports whether a snapshot holds a server's list.
 	loaded func(snap *snapshot, server string) bool
 
-	state map[string]*listState // guarded by Gate.mu
+	state map[child]*listState // guarded by Gate.mu
 }
 
 type listState struct {
@@ -43,9 +43,7 @@ type listState struct {
 // is given), starting the session's children as needed, and waits for them
 // or for ctx.
 //
-// The catalog is shared by every session: a list missing from it is
-// fetched through the children of whichever session needs it first, and
-// kept in step by whichever child announces a change or restarts.
+// The catalog is the session's key's, listed through the key's children.
 func (s *Session) ensure(ctx context.Context, l *lister, only ...string) {
 	g, key := s.Gate, s.childKey()
 	names := only
@@ -53,8 +51,8 @@ func (s *Session) ensure(ctx context.Context, l *lister, only ...string) {
 		names = g.pool.Names()
 	}
 	var waits []chan struct{}
+	snap := g.catalogOf(key)
 	g.mu.Lock()
-	snap := g.catalog()
 	for _, server := range names {
 		if !l.loaded(snap, server) {
 			waits = append(waits, g.startFetchLocked(l, key, server, false))
@@ -74,9 +72,10 @@ func (s *Session) ensure(ctx context.Context, l *lister, only ...string) {
 // restarted. A list the gate does not hold yet is left for the next list
 // request.
 func (g *Gate) refresh(l *lister, key, server string) {
+	snap := g.catalogOf(key)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if l.loaded(g.catalog(), server) {
+	if l.loaded(snap, server) {
 		g.startFetchLocked(l, key, server, true)
 	}
 }
@@ -85,10 +84,10 @@ func (g *Gate) refresh(l *lister, key, server string) {
 // returns a channel that is closed when the fetch under way ends; the fetch
 // goes through server's child of key. The caller holds Gate.mu.
 func (g *Gate) startFetchLocked(l *lister, key, server string, again bool) chan struct{} {
-	st := l.state[server]
+	st := l.state[child{key, server}]
 	if st == nil {
 		st = &listState{}
-		l.state[server] = st
+		l.state[child{key, server}] = st
 	}
 	if st.running != nil {
 		st.again = st.again || again
@@ -115,7 +114,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		if err == nil {
 			// Published before the fetch is marked done, so that whoever
 			// waited for it finds the list in the snapshot.
-			changed = g.updateCatalog(apply)
+			changed = g.updateCatalog(key, apply)
 		}
 		g.mu.Lock()
 		again := st.again
@@ -136,7 +135,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 			g.log.Log(context.Background(), level, "upstream left out of "+l.list, "server", server, "error", err)
 		}
 		if changed {
-			g.notifyListed(l.listedBy, l.notify)
+			g.notifyListed(key, l.listedBy, l.notify)
 		}
 		if !again {
 			close(done)

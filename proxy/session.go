@@ -107,6 +107,14 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		if last {
 			delete(g.upCaps, key)
 			delete(g.upLevel, key)
+			delete(g.cats, key)
+			for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
+				for c, st := range l.state {
+					if c.key == key && st.running == nil {
+						delete(l.state, c)
+					}
+				}
+			}
 		}
 		g.mu.Unlock()
 		if last {
@@ -262,10 +270,10 @@ func (s *Session) decisionID() string {
 	return fmt.Sprintf("%s-%d", s.session, s.seq.Add(1))
 }
 
-// notifyListed tells every session that has fetched one of lists that
-// notification's list changed.
-func (g *Gate) notifyListed(lists []string, notification string) {
-	for _, s := range g.liveSessions() {
+// notifyListed tells every session of key that has fetched one of lists
+// that notification's list changed.
+func (g *Gate) notifyListed(key string, lists []string, notification string) {
+	for _, s := range g.sessionsOf(key) {
 		s.mu.Lock()
 		listed := false
 		for _, l := range lists {

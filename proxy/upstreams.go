@@ -297,7 +297,7 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
 		// Each session of the child's key that subscribed to it hears of it.
-		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.server, uri) {
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.key, h.server, uri) {
 			for _, s := range h.g.sessionsOf(h.key) {
 				if s.isSubscribed(uri) {
 					s.relayNotification(h.server, msg.Method, msg.Params)
