@@ -351,6 +351,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	}
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
 	g.mu.Lock()
+	oldKey := g.hostInfo.poolKey
 	g.hostInfo = hostInfo{
 		initialized:     true,
 		protocolVersion: version,
@@ -378,6 +379,11 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
+	if oldKey != key {
+		// A host that initializes again with other capabilities moves to
+		// other children; the old ones go if nobody else has them.
+		g.releaseKey(oldKey)
+	}
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities": map[string]any{

@@ -24,9 +24,9 @@ type lister struct {
 	notify   string   // the host notification when the list changed
 	listedBy []string // the host lists whose fetching makes notify worth sending
 	// fetch lists one child. It runs without locks; apply, which it
-	// returns, builds the next catalog snapshot from the one in force of the child's key (under
-	// the key's keyCatalog.mu), or returns nil when what the host would see is
-	// unchanged.
+	// returns, builds the next catalog snapshot of the child's key from the
+	// one in force (under the key's keyCatalog.mu), or returns nil when
+	// what the host would see is unchanged.
 	fetch func(ctx context.Context, s *upstream.Session) (apply func(*snapshot) *snapshot, err error)
 	// loaded reports whether a snapshot holds a server's list.
 	loaded func(snap *snapshot, server string) bool

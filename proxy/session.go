@@ -100,28 +100,10 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 	g.sessions[s.session] = s
 	g.mu.Unlock()
 	defer func() {
-		key := s.childKey()
 		g.mu.Lock()
 		delete(g.sessions, s.session)
-		last := key != "" && len(g.sessionsOfLocked(key)) == 0
-		if last {
-			delete(g.upCaps, key)
-			delete(g.upLevel, key)
-			delete(g.cats, key)
-			for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
-				for c, st := range l.state {
-					if c.key == key && st.running == nil {
-						delete(l.state, c)
-					}
-				}
-			}
-		}
 		g.mu.Unlock()
-		if last {
-			// No session is left to answer what its children ask, and a
-			// session with roots has children nobody else will use.
-			g.pool.StopKey(key, "its last host session ended")
-		}
+		g.releaseKey(s.childKey())
 	}()
 	pol := g.policy.Current()
 	g.log.Info("host session started", "session", s.session, "subject", s.identity.Subject, "user", s.identity.Name, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
@@ -142,6 +124,32 @@ func (g *Gate) liveSessions() []*Session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// releaseKey forgets key and stops its children when no live session has
+// it any more: no session is left to answer what they ask, and a session
+// with roots has children nobody else will use.
+func (g *Gate) releaseKey(key string) {
+	if key == "" {
+		return
+	}
+	g.mu.Lock()
+	if len(g.sessionsOfLocked(key)) > 0 {
+		g.mu.Unlock()
+		return
+	}
+	delete(g.upCaps, key)
+	delete(g.upLevel, key)
+	delete(g.cats, key)
+	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
+		for c, st := range l.state {
+			if c.key == key && st.running == nil {
+				delete(l.state, c)
+			}
+		}
+	}
+	g.mu.Unlock()
+	g.pool.StopKey(key, "no host session uses it any more")
 }
 
 // sessionsOf returns the live sessions whose children are key's.
