@@ -262,7 +262,7 @@ func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 		}
 		err = errors.New("the gate is shutting down")
 	case err != nil:
-		p.log.Error("upstream failed to start", "server", cfg.Name, "error", err)
+		p.log.Error("upstream failed to start", "server", cfg.Name, "key", key, "error", err)
 		err = fmt.Errorf("upstream %q failed to start: %w", cfg.Name, err)
 	}
 	a.err = err
@@ -270,7 +270,7 @@ func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 	if err != nil {
 		return
 	}
-	p.log.Info("upstream started", "server", cfg.Name, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
+	p.log.Info("upstream started", "server", cfg.Name, "key", key, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
 	p.watchers.Add(1) // before starts.Done, so Close's wait sees it
 	go func() {
 		defer p.watchers.Done()
@@ -304,11 +304,13 @@ func (p *Pool) start(key string, cfg Config) (*Session, error) {
 	s.lastUsed.Store(time.Now().UnixNano())
 	var h rpc.Handler = rejectAll{}
 	if p.opts.Handler != nil {
-		h = p.opts.Handler(key, cfg.Name)
+		if hh := p.opts.Handler(key, cfg.Name); hh != nil {
+			h = hh
+		}
 	}
 	s.conn = rpc.New(proc, countingHandler{s: s, h: h}, rpc.Options{
 		Peer:   fmt.Sprintf("upstream %q", cfg.Name),
-		Logger: p.log.With("server", cfg.Name),
+		Logger: p.log.With("server", cfg.Name, "key", key),
 		// The stream ending, or a write failing, usually means the process
 		// died: wait a moment for its exit status and stderr, which explain
 		// far more than "EOF" or "closed pipe".
@@ -369,9 +371,9 @@ func (p *Pool) watch(sl *slot, s *Session) {
 	var err error
 	if !s.deliberate.Load() {
 		err = s.Err()
-		p.log.Error("upstream exited", "server", s.Name, "error", err)
+		p.log.Error("upstream exited", "server", s.Name, "key", s.Key, "error", err)
 	} else {
-		p.log.Info("upstream stopped", "server", s.Name, "why", s.Err())
+		p.log.Info("upstream stopped", "server", s.Name, "key", s.Key, "why", s.Err())
 	}
 	if p.opts.OnExit != nil {
 		p.opts.OnExit(s, err)

@@ -756,3 +756,67 @@ func TestChildEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A key is a child of its own: the same server under two keys is two
+// children, each started with its key's initialize params and handler,
+// each with its own idle stop; StopKey stops one key's children alone.
+func TestPoolKeys(t *testing.T) {
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": echoServer}}
+	var mu sync.Mutex
+	var inits, handlers []string
+	p := newPool(t, l.Configs(), l, func(o *upstream.PoolOptions) {
+		o.InitParams = func(key, server string) json.RawMessage {
+			mu.Lock()
+			inits = append(inits, key+"/"+server)
+			mu.Unlock()
+			return initParams(key, server)
+		}
+		o.Handler = func(key, server string) rpc.Handler {
+			mu.Lock()
+			handlers = append(handlers, key+"/"+server)
+			mu.Unlock()
+			return nil
+		}
+	})
+	get := func(key string) *upstream.Session {
+		t.Helper()
+		s, err := p.Session(context.Background(), key, "a")
+		if err != nil {
+			t.Fatalf("Session(%s, a): %v", key, err)
+		}
+		return s
+	}
+	one, two := get("k1"), get("k2")
+	if one == two || get("k1") != one || one.Key != "k1" || two.Key != "k2" {
+		t.Fatalf("keys k1 and k2 did not get a child each")
+	}
+	callEcho(t, one, "one")
+	callEcho(t, two, "two")
+	if n := l.Launches("a"); n != 2 {
+		t.Errorf("%d launches; want one per key", n)
+	}
+	mu.Lock()
+	if strings.Join(inits, ",") != "k1/a,k2/a" || strings.Join(handlers, ",") != "k1/a,k2/a" {
+		t.Errorf("initialize params for %v, handlers for %v; want each key's own", inits, handlers)
+	}
+	mu.Unlock()
+	if r := p.RunningFor("k2"); len(r) != 1 || r[0] != two {
+		t.Errorf("RunningFor(k2) = %v", r)
+	}
+	p.StopKey("k1", "its sessions are gone")
+	eventually(t, "k1's child to stop", func() bool { return len(p.RunningFor("k1")) == 0 })
+	select {
+	case <-two.Done():
+		t.Fatal("StopKey(k1) stopped k2's child")
+	default:
+	}
+	if r := p.Running(); len(r) != 1 || r[0] != two {
+		t.Errorf("Running after StopKey(k1) = %v", r)
+	}
+	if p.LastError("k1", "a") != nil {
+		t.Errorf("a deliberate stop left an error: %v", p.LastError("k1", "a"))
+	}
+	if get("k1") == one {
+		t.Error("k1 got its stopped child back")
+	}
+}
