@@ -61,7 +61,8 @@ type Options struct {
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
-// upstream pool, the catalog snapshot and the audit log. It aggregates the
+// upstream pool (keyed by poolKey), the catalog snapshots (one per key)
+// and the audit log. It aggregates the
 // upstream servers' tools, prompts and resources under host-safe names;
 // each host connection is a Session (session.go), which answers its host's
 // initialize itself and relays everything else between its host and the
