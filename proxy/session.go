@@ -133,9 +133,12 @@ func (g *Gate) releaseKey(key string) {
 	if key == "" {
 		return
 	}
+	// Under g.mu throughout, the pool's part included (it does not block):
+	// a session that takes key after this starts new children, never one
+	// of those being stopped.
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(g.sessionsOfLocked(key)) > 0 {
-		g.mu.Unlock()
 		return
 	}
 	delete(g.upCaps, key)
@@ -148,7 +151,6 @@ func (g *Gate) releaseKey(key string) {
 			}
 		}
 	}
-	g.mu.Unlock()
 	g.pool.StopKey(key, "no host session uses it any more")
 }
 

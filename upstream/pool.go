@@ -60,6 +60,7 @@ type Pool struct {
 	ctx      context.Context // parent of every start; cancelled by Close
 	cancel   context.CancelFunc
 	starts   sync.WaitGroup // starts under way; Close waits for them
+	stopping sync.WaitGroup // stops under way (stop); Close waits for them
 	watchers sync.WaitGroup // session watchers; Close waits for them
 
 	mu     sync.Mutex // guards the fields below
@@ -242,8 +243,11 @@ func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 	p.mu.Lock()
 	sl.starting = nil
 	closed := p.closed
+	// Stopped meanwhile (StopKey, Stop): the slot was let go, and a child
+	// started for it would have nobody to stop it.
+	detached := p.slots[slotKey{key, cfg.Name}] != sl
 	switch {
-	case closed:
+	case closed, detached:
 	case err != nil:
 		sl.lastErr = err
 		sl.failures++
@@ -261,6 +265,12 @@ func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 			s.up.Stop(p.opts.StopGrace)
 		}
 		err = errors.New("the gate is shutting down")
+	case detached:
+		if err == nil {
+			s.conn.CloseWithError(errors.New("stopped while starting"))
+			s.up.Stop(p.opts.StopGrace)
+		}
+		err = fmt.Errorf("upstream %q was stopped while starting", cfg.Name)
 	case err != nil:
 		p.log.Error("upstream failed to start", "server", cfg.Name, "key", key, "error", err)
 		err = fmt.Errorf("upstream %q failed to start: %w", cfg.Name, err)
@@ -407,31 +417,38 @@ func (p *Pool) Stop(server string, why string) {
 	p.stop(func(k slotKey) bool { return k.server == server }, why)
 }
 
-// StopKey stops every child of key (its callers are gone) and forgets
-// their slots.
+// StopKey stops every child of key (its callers are gone), including one
+// still starting, and forgets their slots: the next Session for key starts
+// afresh.
 func (p *Pool) StopKey(key string, why string) {
 	p.stop(func(k slotKey) bool { return k.key == key }, why)
 }
 
+// stop lets go of the matching slots at once, so that a Session call
+// after it starts a new child, and stops their children on their own
+// goroutines (Close waits for them): a caller may hold its own lock.
 func (p *Pool) stop(match func(slotKey) bool, why string) {
 	p.mu.Lock()
-	var stopping []*Session
+	defer p.mu.Unlock()
+	if p.closed {
+		return // Close stops them all
+	}
 	for k, sl := range p.slots {
 		if !match(k) {
 			continue
 		}
-		if s := sl.sess; s != nil {
-			s.deliberate.Store(true)
-			stopping = append(stopping, s)
+		delete(p.slots, k) // a start under way sees it and stops what it started
+		s := sl.sess
+		if s == nil {
+			continue
 		}
-		if sl.starting == nil {
-			delete(p.slots, k)
-		}
-	}
-	p.mu.Unlock()
-	for _, s := range stopping {
-		s.conn.CloseWithError(errors.New(why))
-		s.up.Stop(p.opts.StopGrace)
+		s.deliberate.Store(true)
+		p.stopping.Add(1)
+		go func() {
+			defer p.stopping.Done()
+			s.conn.CloseWithError(errors.New(why))
+			s.up.Stop(p.opts.StopGrace)
+		}()
 	}
 }
 
@@ -464,6 +481,7 @@ func (p *Pool) Close() {
 	}
 	wg.Wait()
 	p.starts.Wait()
+	p.stopping.Wait()
 	// Nothing of the pool (a log line, OnExit) may outlive Close.
 	p.watchers.Wait()
 }

@@ -820,3 +820,43 @@ func TestPoolKeys(t *testing.T) {
 		t.Error("k1 got its stopped child back")
 	}
 }
+
+// A child still starting when its key is stopped is stopped as soon as it
+// is up, and its waiters hear so; the key's next Session starts afresh.
+func TestStopKeyWhileStarting(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(ctx context.Context, tr mcp.Transport) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return echoServer(ctx, tr)
+	}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": slow}}
+	p := newPool(t, l.Configs(), l, nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Session(context.Background(), "k", "a")
+		errc <- err
+	}()
+	eventually(t, "the start to be under way", func() bool { return l.Launches("a") == 1 })
+	p.StopKey("k", "its sessions are gone")
+	close(release)
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "stopped while starting") {
+			t.Fatalf("Session during StopKey: %v; want stopped while starting", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("Session did not return")
+	}
+	if r := p.RunningFor("k"); len(r) != 0 {
+		t.Fatalf("a child started for a stopped key runs on: %v", r)
+	}
+	s, err := p.Session(context.Background(), "k", "a")
+	if err != nil {
+		t.Fatalf("Session after StopKey: %v", err)
+	}
+	callEcho(t, s, "again")
+}
