@@ -45,9 +45,9 @@ func parseCallParams(method string, params json.RawMessage, argsKey string) (cal
 // unknown is the error for a name not in the catalog. When the name's prefix
 // is a server that could not be listed, it says why, which is what the user
 // needs to hear.
-func (g *Gate) unknown(noun, name string) error {
+func (g *Session) unknown(noun, name string) error {
 	if server, _, ok := strings.Cut(name, "__"); ok && g.pool.Has(server) {
-		if err := g.pool.LastError(server); err != nil {
+		if err := g.pool.LastError(g.childKey(), server); err != nil {
 			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: its server %q is unavailable: %v", noun, name, server, err)
 		}
 	}
@@ -58,12 +58,14 @@ func (g *Gate) unknown(noun, name string) error {
 // host's progress token swapped for one of the gate's own so that progress
 // can be routed back (and an upstream cannot speak for another's request).
 //
-// While it runs, the session is the one the upstream's own requests go to
-// (sessionFor); it counts from before the upstream is started, since a
-// server may ask as soon as it is initialized.
+// The request goes to server's child of the session's key (childKey). While
+// it runs, the session is the one that child's own requests go to
+// (sessionFor); it counts from before the child is started, since a server
+// may ask as soon as it is initialized.
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
-	defer g.enter(server, g)()
-	s, err := g.pool.Session(ctx, server)
+	key := g.childKey()
+	defer g.enter(key, server, g)()
+	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)
 	}
@@ -86,7 +88,7 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 
 // itemTitle is the title the upstream gave a tool or prompt, for the
 // approval question (which shows it quoted and bounded), or "".
-func (g *Gate) itemTitle(k policy.Kind, server, name string) string {
+func (g *Session) itemTitle(k policy.Kind, server, name string) string {
 	var n *named
 	switch k {
 	case policy.KindTool:

@@ -65,7 +65,7 @@ func (g *Gate) namedLister(c *catalog) *lister {
 		list:     c.kind.list,
 		notify:   c.kind.changed,
 		listedBy: []string{c.kind.list},
-		state:    map[string]*listState{},
+		state:    map[child]*listState{},
 		loaded: func(snap *snapshot, server string) bool {
 			l := snap.of(c.kind).servers[server]
 			return l != nil && l.loaded
@@ -302,7 +302,7 @@ func sameEntries(a, b []entry) bool {
 // just (re)started: a restart may have changed it.
 func (g *Gate) refreshAfterRestart(s *upstream.Session) {
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
-		g.refresh(l, s.Name)
+		g.refresh(l, s.Key, s.Name)
 	}
 }
 
@@ -412,7 +412,7 @@ func (g *Session) listNamed(ctx context.Context, c *catalog, hide policy.Kind, p
 //
 // It returns the snapshot the name was found in, so that the rest of the
 // call reads the same view.
-func (g *Gate) resolve(ctx context.Context, c *catalog, wire string) (naming.Key, *snapshot, bool) {
+func (g *Session) resolve(ctx context.Context, c *catalog, wire string) (naming.Key, *snapshot, bool) {
 	snap := g.catalog()
 	if k, ok := snap.of(c.kind).table.Lookup(wire); ok {
 		return k, snap, true

@@ -162,22 +162,27 @@ func deniedError(what string, v verdict) error {
 func (g *Gate) PolicyChanged(old, new *policy.Policy) {
 	g.log.Info("policy changed", "old_revision", old.Revision(), "revision", new.Revision())
 	sessions := g.liveSessions()
+	keys := map[string]bool{}
 	for _, s := range sessions {
 		s.grants.Reset(new.Revision())
+		keys[s.childKey()] = true
 	}
 	type change struct {
 		list, notification string
-		differs            func() bool
+		differs            func(*snapshot) bool
 	}
-	snap := g.catalog()
 	changes := []change{
-		{"tools/list", kindTool.changed, func() bool { return visibilityDiffers(snap.tools, policy.KindTool, old, new) }},
-		{"prompts/list", kindPrompt.changed, func() bool { return visibilityDiffers(snap.prompts, policy.KindPrompt, old, new) }},
-		{"resources/list", "notifications/resources/list_changed", func() bool { return resourceVisibilityDiffers(snap.resources, old, new) }},
+		{"tools/list", kindTool.changed, func(snap *snapshot) bool { return visibilityDiffers(snap.tools, policy.KindTool, old, new) }},
+		{"prompts/list", kindPrompt.changed, func(snap *snapshot) bool { return visibilityDiffers(snap.prompts, policy.KindPrompt, old, new) }},
+		{"resources/list", "notifications/resources/list_changed", func(snap *snapshot) bool { return resourceVisibilityDiffers(snap.resources, old, new) }},
 	}
-	for _, c := range changes {
-		if c.differs() {
-			g.notifyListed([]string{c.list}, c.notification)
+	// Each key's sessions see that key's catalog.
+	for key := range keys {
+		snap := g.catalogOf(key)
+		for _, c := range changes {
+			if c.differs(snap) {
+				g.notifyListed(key, []string{c.list}, c.notification)
+			}
 		}
 	}
 }

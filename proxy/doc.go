@@ -1,6 +1,8 @@
 // Package proxy is the gate itself. A Gate holds what the host sessions of
-// one process share (the policy, the upstream pool, the catalog snapshot,
-// the audit log); a Session is one host connection. Together they
+// one process share (the policy, the upstream pool, the catalog snapshots,
+// the audit log); a Session is one host connection, acting for one
+// Identity, and shares upstream children, and their catalog, only with
+// sessions of the same identity and upstream-facing capabilities (poolKey). Together they
 // aggregate the upstream servers' tools, prompts and resources under
 // host-safe names, decide every request that reaches an upstream under the
 // policy (one pipeline, pipeline.go), and relay everything else between

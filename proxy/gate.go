@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -60,7 +61,8 @@ type Options struct {
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
-// upstream pool, the catalog snapshot and the audit log. It aggregates the
+// upstream pool (keyed by poolKey), the catalog snapshots (one per key)
+// and the audit log. It aggregates the
 // upstream servers' tools, prompts and resources under host-safe names;
 // each host connection is a Session (session.go), which answers its host's
 // initialize itself and relays everything else between its host and the
@@ -78,27 +80,26 @@ type Gate struct {
 	seq     atomic.Uint64 // decision IDs
 	noGuard atomic.Bool   // benchmarks only: measure the relay without the result guard
 
-	// The catalogs: what each kind is and its lister (fixed), and what
-	// the upstreams listed, an immutable snapshot read without a lock and
-	// replaced under catMu.
+	// The catalogs: what each kind is and its lister (fixed); what the
+	// upstreams listed is in cats, one immutable snapshot per pool key.
 	tools, prompts catalog
 	resLister      *lister
-	snap           atomic.Pointer[snapshot]
-	catMu          sync.Mutex
+	empty          *snapshot // the catalog of a key with none
 
-	mu        sync.Mutex                  // guards the listers' state and what follows
-	sessions  map[string]*Session         // by id
-	upCaps    json.RawMessage             // the capabilities upstreams are started with
-	upSession *Session                    // the session they came from, while it is served
-	upLevel   json.RawMessage             // the last logging/setLevel params of any session
-	inflight  map[string]map[*Session]int // server → sessions with requests to it in flight
+	mu       sync.Mutex                 // guards the listers' state and what follows
+	sessions map[string]*Session        // by id
+	cats     map[string]*keyCatalog     // pool key → its catalog, while a session has the key
+	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
+	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
+	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
 }
 
 // hostInfo is what the host said about itself in initialize.
 type hostInfo struct {
 	initialized     bool
 	protocolVersion string
-	capsForUpstream json.RawMessage // the host's elicitation, sampling and roots capabilities
+	capsForUpstream json.RawMessage // the host's elicitation, sampling and roots capabilities, compacted
+	poolKey         string          // names the session's upstream children (poolKey)
 	elicitForm      bool
 	elicitURL       bool
 	sampling        bool
@@ -146,9 +147,12 @@ func New(opts Options) (*Gate, error) {
 		policy:   opts.Policy,
 		id:       newSessionID(),
 		sessions: map[string]*Session{},
-		inflight: map[string]map[*Session]int{},
+		cats:     map[string]*keyCatalog{},
+		upCaps:   map[string]json.RawMessage{},
+		upLevel:  map[string]json.RawMessage{},
+		inflight: map[child]map[*Session]int{},
 	}
-	g.snap.Store(emptySnapshot(budget))
+	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
 	g.prompts = catalog{kind: kindPrompt}
 	g.tools.lister = g.namedLister(&g.tools)
@@ -161,8 +165,10 @@ func New(opts Options) (*Gate, error) {
 		IdleTimeout:     opts.IdleTimeout,
 		MaxMessageBytes: opts.MaxMessageBytes,
 		InitParams:      g.upstreamInitParams,
-		Handler:         func(server string) rpc.Handler { return &upstreamHandler{g: g, server: server} },
-		OnStart:         g.upstreamStarted,
+		Handler: func(key, server string) rpc.Handler {
+			return &upstreamHandler{g: g, key: key, server: server}
+		},
+		OnStart: g.upstreamStarted,
 	})
 	return g, nil
 }
@@ -236,10 +242,11 @@ var hostMethods = map[string]hostMethod{
 var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
 	"notifications/initialized": func(*Session, *rpc.Message) {},
 	"notifications/roots/list_changed": func(g *Session, msg *rpc.Message) {
-		// Upstreams that care will ask for roots again; each asks the host.
+		// The session's children (it has its own when it declared roots)
+		// that care will ask for roots again, and their request comes here.
 		// Each on its own goroutine: this runs on the host's read loop, and
 		// an upstream that stopped reading must not stall the host.
-		for _, s := range g.pool.Running() {
+		for _, s := range g.pool.RunningFor(g.childKey()) {
 			go func() { _ = s.Notify(msg.Method, msg.Params) }()
 		}
 	},
@@ -337,11 +344,20 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 			forUp, _ = rawjson.Set(forUp, k, v)
 		}
 	}
+	// Compacted, so that hosts declaring the same capabilities in other
+	// spacing share children (poolKey compares the bytes).
+	var compact bytes.Buffer
+	if json.Compact(&compact, forUp) == nil {
+		forUp = compact.Bytes()
+	}
+	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
 	g.mu.Lock()
+	oldKey := g.hostInfo.poolKey
 	g.hostInfo = hostInfo{
 		initialized:     true,
 		protocolVersion: version,
 		capsForUpstream: forUp,
+		poolKey:         key,
 		sampling:        p.Capabilities.Sampling != nil,
 		roots:           p.Capabilities.Roots != nil,
 	}
@@ -352,15 +368,23 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.hostInfo.elicitURL = e.URL != nil
 	}
 	g.mu.Unlock()
-	// Upstreams are shared: they are started with the capabilities of the
-	// first session to initialize. Whatever a later session lacks is
-	// refused per request, since each upstream request reads the
-	// capabilities of the session it is for.
+	// The session's children are started with exactly these capabilities,
+	// and shared only with sessions of the same identity that declared the
+	// same (poolKey). Each upstream request still reads the capabilities
+	// of the session it is for.
 	g.Gate.mu.Lock()
-	if g.upCaps == nil {
-		g.upCaps, g.upSession = forUp, g
+	g.upCaps[key] = forUp
+	if g.cats[key] == nil {
+		c := &keyCatalog{}
+		c.snap.Store(g.empty)
+		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
+	if oldKey != key {
+		// A host that initializes again with other capabilities moves to
+		// other children; the old ones go if nobody else has them.
+		g.releaseKey(oldKey)
+	}
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities": map[string]any{
@@ -386,12 +410,13 @@ func (g *Session) hostCaps() hostInfo {
 	return g.hostInfo
 }
 
-// upstreamInitParams builds the initialize request for an upstream: the
-// host's own elicitation, sampling and roots capabilities, so that servers
-// which register tools only for capable clients do so (issue #2).
-func (g *Gate) upstreamInitParams(string) json.RawMessage {
+// upstreamInitParams builds the initialize request for a child of key: the
+// elicitation, sampling and roots capabilities of its sessions' hosts, so
+// that servers which register tools only for capable clients do so (issue
+// #2), and no child is told of a capability its sessions lack.
+func (g *Gate) upstreamInitParams(key, _ string) json.RawMessage {
 	g.mu.Lock()
-	caps := g.upCaps
+	caps := g.upCaps[key]
 	g.mu.Unlock()
 	if caps == nil {
 		caps = json.RawMessage("{}")
@@ -409,7 +434,7 @@ func (g *Gate) upstreamInitParams(string) json.RawMessage {
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.mu.Lock()
-	level := g.upLevel
+	level := g.upLevel[s.Key]
 	g.mu.Unlock()
 	if level != nil && s.Caps.Logging {
 		if _, err := s.Call(context.Background(), "logging/setLevel", level); err != nil {
@@ -420,8 +445,9 @@ func (g *Gate) upstreamStarted(s *upstream.Session) {
 }
 
 // setLogLevel records the session's level, by which the gate filters the
-// upstreams' log messages for it, and passes it on to the upstreams, which
-// are shared: they send at the level last set by any session.
+// upstreams' log messages for it, and passes it on to the session's
+// children, which are shared by the sessions of its key: they send at the
+// level last set by any of them.
 func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 	level, ok := rawjson.GetString(params, "level")
 	if !ok {
@@ -430,10 +456,11 @@ func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 	g.mu.Lock()
 	g.logLevel = level
 	g.mu.Unlock()
+	key := g.childKey()
 	g.Gate.mu.Lock()
-	g.upLevel = params
+	g.upLevel[key] = params
 	g.Gate.mu.Unlock()
-	for _, s := range g.pool.Running() {
+	for _, s := range g.pool.RunningFor(key) {
 		if s.Caps.Logging {
 			go func() {
 				if _, err := s.Call(context.Background(), "logging/setLevel", params); err != nil {

@@ -23,15 +23,15 @@ type lister struct {
 	list     string   // the host method, for logs
 	notify   string   // the host notification when the list changed
 	listedBy []string // the host lists whose fetching makes notify worth sending
-	// fetch lists one server. It runs without locks; apply, which it
-	// returns, builds the next catalog snapshot from the one in force (under
-	// Gate.catMu), or returns nil when what the host would see is
-	// unchanged.
+	// fetch lists one child. It runs without locks; apply, which it
+	// returns, builds the next catalog snapshot of the child's key from the
+	// one in force (under the key's keyCatalog.mu), or returns nil when
+	// what the host would see is unchanged.
 	fetch func(ctx context.Context, s *upstream.Session) (apply func(*snapshot) *snapshot, err error)
 	// loaded reports whether a snapshot holds a server's list.
 	loaded func(snap *snapshot, server string) bool
 
-	state map[string]*listState // guarded by Gate.mu
+	state map[child]*listState // guarded by Gate.mu
 }
 
 type listState struct {
@@ -40,18 +40,22 @@ type listState struct {
 }
 
 // ensure fetches the lists not held yet of the given servers (all when none
-// is given), starting the servers as needed, and waits for them or for ctx.
-func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
+// is given), starting the session's children as needed, and waits for them
+// or for ctx.
+//
+// The catalog is the session's key's, listed through the key's children.
+func (s *Session) ensure(ctx context.Context, l *lister, only ...string) {
+	g, key := s.Gate, s.childKey()
 	names := only
 	if len(names) == 0 {
 		names = g.pool.Names()
 	}
 	var waits []chan struct{}
+	snap := g.catalogOf(key)
 	g.mu.Lock()
-	snap := g.catalog()
-	for _, s := range names {
-		if !l.loaded(snap, s) {
-			waits = append(waits, g.startFetchLocked(l, s, false))
+	for _, server := range names {
+		if !l.loaded(snap, server) {
+			waits = append(waits, g.startFetchLocked(l, key, server, false))
 		}
 	}
 	g.mu.Unlock()
@@ -67,22 +71,23 @@ func (g *Gate) ensure(ctx context.Context, l *lister, only ...string) {
 // refresh re-fetches a server's list after it announced a change or
 // restarted. A list the gate does not hold yet is left for the next list
 // request.
-func (g *Gate) refresh(l *lister, server string) {
+func (g *Gate) refresh(l *lister, key, server string) {
+	snap := g.catalogOf(key)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if l.loaded(g.catalog(), server) {
-		g.startFetchLocked(l, server, true)
+	if l.loaded(snap, server) {
+		g.startFetchLocked(l, key, server, true)
 	}
 }
 
 // startFetchLocked starts a fetch of server's list unless one runs, and
-// returns a channel that is closed when the fetch under way ends. The caller
-// holds Gate.mu.
-func (g *Gate) startFetchLocked(l *lister, server string, again bool) chan struct{} {
-	st := l.state[server]
+// returns a channel that is closed when the fetch under way ends; the fetch
+// goes through server's child of key. The caller holds Gate.mu.
+func (g *Gate) startFetchLocked(l *lister, key, server string, again bool) chan struct{} {
+	st := l.state[child{key, server}]
 	if st == nil {
 		st = &listState{}
-		l.state[server] = st
+		l.state[child{key, server}] = st
 	}
 	if st.running != nil {
 		st.again = st.again || again
@@ -90,17 +95,17 @@ func (g *Gate) startFetchLocked(l *lister, server string, again bool) chan struc
 	}
 	done := make(chan struct{})
 	st.running = done
-	go g.runFetch(l, server, st, done)
+	go g.runFetch(l, key, server, st, done)
 	return done
 }
 
-func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struct{}) {
+func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan struct{}) {
 	for {
 		// Not the caller's context: the fetch is shared by whoever waits
 		// for it, and one that gives up must not cut it short for others.
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
 		var apply func(*snapshot) *snapshot
-		s, err := g.pool.Session(ctx, server)
+		s, err := g.pool.Session(ctx, key, server)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
 		}
@@ -109,7 +114,7 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 		if err == nil {
 			// Published before the fetch is marked done, so that whoever
 			// waited for it finds the list in the snapshot.
-			changed = g.updateCatalog(apply)
+			changed = g.updateCatalog(key, apply)
 		}
 		g.mu.Lock()
 		again := st.again
@@ -130,7 +135,7 @@ func (g *Gate) runFetch(l *lister, server string, st *listState, done chan struc
 			g.log.Log(context.Background(), level, "upstream left out of "+l.list, "server", server, "error", err)
 		}
 		if changed {
-			g.notifyListed(l.listedBy, l.notify)
+			g.notifyListed(key, l.listedBy, l.notify)
 		}
 		if !again {
 			close(done)

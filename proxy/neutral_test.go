@@ -52,7 +52,7 @@ func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveRawHost(t, g, g.Serve)
+	return serveRawHost(t, g, func(ctx context.Context, r io.Reader, w io.Writer) error { return g.Serve(ctx, r, w) })
 }
 
 // serveRawHost connects a raw host to serve (a Gate's or a Session's

@@ -330,7 +330,7 @@ func sendSubscribe(g *Session, ctx context.Context, r *relay, t target) (json.Ra
 // when no other session still holds one: the child is shared.
 func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 	g.subscribed(t.name, -1)
-	for _, o := range g.liveSessions() {
+	for _, o := range g.sessionsOf(g.childKey()) {
 		if o != g && o.isSubscribed(t.name) {
 			return json.RawMessage("{}"), nil
 		}

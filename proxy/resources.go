@@ -183,7 +183,7 @@ func (g *Gate) resourceLister() *lister {
 		list:     "resources/list",
 		notify:   "notifications/resources/list_changed",
 		listedBy: []string{"resources/list", "resources/templates/list"},
-		state:    map[string]*listState{},
+		state:    map[child]*listState{},
 		loaded: func(snap *snapshot, server string) bool {
 			l := snap.resources.servers[server]
 			return l != nil && l.loaded
@@ -293,7 +293,7 @@ func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMess
 // resourceOwner finds the server a URI belongs to, listing resources first
 // if the URI is not known yet. It returns the snapshot the owner was found
 // in.
-func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, *snapshot, error) {
+func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snapshot, error) {
 	if uri == "" {
 		return "", nil, rpc.Errorf(rpc.CodeInvalidParams, `a non-empty "uri" is required`)
 	}
@@ -317,9 +317,10 @@ func (g *Gate) resourceOwner(ctx context.Context, uri string) (string, *snapshot
 	}
 }
 
-// ownsResource reports whether server is the owner of uri, without listing
-// anything: an upstream may only announce updates of its own resources.
-func (g *Gate) ownsResource(server, uri string) bool {
-	s, err := g.catalog().resources.lookupOwner(uri, g.pool.Names())
+// ownsResource reports whether server is the owner of uri in key's
+// catalog, without listing anything: an upstream may only announce updates
+// of its own resources.
+func (g *Gate) ownsResource(key, server, uri string) bool {
+	s, err := g.catalogOf(key).resources.lookupOwner(uri, g.pool.Names())
 	return err == nil && s == server
 }

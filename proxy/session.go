@@ -24,7 +24,8 @@ import (
 // same name (mu) are the session's own.
 type Session struct {
 	*Gate
-	session string // identifies this host session in the audit log
+	session  string   // identifies this host session in the audit log
+	identity Identity // who the session acts for (WithIdentity)
 
 	host            *rpc.Conn // set by Serve before the first message is read
 	approver        elicitation.Approver
@@ -40,7 +41,7 @@ type Session struct {
 }
 
 // NewSession returns a session of g, not yet serving.
-func (g *Gate) NewSession() *Session {
+func (g *Gate) NewSession(opts ...SessionOption) *Session {
 	s := &Session{
 		Gate:         g,
 		session:      newSessionID(),
@@ -51,14 +52,17 @@ func (g *Gate) NewSession() *Session {
 	s.progress.routes = map[string]progressRoute{}
 	s.progress.prefix = "mcp-gate-" + s.session + "-"
 	s.grants.Reset(g.policy.Current().Revision())
+	for _, o := range opts {
+		o(s)
+	}
 	return s
 }
 
 // Serve runs one host session over r and w until the host closes its end
 // or ctx is done, then stops every upstream: the stdio command is one
 // session. It returns nil when the host ended the session normally.
-func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	err := g.NewSession().Serve(ctx, r, w)
+func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer, opts ...SessionOption) error {
+	err := g.NewSession(opts...).Serve(ctx, r, w)
 	g.Close()
 	return err
 }
@@ -98,13 +102,11 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 	defer func() {
 		g.mu.Lock()
 		delete(g.sessions, s.session)
-		if g.upSession == s {
-			g.upSession = nil
-		}
 		g.mu.Unlock()
+		g.releaseKey(s.childKey())
 	}()
 	pol := g.policy.Current()
-	g.log.Info("host session started", "session", s.session, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
+	g.log.Info("host session started", "session", s.session, "subject", s.identity.Subject, "user", s.identity.Name, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
 	err := s.host.Run(ctx)
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		err = nil
@@ -124,15 +126,68 @@ func (g *Gate) liveSessions() []*Session {
 	return out
 }
 
-// enter records that s has a request in flight to server, so that what the
-// upstream asks meanwhile (sampling, elicitation, roots) goes to s; the
-// returned function ends it.
-func (g *Gate) enter(server string, s *Session) func() {
+// releaseKey forgets key and stops its children when no live session has
+// it any more: no session is left to answer what they ask, and a session
+// with roots has children nobody else will use.
+func (g *Gate) releaseKey(key string) {
+	if key == "" {
+		return
+	}
+	// Under g.mu throughout, the pool's part included (it does not block):
+	// a session that takes key after this starts new children, never one
+	// of those being stopped.
 	g.mu.Lock()
-	m := g.inflight[server]
+	defer g.mu.Unlock()
+	if len(g.sessionsOfLocked(key)) > 0 {
+		return
+	}
+	delete(g.upCaps, key)
+	delete(g.upLevel, key)
+	delete(g.cats, key)
+	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
+		for c, st := range l.state {
+			if c.key == key && st.running == nil {
+				delete(l.state, c)
+			}
+		}
+	}
+	g.pool.StopKey(key, "no host session uses it any more")
+}
+
+// sessionsOf returns the live sessions whose children are key's.
+func (g *Gate) sessionsOf(key string) []*Session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessionsOfLocked(key)
+}
+
+func (g *Gate) sessionsOfLocked(key string) []*Session {
+	var out []*Session
+	for _, s := range g.sessions {
+		if s.childKey() == key {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// childKey is the key of the session's upstream children (poolKey), set
+// when its host initializes.
+func (s *Session) childKey() string { return s.hostCaps().poolKey }
+
+// child names one upstream child: server's, of one pool key.
+type child struct{ key, server string }
+
+// enter records that s has a request in flight to server's child of key,
+// so that what that child asks meanwhile (sampling, elicitation, roots)
+// goes to s; the returned function ends it.
+func (g *Gate) enter(key, server string, s *Session) func() {
+	c := child{key, server}
+	g.mu.Lock()
+	m := g.inflight[c]
 	if m == nil {
 		m = map[*Session]int{}
-		g.inflight[server] = m
+		g.inflight[c] = m
 	}
 	m[s]++
 	g.mu.Unlock()
@@ -141,16 +196,21 @@ func (g *Gate) enter(server string, s *Session) func() {
 		if m[s]--; m[s] == 0 {
 			delete(m, s)
 		}
+		if len(m) == 0 { // still g.inflight[c]: a map is replaced only once empty
+			delete(g.inflight, c)
+		}
 		g.mu.Unlock()
 	}
 }
 
-// sessionFor finds the session an upstream's request is for: the one with
-// a request in flight to that upstream. A request outside any call is
-// refused (but for roots/list, below), and so is one while several
-// sessions' calls are in flight to the same child: stdio MCP does not say
-// which call a server request belongs to, and the gate will not guess
-// whose human or model to ask.
+// sessionFor finds the session a child's request is for: the one with a
+// request in flight to that child (server's, of key). Only sessions of the
+// child's key can be: a child is never shared across identities or
+// upstream-facing capabilities. A request outside any call is refused (but
+// for roots/list, below), and so is one while several sessions' calls are
+// in flight to the same child: stdio MCP does not say which call a server
+// request belongs to, and the gate will not guess whose human or model to
+// ask.
 //
 // A call counts as in flight from before the upstream is started until its
 // forward returns, a moment after its response was read: a request sent
@@ -158,22 +218,26 @@ func (g *Gate) enter(server string, s *Session) func() {
 // another's.
 //
 // roots/list outside a call (servers ask for roots once they are
-// initialized, and again after roots/list_changed) goes to the session
-// whose capabilities the upstreams were started with, while it lasts: the
-// roots are a property of the shared child, not of a call.
-func (g *Gate) sessionFor(server, method string) (*Session, error) {
+// initialized, and again after roots/list_changed) goes to the session of
+// the child's key: a host that declares roots has children of its own
+// (poolKey), so there is at most one, and the roots a child acts on are
+// always its own host's. A key without roots has no session that could
+// answer, and the request is refused as outside any call.
+func (g *Gate) sessionFor(key, server, method string) (*Session, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var found []*Session
-	for s := range g.inflight[server] {
+	for s := range g.inflight[child{key, server}] {
 		found = append(found, s)
 	}
 	switch len(found) {
 	case 1:
 		return found[0], nil
 	case 0:
-		if method == "roots/list" && g.upSession != nil {
-			return g.upSession, nil
+		if method == "roots/list" {
+			if own := g.sessionsOfLocked(key); len(own) == 1 && own[0].hostCaps().roots {
+				return own[0], nil
+			}
 		}
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s outside any request from the gate: mcp-gate relays a server's requests only during a call to it", method)
 	}
@@ -216,10 +280,10 @@ func (s *Session) decisionID() string {
 	return fmt.Sprintf("%s-%d", s.session, s.seq.Add(1))
 }
 
-// notifyListed tells every session that has fetched one of lists that
-// notification's list changed.
-func (g *Gate) notifyListed(lists []string, notification string) {
-	for _, s := range g.liveSessions() {
+// notifyListed tells every session of key that has fetched one of lists
+// that notification's list changed.
+func (g *Gate) notifyListed(key string, lists []string, notification string) {
+	for _, s := range g.sessionsOf(key) {
 		s.mu.Lock()
 		listed := false
 		for _, l := range lists {

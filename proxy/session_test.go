@@ -62,9 +62,7 @@ func TestTwoSessionsShareOneUpstream(t *testing.T) {
 	// Outside any call: refused, and no host is asked.
 	a.call("tools/call", `{"name":"s__t","arguments":{"later":"sampling/createMessage"}}`)
 	waitFor(t, "no call in flight", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.inflight["s"]) == 0
+		return sessionsInFlight(g, "s") == 0
 	})
 	close(up.goLate)
 	select {
@@ -83,9 +81,7 @@ func TestTwoSessionsShareOneUpstream(t *testing.T) {
 		a.call("tools/call", `{"name":"s__t","arguments":{"block":true}}`)
 	}()
 	waitFor(t, "A's call to be in flight", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.inflight["s"]) == 1
+		return sessionsInFlight(g, "s") == 1
 	})
 	if answer := send(b, "sampling/createMessage"); !strings.Contains(answer, "cannot tell which session") {
 		t.Errorf("a request while two sessions' calls were in flight was answered %s", answer)
@@ -124,4 +120,18 @@ func TestTwoSessionsShareOneUpstream(t *testing.T) {
 	if !up.got("resources/unsubscribe") {
 		t.Error("the last session's unsubscribe did not reach the upstream")
 	}
+}
+
+// sessionsInFlight counts the sessions with a request in flight to any
+// child of server.
+func sessionsInFlight(g *Gate, server string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for c, m := range g.inflight {
+		if c.server == server {
+			n += len(m)
+		}
+	}
+	return n
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"maps"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-gate/mcp-gate/naming"
 )
@@ -12,7 +14,13 @@ import (
 // guard's look at a tool's outputSchema, and pinning to come) load it once
 // and read it without a lock, so a request never sees a tool list from one
 // moment and a name table from another; writers build a new one under
-// Gate.catMu and swap it in, as the policy store swaps policies.
+// their key's keyCatalog.mu and swap it in, as the policy store swaps
+// policies.
+//
+// There is one catalog per pool key (poolKey), listed through that key's
+// children: a server may list different tools to clients of different
+// capabilities, or to different users, and a session must see, and call by
+// name, what its own children offer, never what another's listed.
 type snapshot struct {
 	tools, prompts *named
 	resources      *resourceIndex
@@ -69,19 +77,45 @@ func (n *named) withServer(server string, l *serverList, budget int, order []str
 	return c
 }
 
-// catalog returns the snapshot in force.
-func (g *Gate) catalog() *snapshot { return g.snap.Load() }
+// keyCatalog is the catalog of one pool key: the snapshot in force, and
+// the lock that serialises its writers.
+type keyCatalog struct {
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex
+}
 
-// updateCatalog publishes the snapshot that change builds from the one in
-// force, unless it returns nil (nothing changed). Writers are serialised,
-// so no change is built on a snapshot another has replaced meanwhile.
-func (g *Gate) updateCatalog(change func(old *snapshot) *snapshot) bool {
-	g.catMu.Lock()
-	defer g.catMu.Unlock()
-	next := change(g.snap.Load())
+// catalog returns the snapshot in force for the session's key.
+func (s *Session) catalog() *snapshot { return s.Gate.catalogOf(s.childKey()) }
+
+// catalogOf returns the snapshot in force for key: an empty one for a key
+// no session has.
+func (g *Gate) catalogOf(key string) *snapshot {
+	g.mu.Lock()
+	c := g.cats[key]
+	g.mu.Unlock()
+	if c == nil {
+		return g.empty
+	}
+	return c.snap.Load()
+}
+
+// updateCatalog publishes for key the snapshot that change builds from the
+// one in force, unless it returns nil (nothing changed) or no session has
+// key any more. Writers are serialised, so no change is built on a
+// snapshot another has replaced meanwhile.
+func (g *Gate) updateCatalog(key string, change func(old *snapshot) *snapshot) bool {
+	g.mu.Lock()
+	c := g.cats[key]
+	g.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := change(c.snap.Load())
 	if next == nil {
 		return false
 	}
-	g.snap.Store(next)
+	c.snap.Store(next)
 	return true
 }

@@ -29,7 +29,7 @@ func TestCatalogSnapshotIsImmutable(t *testing.T) {
 	h := startRawHost(t, map[string]scripted{"s": up})
 	g := h.gate
 	h.call("tools/list", `{}`)
-	first := g.catalog()
+	first := onlyCatalog(t, g)
 	if _, ok := first.tools.table.Lookup("s__t0"); !ok {
 		t.Fatal("s__t0 not in the first snapshot")
 	}
@@ -46,7 +46,7 @@ func TestCatalogSnapshotIsImmutable(t *testing.T) {
 				return
 			default:
 			}
-			snap := g.catalog()
+			snap := onlyCatalog(t, g)
 			// One view: every listed entry has its wire name in the same
 			// snapshot's table.
 			for server, l := range snap.tools.servers {
@@ -64,7 +64,7 @@ func TestCatalogSnapshotIsImmutable(t *testing.T) {
 		h.call("tools/call", fmt.Sprintf(`{"name":"s__t%d","arguments":{}}`, i-1))
 		want := fmt.Sprintf("s__t%d", i)
 		waitFor(t, want+" in the catalog", func() bool {
-			_, ok := g.catalog().tools.table.Lookup(want)
+			_, ok := onlyCatalog(t, g).tools.table.Lookup(want)
 			return ok
 		})
 	}
@@ -76,4 +76,19 @@ func TestCatalogSnapshotIsImmutable(t *testing.T) {
 	if _, ok := first.tools.table.Lookup("s__t5"); ok {
 		t.Fatal("a later tool appeared in the first snapshot")
 	}
+}
+
+// onlyCatalog is the catalog of the one pool key a gate's sessions have.
+func onlyCatalog(t *testing.T, g *Gate) *snapshot {
+	t.Helper()
+	g.mu.Lock()
+	var keys []string
+	for k := range g.cats {
+		keys = append(keys, k)
+	}
+	g.mu.Unlock()
+	if len(keys) != 1 {
+		t.Fatalf("%d catalogs; want one", len(keys))
+	}
+	return g.catalogOf(keys[0])
 }

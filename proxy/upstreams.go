@@ -58,9 +58,12 @@ func (p *progressRoutes) lookup(server string, token json.RawMessage) (json.RawM
 	return r.hostToken, true
 }
 
-// upstreamHandler serves what one upstream sends on its own initiative.
+// upstreamHandler serves what one child sends on its own initiative: the
+// child of server started for the sessions of key (poolKey). What it sends
+// goes to those sessions only.
 type upstreamHandler struct {
 	g      *Gate
+	key    string
 	server string
 }
 
@@ -107,7 +110,7 @@ type routedKey struct{}
 // still seen during that call, however late its handler runs.
 func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
 	if m, ok := upstreamMethods[req.Method]; ok && !m.outsideCall {
-		s, err := h.g.sessionFor(h.server, req.Method)
+		s, err := h.g.sessionFor(h.key, h.server, req.Method)
 		return context.WithValue(ctx, routedKey{}, routed{s, err})
 	}
 	return ctx
@@ -122,7 +125,7 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 	if !m.outsideCall {
 		r, ok := ctx.Value(routedKey{}).(routed)
 		if !ok {
-			r.s, r.err = h.g.sessionFor(h.server, req.Method)
+			r.s, r.err = h.g.sessionFor(h.key, h.server, req.Method)
 		}
 		if r.err != nil {
 			h.g.log.Warn("upstream request refused", "server", h.server, "method", req.Method, "error", r.err)
@@ -260,6 +263,9 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 		g := h.g.progressSession(tok)
 		var hostTok json.RawMessage
+		if g != nil && g.childKey() != h.key {
+			g = nil // a token of a session this child does not serve
+		}
 		if g != nil {
 			hostTok, ok = g.progress.lookup(h.server, tok)
 		}
@@ -278,10 +284,11 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 	},
 	"notifications/message": func(h *upstreamHandler, msg *rpc.Message) {
-		// Log messages reach the user's screen: every session's whose level
-		// admits it (the child is shared, its log is not any one call's).
+		// Log messages reach the user's screen: every session's of the
+		// child's key whose level admits it (the child is shared by them,
+		// its log is not any one call's).
 		level, _ := rawjson.GetString(msg.Params, "level")
-		for _, s := range h.g.liveSessions() {
+		for _, s := range h.g.sessionsOf(h.key) {
 			if s.logAdmits(level) {
 				s.relayNotification(h.server, msg.Method, msg.Params)
 			}
@@ -289,9 +296,9 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 	},
 	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
-		// Each session that subscribed to it hears of it.
-		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.server, uri) {
-			for _, s := range h.g.liveSessions() {
+		// Each session of the child's key that subscribed to it hears of it.
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.key, h.server, uri) {
+			for _, s := range h.g.sessionsOf(h.key) {
 				if s.isSubscribed(uri) {
 					s.relayNotification(h.server, msg.Method, msg.Params)
 				}
@@ -304,7 +311,7 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		// Only for an elicitation this upstream started.
 		// The session whose host was asked hears of it.
 		id, _ := rawjson.GetString(msg.Params, "elicitationId")
-		for _, s := range h.g.liveSessions() {
+		for _, s := range h.g.sessionsOf(h.key) {
 			if s.urlElicitations.take(h.server, id) {
 				s.relayNotification(h.server, msg.Method, msg.Params)
 				return
@@ -313,13 +320,13 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
 	},
 	"notifications/tools/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.tools.lister, h.server)
+		h.g.refresh(h.g.tools.lister, h.key, h.server)
 	},
 	"notifications/prompts/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.prompts.lister, h.server)
+		h.g.refresh(h.g.prompts.lister, h.key, h.server)
 	},
 	"notifications/resources/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.resLister, h.server)
+		h.g.refresh(h.g.resLister, h.key, h.server)
 	},
 }
 

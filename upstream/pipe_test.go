@@ -90,7 +90,7 @@ func TestPoolOverPipeLauncher(t *testing.T) {
 		t.Errorf("session Err = %v; want the server's exit error", err)
 	}
 	eventually(t, "the pool records the end", func() bool {
-		err := p.LastError("s")
+		err := p.LastError("", "s")
 		return err != nil && strings.Contains(err.Error(), "the server gave up")
 	})
 }

@@ -1,12 +1,14 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,13 +29,13 @@ type PoolOptions struct {
 	StopGrace time.Duration
 	// MaxMessageBytes bounds one message from an upstream.
 	MaxMessageBytes int
-	// InitParams returns the params of the initialize request for a server.
-	// It is called on every start, so an upstream always sees the host's
-	// current capabilities.
-	InitParams func(server string) json.RawMessage
-	// Handler serves what an upstream sends on its own initiative
-	// (elicitation, sampling, roots, notifications).
-	Handler func(server string) rpc.Handler
+	// InitParams returns the params of the initialize request for a
+	// server's child of one key. It is called on every start, so an
+	// upstream always sees the current capabilities of its key.
+	InitParams func(key, server string) json.RawMessage
+	// Handler serves what one child (a server's, of one key) sends on its
+	// own initiative (elicitation, sampling, roots, notifications).
+	Handler func(key, server string) rpc.Handler
 	// OnStart is called, on its own goroutine, after a server has started
 	// and initialised.
 	OnStart func(*Session)
@@ -43,7 +45,11 @@ type PoolOptions struct {
 }
 
 // A Pool starts upstream servers lazily and keeps at most one session per
-// server. All methods are safe for concurrent use.
+// (key, server): a key is opaque to the pool, and callers that must not
+// share a child (the proxy's callers of different identities or different
+// upstream-facing capabilities) use different keys. Each (key, server) has
+// its own life: its start, its backoff after crashes, its idle stop. All
+// methods are safe for concurrent use.
 type Pool struct {
 	// Set at construction.
 	opts     PoolOptions
@@ -54,12 +60,16 @@ type Pool struct {
 	ctx      context.Context // parent of every start; cancelled by Close
 	cancel   context.CancelFunc
 	starts   sync.WaitGroup // starts under way; Close waits for them
+	stopping sync.WaitGroup // stops under way (stop); Close waits for them
 	watchers sync.WaitGroup // session watchers; Close waits for them
 
 	mu     sync.Mutex // guards the fields below
-	slots  map[string]*slot
+	slots  map[slotKey]*slot
 	closed bool
 }
+
+// slotKey names one child: a server, for one caller key.
+type slotKey struct{ key, server string }
 
 // slot is the life of one server across restarts.
 type slot struct {
@@ -92,14 +102,13 @@ func NewPool(configs []Config, opts PoolOptions) *Pool {
 		opts:    opts,
 		configs: map[string]Config{},
 		log:     opts.Logger,
-		slots:   map[string]*slot{},
+		slots:   map[slotKey]*slot{},
 		stopIdl: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for _, c := range configs {
 		p.configs[c.Name] = c
 		p.names = append(p.names, c.Name)
-		p.slots[c.Name] = &slot{}
 	}
 	if opts.IdleTimeout > 0 {
 		go p.reapIdle()
@@ -116,37 +125,52 @@ func (p *Pool) Has(server string) bool {
 	return ok
 }
 
-// LastError returns why server's last start failed or its last session
-// died, or nil.
-func (p *Pool) LastError(server string) error {
+// LastError returns why the last start of server's child of key failed or
+// its last session died, or nil.
+func (p *Pool) LastError(key, server string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if sl, ok := p.slots[server]; ok && sl.sess == nil {
+	if sl, ok := p.slots[slotKey{key, server}]; ok && sl.sess == nil {
 		return sl.lastErr
 	}
 	return nil
 }
 
-// Running returns the sessions that are up now, without starting any.
+// Running returns the sessions that are up now, of every key, without
+// starting any; ordered by key, then server.
 func (p *Pool) Running() []*Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*Session
-	for _, n := range p.names {
-		if s := p.slots[n].sess; s != nil {
+	for _, sl := range p.slots {
+		if s := sl.sess; s != nil {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Session) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// RunningFor returns the sessions of key that are up now.
+func (p *Pool) RunningFor(key string) []*Session {
+	var out []*Session
+	for _, s := range p.Running() {
+		if s.Key == key {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// Session returns server's running session, starting it if needed. However
-// many callers ask at once, a server is started once; the start is bounded by
+// Session returns the running session of server's child of key, starting
+// it if needed. However many callers ask at once, a child is started once; the start is bounded by
 // StartTimeout and is not abandoned when one caller gives up, since others
 // may be waiting for it. After a failed start, or a crash soon after one,
 // the server is not retried before a backoff delay; until then Session
 // returns the last error.
-func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
+func (p *Pool) Session(ctx context.Context, key, server string) (*Session, error) {
 	cfg, ok := p.configs[server]
 	if !ok {
 		return nil, fmt.Errorf("no upstream server named %q", server)
@@ -157,7 +181,11 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 			p.mu.Unlock()
 			return nil, errors.New("the gate is shutting down")
 		}
-		sl := p.slots[server]
+		sl := p.slots[slotKey{key, server}]
+		if sl == nil {
+			sl = &slot{}
+			p.slots[slotKey{key, server}] = sl
+		}
 		if s := sl.sess; s != nil {
 			select {
 			case <-s.Done():
@@ -193,7 +221,7 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 		// The start runs on its own goroutine and this caller waits for it
 		// like any other: one that gives up returns at once, and the start
 		// goes on for the others.
-		go p.runStart(sl, cfg, a)
+		go p.runStart(sl, key, cfg, a)
 		// Wait for this attempt itself: coming back round the loop after a
 		// quick failure would report the backoff, not why it failed.
 		select {
@@ -208,15 +236,18 @@ func (p *Pool) Session(ctx context.Context, server string) (*Session, error) {
 }
 
 // runStart starts cfg's server for the attempt a and settles its slot.
-func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
+func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 	defer p.starts.Done()
-	s, err := p.start(cfg)
+	s, err := p.start(key, cfg)
 
 	p.mu.Lock()
 	sl.starting = nil
 	closed := p.closed
+	// Stopped meanwhile (StopKey, Stop): the slot was let go, and a child
+	// started for it would have nobody to stop it.
+	detached := p.slots[slotKey{key, cfg.Name}] != sl
 	switch {
-	case closed:
+	case closed, detached:
 	case err != nil:
 		sl.lastErr = err
 		sl.failures++
@@ -234,8 +265,14 @@ func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
 			s.up.Stop(p.opts.StopGrace)
 		}
 		err = errors.New("the gate is shutting down")
+	case detached:
+		if err == nil {
+			s.conn.CloseWithError(errors.New("stopped while starting"))
+			s.up.Stop(p.opts.StopGrace)
+		}
+		err = fmt.Errorf("upstream %q was stopped while starting", cfg.Name)
 	case err != nil:
-		p.log.Error("upstream failed to start", "server", cfg.Name, "error", err)
+		p.log.Error("upstream failed to start", "server", cfg.Name, "key", key, "error", err)
 		err = fmt.Errorf("upstream %q failed to start: %w", cfg.Name, err)
 	}
 	a.err = err
@@ -243,7 +280,7 @@ func (p *Pool) runStart(sl *slot, cfg Config, a *startAttempt) {
 	if err != nil {
 		return
 	}
-	p.log.Info("upstream started", "server", cfg.Name, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
+	p.log.Info("upstream started", "server", cfg.Name, "key", key, "protocol_version", s.ProtocolVersion, "startup_ms", time.Since(s.started).Milliseconds())
 	p.watchers.Add(1) // before starts.Done, so Close's wait sees it
 	go func() {
 		defer p.watchers.Done()
@@ -259,7 +296,7 @@ func backoff(failures int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-func (p *Pool) start(cfg Config) (*Session, error) {
+func (p *Pool) start(key string, cfg Config) (*Session, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.StartTimeout)
 	defer cancel()
 	proc, err := p.opts.Launcher.Launch(ctx, cfg, rpc.Limits{
@@ -273,15 +310,17 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Name: cfg.Name, up: proc, started: time.Now()}
+	s := &Session{Name: cfg.Name, Key: key, up: proc, started: time.Now()}
 	s.lastUsed.Store(time.Now().UnixNano())
 	var h rpc.Handler = rejectAll{}
 	if p.opts.Handler != nil {
-		h = p.opts.Handler(cfg.Name)
+		if hh := p.opts.Handler(key, cfg.Name); hh != nil {
+			h = hh
+		}
 	}
 	s.conn = rpc.New(proc, countingHandler{s: s, h: h}, rpc.Options{
 		Peer:   fmt.Sprintf("upstream %q", cfg.Name),
-		Logger: p.log.With("server", cfg.Name),
+		Logger: p.log.With("server", cfg.Name, "key", key),
 		// The stream ending, or a write failing, usually means the process
 		// died: wait a moment for its exit status and stderr, which explain
 		// far more than "EOF" or "closed pipe".
@@ -309,7 +348,7 @@ func (p *Pool) start(cfg Config) (*Session, error) {
 	}()
 	var params json.RawMessage
 	if p.opts.InitParams != nil {
-		params = p.opts.InitParams(cfg.Name)
+		params = p.opts.InitParams(key, cfg.Name)
 	}
 	initErr := make(chan error, 1)
 	go func() { initErr <- s.initialize(ctx, params) }()
@@ -342,9 +381,9 @@ func (p *Pool) watch(sl *slot, s *Session) {
 	var err error
 	if !s.deliberate.Load() {
 		err = s.Err()
-		p.log.Error("upstream exited", "server", s.Name, "error", err)
+		p.log.Error("upstream exited", "server", s.Name, "key", s.Key, "error", err)
 	} else {
-		p.log.Info("upstream stopped", "server", s.Name, "why", s.Err())
+		p.log.Info("upstream stopped", "server", s.Name, "key", s.Key, "why", s.Err())
 	}
 	if p.opts.OnExit != nil {
 		p.opts.OnExit(s, err)
@@ -373,19 +412,44 @@ func (p *Pool) retireLocked(sl *slot, s *Session) {
 	}
 }
 
-// Stop stops server's session, if any.
+// Stop stops server's children, of every key.
 func (p *Pool) Stop(server string, why string) {
+	p.stop(func(k slotKey) bool { return k.server == server }, why)
+}
+
+// StopKey stops every child of key (its callers are gone), including one
+// still starting, and forgets their slots: the next Session for key starts
+// afresh.
+func (p *Pool) StopKey(key string, why string) {
+	p.stop(func(k slotKey) bool { return k.key == key }, why)
+}
+
+// stop lets go of the matching slots at once, so that a Session call
+// after it starts a new child, and stops their children on their own
+// goroutines (Close waits for them): a caller may hold its own lock.
+func (p *Pool) stop(match func(slotKey) bool, why string) {
 	p.mu.Lock()
-	sl, ok := p.slots[server]
-	if !ok || sl.sess == nil {
-		p.mu.Unlock()
-		return
+	defer p.mu.Unlock()
+	if p.closed {
+		return // Close stops them all
 	}
-	s := sl.sess
-	s.deliberate.Store(true)
-	p.mu.Unlock()
-	s.conn.CloseWithError(errors.New(why))
-	s.up.Stop(p.opts.StopGrace)
+	for k, sl := range p.slots {
+		if !match(k) {
+			continue
+		}
+		delete(p.slots, k) // a start under way sees it and stops what it started
+		s := sl.sess
+		if s == nil {
+			continue
+		}
+		s.deliberate.Store(true)
+		p.stopping.Add(1)
+		go func() {
+			defer p.stopping.Done()
+			s.conn.CloseWithError(errors.New(why))
+			s.up.Stop(p.opts.StopGrace)
+		}()
+	}
 }
 
 // Close stops every server and waits for them to exit.
@@ -417,6 +481,7 @@ func (p *Pool) Close() {
 	}
 	wg.Wait()
 	p.starts.Wait()
+	p.stopping.Wait()
 	// Nothing of the pool (a log line, OnExit) may outlive Close.
 	p.watchers.Wait()
 }
@@ -444,8 +509,8 @@ func (p *Pool) reapIdle() {
 // lets anything that slipped in finish before the process is stopped.
 func (p *Pool) retireIdle(s *Session) {
 	p.mu.Lock()
-	sl := p.slots[s.Name]
-	if sl.sess != s || s.inflight.Load() > 0 {
+	sl := p.slots[slotKey{s.Key, s.Name}]
+	if sl == nil || sl.sess != s || s.inflight.Load() > 0 {
 		p.mu.Unlock()
 		return
 	}

@@ -78,7 +78,7 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func initParams(string) json.RawMessage {
+func initParams(_, _ string) json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pool-test","version":"1"}}`)
 }
 
@@ -151,7 +151,7 @@ func session(t *testing.T, p *upstream.Pool, name string) *upstream.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
-	s, err := p.Session(ctx, name)
+	s, err := p.Session(ctx, "", name)
 	if err != nil {
 		t.Fatalf("Session(%s): %v", name, err)
 	}
@@ -197,7 +197,7 @@ func TestNothingStartedUntilNeeded(t *testing.T) {
 
 func TestUnknownServer(t *testing.T) {
 	p := newPool(t, nil, &upstreamtest.Launcher{}, nil)
-	if _, err := p.Session(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), `no upstream server named "nope"`) {
+	if _, err := p.Session(context.Background(), "", "nope"); err == nil || !strings.Contains(err.Error(), `no upstream server named "nope"`) {
 		t.Errorf("Session(nope) = %v", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestSingleFlight(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
-			s, err := p.Session(ctx, "s")
+			s, err := p.Session(ctx, "", "s")
 			if err != nil {
 				t.Errorf("Session: %v", err)
 			}
@@ -263,7 +263,7 @@ func TestSingleFlightProcess(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
-			s, err := p.Session(ctx, "h")
+			s, err := p.Session(ctx, "", "h")
 			if err != nil {
 				t.Errorf("Session: %v", err)
 				return
@@ -299,7 +299,7 @@ func TestStartNotAbandoned(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := p.Session(ctx1, "s")
+		_, err := p.Session(ctx1, "", "s")
 		first <- err
 	}()
 	eventually(t, "launch", func() bool { return l.Launches("s") == 1 })
@@ -309,7 +309,7 @@ func TestStartNotAbandoned(t *testing.T) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		s, err := p.Session(context.Background(), "s")
+		s, err := p.Session(context.Background(), "", "s")
 		second <- result{s, err}
 	}()
 
@@ -342,12 +342,12 @@ func TestFailedStartBackoff(t *testing.T) {
 	l := execLauncher(t)
 	cfg := upstream.Config{Name: "broken", Type: upstream.TypeStdio, Command: testserverBin(t), Args: []string{"--mode", "exit"}}
 	p := newPool(t, []upstream.Config{cfg}, l, nil)
-	_, err := p.Session(context.Background(), "broken")
+	_, err := p.Session(context.Background(), "", "broken")
 	if err == nil || !strings.Contains(err.Error(), `upstream "broken" failed to start`) ||
 		!strings.Contains(err.Error(), "missing API key") || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("Session = %v; want the failure with its exit status and stderr tail", err)
 	}
-	_, err = p.Session(context.Background(), "broken")
+	_, err = p.Session(context.Background(), "", "broken")
 	if err == nil || !strings.Contains(err.Error(), "next start attempt in") || !strings.Contains(err.Error(), "missing API key") {
 		t.Errorf("second Session within the backoff = %v; want the last error and the backoff", err)
 	}
@@ -360,14 +360,14 @@ func TestFailedLaunchRecovers(t *testing.T) {
 	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"s": echoServer}}
 	l.FailLaunches("s", errors.New("no such file or directory"))
 	p := newPool(t, l.Configs(), l, nil)
-	if _, err := p.Session(context.Background(), "s"); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+	if _, err := p.Session(context.Background(), "", "s"); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Fatalf("Session = %v; want the launch error", err)
 	}
 	l.FailLaunches("s", nil)
 	var s *upstream.Session
 	eventually(t, "a start after the backoff", func() bool {
 		var err error
-		s, err = p.Session(context.Background(), "s")
+		s, err = p.Session(context.Background(), "", "s")
 		if err != nil && !strings.Contains(err.Error(), "next start attempt in") {
 			t.Fatalf("Session = %v; want the backoff error or a session", err)
 		}
@@ -393,7 +393,7 @@ func TestInitializeFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"s": rawServer(tt.result)}}
 			p := newPool(t, l.Configs(), l, nil)
-			_, err := p.Session(context.Background(), "s")
+			_, err := p.Session(context.Background(), "", "s")
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `upstream "s" failed to start`) {
 				t.Errorf("Session = %v; want an error containing %q", err, tt.want)
 			}
@@ -444,7 +444,7 @@ func TestStartTimeout(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
-	_, err := p.Session(ctx, "mute")
+	_, err := p.Session(ctx, "", "mute")
 	if err == nil || !strings.Contains(err.Error(), "no answer to initialize within 300ms") {
 		t.Errorf("Session = %v; want the start timeout", err)
 	}
@@ -463,7 +463,7 @@ func TestStartTimeoutUnreadInput(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Session(context.Background(), "s")
+		_, err := p.Session(context.Background(), "", "s")
 		errc <- err
 	}()
 	select {
@@ -503,7 +503,7 @@ func TestCrashMidCall(t *testing.T) {
 	var s2 *upstream.Session
 	eventually(t, "a restart", func() bool {
 		var err error
-		s2, err = p.Session(context.Background(), "h")
+		s2, err = p.Session(context.Background(), "", "h")
 		return err == nil && s2 != s
 	})
 	if upstream.PID(s2) == oldPID {
@@ -555,7 +555,7 @@ func TestOnStartOnExit(t *testing.T) {
 
 	// A deliberate stop reports no error.
 	eventually(t, "restart", func() bool {
-		s2, err := p.Session(context.Background(), "s")
+		s2, err := p.Session(context.Background(), "", "s")
 		if err == nil {
 			s = s2
 		}
@@ -667,7 +667,7 @@ func TestCloseStopsEverything(t *testing.T) {
 			t.Errorf("pid %d after Close: kill(0) = %v; want ESRCH (gone)", pid, err)
 		}
 	}
-	if _, err := p.Session(context.Background(), "a"); err == nil || !strings.Contains(err.Error(), "shutting down") {
+	if _, err := p.Session(context.Background(), "", "a"); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Session after Close = %v", err)
 	}
 	p.Close() // twice is fine
@@ -691,7 +691,7 @@ func TestCloseDuringStart(t *testing.T) {
 	p := newPool(t, inner.Configs(), l, nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Session(context.Background(), "s")
+		_, err := p.Session(context.Background(), "", "s")
 		errc <- err
 	}()
 	eventually(t, "launch", func() bool { return inner.Launches("s") == 1 })
@@ -755,4 +755,108 @@ func TestChildEnvironment(t *testing.T) {
 			t.Errorf("%s saw %s; want %s (only allowlisted and inheritEnv variables inherited, explicit ones set)", name, s.InitResult, want)
 		}
 	}
+}
+
+// A key is a child of its own: the same server under two keys is two
+// children, each started with its key's initialize params and handler,
+// each with its own idle stop; StopKey stops one key's children alone.
+func TestPoolKeys(t *testing.T) {
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": echoServer}}
+	var mu sync.Mutex
+	var inits, handlers []string
+	p := newPool(t, l.Configs(), l, func(o *upstream.PoolOptions) {
+		o.InitParams = func(key, server string) json.RawMessage {
+			mu.Lock()
+			inits = append(inits, key+"/"+server)
+			mu.Unlock()
+			return initParams(key, server)
+		}
+		o.Handler = func(key, server string) rpc.Handler {
+			mu.Lock()
+			handlers = append(handlers, key+"/"+server)
+			mu.Unlock()
+			return nil
+		}
+	})
+	get := func(key string) *upstream.Session {
+		t.Helper()
+		s, err := p.Session(context.Background(), key, "a")
+		if err != nil {
+			t.Fatalf("Session(%s, a): %v", key, err)
+		}
+		return s
+	}
+	one, two := get("k1"), get("k2")
+	if one == two || get("k1") != one || one.Key != "k1" || two.Key != "k2" {
+		t.Fatalf("keys k1 and k2 did not get a child each")
+	}
+	callEcho(t, one, "one")
+	callEcho(t, two, "two")
+	if n := l.Launches("a"); n != 2 {
+		t.Errorf("%d launches; want one per key", n)
+	}
+	mu.Lock()
+	if strings.Join(inits, ",") != "k1/a,k2/a" || strings.Join(handlers, ",") != "k1/a,k2/a" {
+		t.Errorf("initialize params for %v, handlers for %v; want each key's own", inits, handlers)
+	}
+	mu.Unlock()
+	if r := p.RunningFor("k2"); len(r) != 1 || r[0] != two {
+		t.Errorf("RunningFor(k2) = %v", r)
+	}
+	p.StopKey("k1", "its sessions are gone")
+	eventually(t, "k1's child to stop", func() bool { return len(p.RunningFor("k1")) == 0 })
+	select {
+	case <-two.Done():
+		t.Fatal("StopKey(k1) stopped k2's child")
+	default:
+	}
+	if r := p.Running(); len(r) != 1 || r[0] != two {
+		t.Errorf("Running after StopKey(k1) = %v", r)
+	}
+	if p.LastError("k1", "a") != nil {
+		t.Errorf("a deliberate stop left an error: %v", p.LastError("k1", "a"))
+	}
+	if get("k1") == one {
+		t.Error("k1 got its stopped child back")
+	}
+}
+
+// A child still starting when its key is stopped is stopped as soon as it
+// is up, and its waiters hear so; the key's next Session starts afresh.
+func TestStopKeyWhileStarting(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(ctx context.Context, tr mcp.Transport) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return echoServer(ctx, tr)
+	}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": slow}}
+	p := newPool(t, l.Configs(), l, nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Session(context.Background(), "k", "a")
+		errc <- err
+	}()
+	eventually(t, "the start to be under way", func() bool { return l.Launches("a") == 1 })
+	p.StopKey("k", "its sessions are gone")
+	close(release)
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "stopped while starting") {
+			t.Fatalf("Session during StopKey: %v; want stopped while starting", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("Session did not return")
+	}
+	if r := p.RunningFor("k"); len(r) != 0 {
+		t.Fatalf("a child started for a stopped key runs on: %v", r)
+	}
+	s, err := p.Session(context.Background(), "k", "a")
+	if err != nil {
+		t.Fatalf("Session after StopKey: %v", err)
+	}
+	callEcho(t, s, "again")
 }

@@ -36,6 +36,7 @@ type Capabilities struct {
 type Session struct {
 	// Set at construction.
 	Name            string
+	Key             string // the caller key the pool started it for
 	ProtocolVersion string
 	Caps            Capabilities
 	InitResult      json.RawMessage // the raw initialize result

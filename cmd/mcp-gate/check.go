@@ -159,7 +159,7 @@ func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.D
 		Launcher:     &upstream.ExecLauncher{Logger: log},
 		Logger:       log,
 		StartTimeout: timeout,
-		InitParams: func(string) json.RawMessage {
+		InitParams: func(_, _ string) json.RawMessage {
 			// Elicitation and sampling, as hosts declare them, so that
 			// servers that register tools only for capable clients list
 			// them; check never calls a tool, so neither is ever asked.
@@ -201,7 +201,7 @@ func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.D
 
 func listServer(ctx context.Context, pool *upstream.Pool, server string) (policy.ServerNames, error) {
 	var out policy.ServerNames
-	s, err := pool.Session(ctx, server)
+	s, err := pool.Session(ctx, "", server)
 	if err != nil {
 		return out, err
 	}

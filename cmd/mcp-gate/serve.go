@@ -83,7 +83,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	gate.Store(g)
-	return g.Serve(ctx, stdin, stdout)
+	return g.Serve(ctx, stdin, stdout, proxy.WithIdentity(proxy.OSUser()))
 }
 
 // openPolicy loads the policy: the file given, else the default file if it

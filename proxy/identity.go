@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os/user"
+	"slices"
+)
+
+// An Identity is who a host session acts for. The stdio command's session
+// is the OS user running the gate (OSUser); an HTTP front end's sessions
+// will carry the subject, email and groups of their token. Upstream
+// children are never shared between identities: what one user's child
+// remembers, caches or is logged in as stays that user's.
+type Identity struct {
+	Subject string   // who, as the authority that vouched for it names them ("uid:1000", a token's sub)
+	Name    string   // for logs: the user name, "" when unknown
+	Email   string   // a token's email, "" in stdio mode
+	Groups  []string // a token's groups; none in stdio mode
+}
+
+// Key is a stable string naming the identity: equal identities (groups in
+// any order) have equal keys, and any difference in subject, email or
+// groups gives another. Name is a label and takes no part.
+func (id Identity) Key() string {
+	groups := slices.Clone(id.Groups)
+	slices.Sort(groups)
+	groups = slices.Compact(groups)
+	b, _ := json.Marshal([]any{id.Subject, id.Email, groups})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// OSUser is the identity of the OS user running the gate: its uid, and its
+// name when the system can say; no groups, since a stdio host is that user
+// whatever groups it is in.
+func OSUser() Identity {
+	u, err := user.Current()
+	if err != nil {
+		return Identity{Subject: "uid:unknown"}
+	}
+	return Identity{Subject: "uid:" + u.Uid, Name: u.Username}
+}
+
+// A SessionOption configures a Session.
+type SessionOption func(*Session)
+
+// WithIdentity sets who the session acts for (the zero Identity, an
+// anonymous one, when not given).
+func WithIdentity(id Identity) SessionOption {
+	return func(s *Session) { s.identity = id }
+}
+
+// poolKey is the key of the upstream children a session uses: its
+// identity and its upstream-facing profile, the capabilities the gate
+// passes upstream in initialize (caps, compacted JSON). Sessions with equal
+// keys share children; any difference gives the session children of its
+// own, so a child started for a host that can sample never sends a
+// sampling request to one that cannot, and one user's child never asks
+// another's host.
+//
+// A host that declares roots has children of its own (its session id is in
+// the key): its roots are its host's answer to roots/list, which may differ
+// between hosts of one user and change at any time, so the only child that
+// may ask it for them, and act on them, is one nobody else shares.
+//
+// The key is short and printable, for logs: the identity's key and a hash
+// of the profile.
+func poolKey(id Identity, caps json.RawMessage, roots bool, session string) string {
+	profile := string(caps)
+	if roots {
+		profile += "\x00session:" + session
+	}
+	sum := sha256.Sum256([]byte(profile))
+	return id.Key() + "-" + hex.EncodeToString(sum[:8])
+}
