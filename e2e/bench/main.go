@@ -1,0 +1,368 @@
+// Command bench measures the mcp-gate binary against a direct connection,
+// with real processes on both sides: the load generator's light client
+// (e2e/loadgen) drives the echo server (e2e/echoserver) either directly or
+// through the gate, in alternating runs so that drift on a shared machine
+// falls on both sides alike, and prints the ratios next to issue 9's
+// targets. It is a benchmark: a MISS is news, never a failure.
+//
+//	go run ./e2e/bench                 # pinned to one CPU, then unpinned
+//	go run ./e2e/bench -cpu pinned -rounds 1 -profile /tmp/prof
+//
+// Pinned means every process (this one, the gate, the echo server) runs
+// under `taskset -c 0` with GOMAXPROCS unset, so Go picks 1, as in a
+// one-CPU container. The gate runs under a policy that allows mcp:echo:*,
+// with its audit log in a file and its result guard on: every call is
+// decided, audited and guarded, as in use.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/e2e/loadgen"
+)
+
+type config struct {
+	cpu       string
+	rounds    int
+	echoCalls int
+	blobCalls int
+	c8        time.Duration
+	blob8     int
+	cold      int
+	gateBin   string
+	echoBin   string
+	profile   string
+	only      string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.cpu, "cpu", "both", "pinned (all processes on CPU 0), unpinned, or both")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs direct and gate once, in alternating order")
+	flag.IntVar(&cfg.echoCalls, "echo-calls", 2000, "echo calls at c=1 per round and side")
+	flag.IntVar(&cfg.blobCalls, "blob-calls", 40, "1 MB calls at c=1 per round and side")
+	flag.DurationVar(&cfg.c8, "c8", time.Second, "how long echo runs with 8 outstanding calls per round and side")
+	flag.IntVar(&cfg.blob8, "blob8-calls", 48, "1 MB calls with 8 outstanding per round and side (for the gate's peak memory)")
+	flag.IntVar(&cfg.cold, "cold", 8, "cold starts per round and side")
+	flag.StringVar(&cfg.gateBin, "gate", "", "mcp-gate binary (default: built from this checkout)")
+	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
+	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// pinnedEnv marks the re-executed copy of this command that runs pinned.
+const pinnedEnv = "MCP_GATE_BENCH_CHILD"
+
+func run(cfg config) error {
+	if os.Getenv(pinnedEnv) != "" {
+		return measure(cfg)
+	}
+	dir, err := os.MkdirTemp("", "mcp-gate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if cfg.gateBin == "" {
+		cfg.gateBin = filepath.Join(dir, "mcp-gate")
+		if err := build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
+			return err
+		}
+	}
+	if cfg.echoBin == "" {
+		cfg.echoBin = filepath.Join(dir, "echoserver")
+		if err := build(cfg.echoBin, "e2e/echoserver"); err != nil {
+			return err
+		}
+	}
+	var modes []string
+	switch cfg.cpu {
+	case "both":
+		modes = []string{"pinned", "unpinned"}
+	case "pinned", "unpinned":
+		modes = []string{cfg.cpu}
+	default:
+		return fmt.Errorf("-cpu %q: want pinned, unpinned or both", cfg.cpu)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, mode := range modes {
+		// Each mode is a fresh copy of this command, so that GOMAXPROCS is
+		// chosen at its start from the CPUs it may use.
+		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin}
+		flag.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "cpu", "gate", "echo":
+			default:
+				args = append(args, "-"+f.Name+"="+f.Value.String())
+			}
+		})
+		if mode == "pinned" {
+			args = append([]string{"taskset", "-c", "0"}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(withoutGOMAXPROCS(os.Environ()), pinnedEnv+"=1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s run: %w", mode, err)
+		}
+	}
+	return nil
+}
+
+// build compiles a package of this module, found from the working directory
+// up, into out.
+func build(out, pkg string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run the benchmark inside the mcp-gate module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func withoutGOMAXPROCS(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "GOMAXPROCS=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// side is what one target accumulated over the rounds.
+type side struct {
+	target    loadgen.Target
+	echo1     []time.Duration
+	blob1     []time.Duration
+	cold      []time.Duration
+	echo8N    int
+	echo8T    time.Duration
+	blob8N    int
+	blob8T    time.Duration
+	idleHWM   int // KiB, the largest over the rounds
+	loadHWM   int
+	processes int
+}
+
+func measure(cfg config) error {
+	dir, err := os.MkdirTemp("", "mcp-gate-bench-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	direct, gate, err := targets(cfg, dir)
+	if err != nil {
+		return err
+	}
+	want := func(s string) bool {
+		return cfg.only == "" || strings.Contains(","+cfg.only+",", ","+s+",")
+	}
+	sides := []*side{{target: direct}, {target: gate}}
+	start := time.Now()
+	for round := range cfg.rounds {
+		order := sides
+		if round%2 == 1 {
+			order = []*side{sides[1], sides[0]}
+		}
+		for _, s := range order {
+			if err := session(cfg, s, want); err != nil {
+				return err
+			}
+		}
+		if want("cold") {
+			// Interleave the cold starts one by one.
+			for i := range 2 * cfg.cold {
+				s := order[i%2]
+				d, err := loadgen.ColdStart(s.target, s.target.Echo())
+				if err != nil {
+					return err
+				}
+				s.cold = append(s.cold, d)
+			}
+		}
+	}
+	report(os.Stdout, cfg, sides[0], sides[1], time.Since(start))
+	return nil
+}
+
+// session runs the warm scenarios on one fresh process of s.
+func session(cfg config, s *side, want func(string) bool) error {
+	c, err := s.target.Open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s.processes++
+	echo, blob := s.target.Echo(), s.target.Blob(1<<20)
+	if _, err := loadgen.Latency(c, echo, 50, nil); err != nil { // warm up
+		return err
+	}
+	if _, hwm, err := loadgen.PeakRSS(c.Pid()); err == nil {
+		s.idleHWM = max(s.idleHWM, hwm)
+	}
+	if want("echo1") {
+		if s.echo1, err = loadgen.Latency(c, echo, cfg.echoCalls, s.echo1); err != nil {
+			return err
+		}
+	}
+	if want("echo8") {
+		n, d, err := loadgen.Throughput(c, echo, 8, cfg.c8)
+		if err != nil {
+			return err
+		}
+		s.echo8N += n
+		s.echo8T += d
+	}
+	if want("blob1") {
+		if _, err := loadgen.Latency(c, blob, 2, nil); err != nil { // warm up
+			return err
+		}
+		if s.blob1, err = loadgen.Latency(c, blob, cfg.blobCalls, s.blob1); err != nil {
+			return err
+		}
+	}
+	if want("blob8") {
+		t0 := time.Now()
+		if err := c.Pipeline(blob, 8, cfg.blob8); err != nil {
+			return err
+		}
+		s.blob8T += time.Since(t0)
+		s.blob8N += cfg.blob8
+		if _, hwm, err := loadgen.PeakRSS(c.Pid()); err == nil {
+			s.loadHWM = max(s.loadHWM, hwm)
+		}
+	}
+	return nil
+}
+
+func targets(cfg config, dir string) (direct, gate loadgen.Target, err error) {
+	env := withoutGOMAXPROCS(os.Environ())
+	direct = loadgen.Target{
+		Name: "direct",
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(cfg.echoBin)
+			cmd.Env = env
+			return cmd
+		},
+		Tool: func(s string) string { return s },
+	}
+	servers := filepath.Join(dir, "servers.json")
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {
+		return direct, gate, err
+	}
+	// Every echo call is decided by a rule; everything else is denied.
+	if err := os.WriteFile(policy, []byte("version: 1\nfallback: deny\nallow:\n  - \"mcp:echo:*\"\n"), 0o600); err != nil {
+		return direct, gate, err
+	}
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return direct, gate, err
+		}
+	}
+	n := 0
+	gate = loadgen.Target{
+		Name: "gate",
+		Command: func() *exec.Cmd {
+			n++
+			cmd := exec.Command(cfg.gateBin, "serve", "--servers", servers, "--policy", policy,
+				"--audit-log", filepath.Join(dir, fmt.Sprintf("audit-%d.jsonl", n)))
+			cmd.Env = env
+			if cfg.profile != "" {
+				cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)],
+					"MCP_GATE_CPUPROFILE="+filepath.Join(cfg.profile, fmt.Sprintf("%s-%d.pprof", cfg.cpu, n)))
+			}
+			// The gate's own log (info and up, the default) goes to a
+			// file, as a host would keep it.
+			if f, err := os.OpenFile(filepath.Join(dir, "gate-stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+				cmd.Stderr = f
+			}
+			return cmd
+		},
+		Tool: func(s string) string { return "echo__" + s },
+	}
+	return direct, gate, nil
+}
+
+func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
+	pinned := cfg.cpu == "pinned"
+	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating direct and gate, %s, %s\n",
+		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
+	fmt.Fprintf(w, "| scenario | direct | gate | gate/direct | target | |\n|---|---:|---:|---:|---:|---|\n")
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "MISS"
+	}
+	us := func(t time.Duration) string { return fmt.Sprintf("%.0f µs", float64(t)/1e3) }
+	ms := func(t time.Duration) string { return fmt.Sprintf("%.2f ms", float64(t)/1e6) }
+	if len(d.echo1) > 0 && len(g.echo1) > 0 {
+		ds, gs := loadgen.Summarise(d.echo1), loadgen.Summarise(g.echo1)
+		r := float64(gs.P50) / float64(ds.P50)
+		fmt.Fprintf(w, "| echo c=1 p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", us(ds.P50), us(gs.P50), r, verdict(r <= 2.5))
+		fmt.Fprintf(w, "| echo c=1 p90 | %s | %s | %.2f× | | |\n", us(ds.P90), us(gs.P90), float64(gs.P90)/float64(ds.P90))
+		fmt.Fprintf(w, "| echo c=1 p99 | %s | %s | %.2f× | | |\n", us(ds.P99), us(gs.P99), float64(gs.P99)/float64(ds.P99))
+	}
+	if d.echo8N > 0 && g.echo8N > 0 {
+		dr, gr := float64(d.echo8N)/d.echo8T.Seconds(), float64(g.echo8N)/g.echo8T.Seconds()
+		fmt.Fprintf(w, "| echo c=8 calls/s | %.0f | %.0f | %.2f× | ≥ 0.4× | %s |\n", dr, gr, gr/dr, verdict(gr/dr >= 0.4))
+	}
+	if len(d.blob1) > 0 && len(g.blob1) > 0 {
+		ds, gs := loadgen.Summarise(d.blob1), loadgen.Summarise(g.blob1)
+		r := float64(gs.P50) / float64(ds.P50)
+		limit := 1.3
+		if pinned {
+			limit = 1.6
+		}
+		fmt.Fprintf(w, "| 1 MB c=1 p50 | %s | %s | %.2f× | ≤ %.1f× | %s |\n", ms(ds.P50), ms(gs.P50), r, limit, verdict(r <= limit))
+	}
+	if d.blob8N > 0 && g.blob8N > 0 {
+		dr, gr := float64(d.blob8N)/d.blob8T.Seconds(), float64(g.blob8N)/g.blob8T.Seconds()
+		fmt.Fprintf(w, "| 1 MB c=8 calls/s | %.0f | %.0f | %.2f× | | |\n", dr, gr, gr/dr)
+	}
+	if len(d.cold) > 0 && len(g.cold) > 0 {
+		ds, gs := loadgen.Summarise(d.cold), loadgen.Summarise(g.cold)
+		r := float64(gs.P50) / float64(ds.P50)
+		fmt.Fprintf(w, "| cold start p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", ms(ds.P50), ms(gs.P50), r, verdict(r <= 2.5))
+	}
+	mb := func(kb int) float64 { return float64(kb) / 1024 }
+	fmt.Fprintf(w, "| gate peak RSS, idle | | %.1f MB | | ≤ 15 MB | %s |\n", mb(g.idleHWM), verdict(g.idleHWM > 0 && mb(g.idleHWM) <= 15))
+	if g.loadHWM > 0 {
+		fmt.Fprintf(w, "| gate peak RSS, 1 MB c=8 | | %.1f MB | | ≤ 25 MB | %s |\n", mb(g.loadHWM), verdict(mb(g.loadHWM) <= 25))
+	}
+	fmt.Fprintf(w, "(direct = the echo server alone; its peak RSS idle %.1f MB, under 1 MB c=8 %.1f MB)\n", mb(d.idleHWM), mb(d.loadHWM))
+}
