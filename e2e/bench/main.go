@@ -293,13 +293,19 @@ func targets(cfg config, dir string) (direct, gate loadgen.Target, err error) {
 			return direct, gate, err
 		}
 	}
+	// The audit log is not next to the policy file: the policy watcher
+	// would wake at every line appended to its directory.
+	auditDir := filepath.Join(dir, "audit")
+	if err := os.Mkdir(auditDir, 0o700); err != nil {
+		return direct, gate, err
+	}
 	n := 0
 	gate = loadgen.Target{
 		Name: "gate",
 		Command: func() *exec.Cmd {
 			n++
 			cmd := exec.Command(cfg.gateBin, "serve", "--servers", servers, "--policy", policy,
-				"--audit-log", filepath.Join(dir, fmt.Sprintf("audit-%d.jsonl", n)))
+				"--audit-log", filepath.Join(auditDir, fmt.Sprintf("audit-%d.jsonl", n)))
 			cmd.Env = env
 			if cfg.profile != "" {
 				cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)],
