@@ -64,6 +64,9 @@ func TestEchoServer(t *testing.T) {
 	if d, err := ColdStart(target, target.Echo()); err != nil || d <= 0 {
 		t.Fatalf("cold start: %v, %v", d, err)
 	}
+	if cpu, err := CPUTime(c.Pid()); err != nil || cpu <= 0 {
+		t.Fatalf("CPU time: %v, %v", cpu, err)
+	}
 	if _, hwm, err := PeakRSS(c.Pid()); err != nil || hwm <= 0 {
 		t.Fatalf("peak RSS: %d KiB, %v", hwm, err)
 	}
