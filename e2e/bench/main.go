@@ -176,6 +176,7 @@ type side struct {
 	idleHWM   int // KiB, the largest over the rounds
 	loadHWM   int
 	processes int
+	calls     int // tools/call requests sent, warm-ups and cold starts included
 }
 
 func measure(cfg config) error {
@@ -184,7 +185,7 @@ func measure(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	direct, gate, err := targets(cfg, dir)
+	direct, gate, auditDir, err := targets(cfg, dir)
 	if err != nil {
 		return err
 	}
@@ -212,10 +213,26 @@ func measure(cfg config) error {
 					return err
 				}
 				s.cold = append(s.cold, d)
+				s.calls++
 			}
 		}
 	}
 	report(os.Stdout, cfg, sides[0], sides[1], time.Since(start))
+	// Nothing was switched off: every call through the gate was decided
+	// and audited.
+	decisions := 0
+	files, _ := filepath.Glob(filepath.Join(auditDir, "*.jsonl"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		decisions += strings.Count(string(data), `"event":"decision"`)
+	}
+	fmt.Printf("gate audit: %d decision records for %d tool calls\n", decisions, sides[1].calls)
+	if decisions != sides[1].calls {
+		return fmt.Errorf("the gate audited %d decisions for %d calls: the measurement is not of the gate as used", decisions, sides[1].calls)
+	}
 	return nil
 }
 
@@ -225,7 +242,7 @@ func session(cfg config, s *side, want func(string) bool) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { s.calls += c.Calls(); c.Close() }()
 	s.processes++
 	echo, blob := s.target.Echo(), s.target.Blob(1<<20)
 	if _, err := loadgen.Latency(c, echo, 50, nil); err != nil { // warm up
@@ -278,7 +295,7 @@ func session(cfg config, s *side, want func(string) bool) error {
 	return nil
 }
 
-func targets(cfg config, dir string) (direct, gate loadgen.Target, err error) {
+func targets(cfg config, dir string) (direct, gate loadgen.Target, auditDir string, err error) {
 	env := withoutGOMAXPROCS(os.Environ())
 	direct = loadgen.Target{
 		Name: "direct",
@@ -292,22 +309,22 @@ func targets(cfg config, dir string) (direct, gate loadgen.Target, err error) {
 	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {
-		return direct, gate, err
+		return direct, gate, "", err
 	}
 	// Every echo call is decided by a rule; everything else is denied.
 	if err := os.WriteFile(policy, []byte("version: 1\nfallback: deny\nallow:\n  - \"mcp:echo:*\"\n"), 0o600); err != nil {
-		return direct, gate, err
+		return direct, gate, "", err
 	}
 	if cfg.profile != "" {
 		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
-			return direct, gate, err
+			return direct, gate, "", err
 		}
 	}
 	// The audit log is not next to the policy file: the policy watcher
 	// would wake at every line appended to its directory.
-	auditDir := filepath.Join(dir, "audit")
+	auditDir = filepath.Join(dir, "audit")
 	if err := os.Mkdir(auditDir, 0o700); err != nil {
-		return direct, gate, err
+		return direct, gate, "", err
 	}
 	n := 0
 	gate = loadgen.Target{
@@ -330,7 +347,7 @@ func targets(cfg config, dir string) (direct, gate loadgen.Target, err error) {
 		},
 		Tool: func(s string) string { return "echo__" + s },
 	}
-	return direct, gate, nil
+	return direct, gate, auditDir, nil
 }
 
 func report(w io.Writer, cfg config, d, g *side, took time.Duration) {

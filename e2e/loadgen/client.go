@@ -33,6 +33,7 @@ type Client struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	nextID int64
+	calls  int
 	out    []byte // the request being written, reused
 	long   []byte // a reply longer than the read buffer, reused
 }
@@ -53,6 +54,9 @@ func Start(cmd *exec.Cmd) (*Client, error) {
 	}
 	return &Client{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 256<<10)}, nil
 }
+
+// Calls is the number of tools/call requests sent so far.
+func (c *Client) Calls() int { return c.calls }
 
 // Pid is the server's process id.
 func (c *Client) Pid() int { return c.cmd.Process.Pid }
@@ -170,6 +174,9 @@ func (c *Client) request(method, params string) (reply, error) {
 
 func (c *Client) send(method, params string) (int64, error) {
 	c.nextID++
+	if method == "tools/call" {
+		c.calls++
+	}
 	b := append(c.out[:0], `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, c.nextID, 10)
 	b = append(b, `,"method":"`...)
