@@ -112,6 +112,9 @@ func run(cfg config) error {
 			}
 		})
 		if mode == "pinned" {
+			if _, err := exec.LookPath("taskset"); err != nil {
+				return fmt.Errorf("a pinned run needs taskset (util-linux), or run -cpu unpinned: %w", err)
+			}
 			args = append([]string{"taskset", "-c", "0"}, args...)
 		}
 		cmd := exec.Command(args[0], args[1:]...)
