@@ -11,7 +11,9 @@ import (
 // The normal test suite compiles the benchmark through this file and checks
 // its table's arithmetic; it never runs the benchmark itself.
 func TestReportVerdicts(t *testing.T) {
-	ms := func(n int) []time.Duration { return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10) }
+	ms := func(n int) []time.Duration {
+		return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10)
+	}
 	d := &side{echo1: ms(10), blob1: ms(1000), cold: ms(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
 	g := &side{echo1: ms(25), blob1: ms(1500), cold: ms(6000), echo8N: 399, echo8T: time.Second, idleHWM: 15 << 10, loadHWM: 26 << 10}
 	var out bytes.Buffer
