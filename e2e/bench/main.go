@@ -40,6 +40,7 @@ type config struct {
 	gateBin   string
 	echoBin   string
 	profile   string
+	trace     bool
 	only      string
 }
 
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&cfg.gateBin, "gate", "", "mcp-gate binary (default: built from this checkout)")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
+	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
 	flag.Parse()
 	if err := run(cfg); err != nil {
@@ -340,6 +342,9 @@ func targets(cfg config, dir string) (direct, gate loadgen.Target, auditDir stri
 			if cfg.profile != "" {
 				cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)],
 					"MCP_GATE_CPUPROFILE="+filepath.Join(cfg.profile, fmt.Sprintf("%s-%d.pprof", cfg.cpu, n)))
+				if cfg.trace {
+					cmd.Env = append(cmd.Env, "MCP_GATE_TRACE="+filepath.Join(cfg.profile, fmt.Sprintf("%s-%d.trace", cfg.cpu, n)))
+				}
 			}
 			// The gate's own log (info and up, the default) goes to a
 			// file, as a host would keep it.
