@@ -91,6 +91,13 @@ func run(cfg config) error {
 			return err
 		}
 	}
+	for _, s := range strings.Split(cfg.only, ",") {
+		switch s {
+		case "", "echo1", "echo8", "blob1", "blob8", "cold":
+		default:
+			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
+		}
+	}
 	var modes []string
 	switch cfg.cpu {
 	case "both":
