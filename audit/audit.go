@@ -16,8 +16,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -58,11 +60,32 @@ const (
 // A Logger writes audit records. It is safe for concurrent use.
 type Logger struct {
 	l *slog.Logger
+	// w is set when the records are JSON lines on a writer (New): the
+	// package's own records are then encoded here, byte for byte as slog's
+	// JSON handler would write them, without slog's per-record work, since
+	// one is written for every call the gate relays. Lines logged through
+	// Slog go to the same writer under the same lock.
+	w *lockedWriter
+}
+
+// lockedWriter serialises whole lines from the fast path and from slog.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // New returns a Logger that writes JSON lines to w.
 func New(w io.Writer) *Logger {
-	return NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	lw := &lockedWriter{w: w}
+	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a.w = lw
+	return a
 }
 
 // NewHandler returns a Logger over any slog handler (tests use this).
@@ -131,21 +154,23 @@ type Decision struct {
 
 // Decision records a verdict.
 func (a *Logger) Decision(d Decision) {
-	a.l.LogAttrs(context.Background(), slog.LevelInfo, "decision",
-		slog.String(KeyEvent, EventDecision),
-		slog.String(KeyDecisionID, d.ID),
-		slog.String(KeySession, d.Session),
-		slog.String(KeyKind, d.Kind),
-		slog.String(KeyServer, d.Server),
-		slog.String(KeyTool, d.Tool),
-		slog.String(KeyWireName, d.WireName),
-		slog.String(KeyVerdict, d.Verdict),
-		slog.String(KeyRule, d.Rule),
-		slog.String(KeyReason, Redact(d.Reason)), // a failed condition's error can quote an argument
-		slog.String(KeyRevision, d.Revision),
-		slog.String(KeyArgsDigest, d.ArgsDigest),
-		slog.Int64(KeyLatencyUS, d.Latency.Microseconds()),
-	)
+	r := a.begin(slog.LevelInfo, "decision", EventDecision)
+	if r == nil {
+		return
+	}
+	r.str(KeyDecisionID, d.ID)
+	r.str(KeySession, d.Session)
+	r.str(KeyKind, d.Kind)
+	r.str(KeyServer, d.Server)
+	r.str(KeyTool, d.Tool)
+	r.str(KeyWireName, d.WireName)
+	r.str(KeyVerdict, d.Verdict)
+	r.str(KeyRule, d.Rule)
+	r.str(KeyReason, Redact(d.Reason)) // a failed condition's error can quote an argument
+	r.str(KeyRevision, d.Revision)
+	r.str(KeyArgsDigest, d.ArgsDigest)
+	r.int(KeyLatencyUS, d.Latency.Microseconds())
+	a.end(r)
 }
 
 // Approval is the record of one question put to a human.
@@ -161,18 +186,20 @@ type Approval struct {
 }
 
 // Approval records an ask and its answer.
-func (a *Logger) Approval(r Approval) {
-	a.l.LogAttrs(context.Background(), slog.LevelInfo, "approval",
-		slog.String(KeyEvent, EventApproval),
-		slog.String(KeyDecisionID, r.DecisionID),
-		slog.String(KeySession, r.Session),
-		slog.String(KeyServer, r.Server),
-		slog.String(KeyTool, r.Tool),
-		slog.String(KeyArgsDigest, r.ArgsDigest),
-		slog.String(KeyOutcome, r.Outcome),
-		slog.String(KeyDetail, Redact(r.Detail)),
-		slog.Int64(KeyLatencyUS, r.Latency.Microseconds()),
-	)
+func (a *Logger) Approval(ap Approval) {
+	r := a.begin(slog.LevelInfo, "approval", EventApproval)
+	if r == nil {
+		return
+	}
+	r.str(KeyDecisionID, ap.DecisionID)
+	r.str(KeySession, ap.Session)
+	r.str(KeyServer, ap.Server)
+	r.str(KeyTool, ap.Tool)
+	r.str(KeyArgsDigest, ap.ArgsDigest)
+	r.str(KeyOutcome, ap.Outcome)
+	r.str(KeyDetail, Redact(ap.Detail))
+	r.int(KeyLatencyUS, ap.Latency.Microseconds())
+	a.end(r)
 }
 
 // Guard is a payload the result guard refused or changed.
@@ -189,17 +216,19 @@ type Guard struct {
 
 // Guard records a guard event.
 func (a *Logger) Guard(g Guard) {
-	a.l.LogAttrs(context.Background(), slog.LevelWarn, "guard",
-		slog.String(KeyEvent, EventGuard),
-		slog.String(KeyDecisionID, g.DecisionID),
-		slog.String(KeySession, g.Session),
-		slog.String(KeyServer, g.Server),
-		slog.String(KeyTool, g.Tool),
-		slog.String(KeyOutcome, g.Outcome),
-		slog.String(KeyKind, g.Kind),
-		slog.String(KeyDetail, Redact(g.Detail)),
-		slog.Int(KeyCount, g.Count),
-	)
+	r := a.begin(slog.LevelWarn, "guard", EventGuard)
+	if r == nil {
+		return
+	}
+	r.str(KeyDecisionID, g.DecisionID)
+	r.str(KeySession, g.Session)
+	r.str(KeyServer, g.Server)
+	r.str(KeyTool, g.Tool)
+	r.str(KeyOutcome, g.Outcome)
+	r.str(KeyKind, g.Kind)
+	r.str(KeyDetail, Redact(g.Detail))
+	r.int(KeyCount, int64(g.Count))
+	a.end(r)
 }
 
 // Elicitation is an upstream's request to ask the user something.
@@ -213,14 +242,16 @@ type Elicitation struct {
 
 // Elicitation records an upstream elicitation relayed or refused.
 func (a *Logger) Elicitation(e Elicitation) {
-	a.l.LogAttrs(context.Background(), slog.LevelInfo, "elicitation",
-		slog.String(KeyEvent, EventElicitation),
-		slog.String(KeySession, e.Session),
-		slog.String(KeyServer, e.Server),
-		slog.String(KeyOutcome, e.Outcome),
-		slog.String(KeyKind, e.Kind),
-		slog.String(KeyDetail, Redact(e.Detail)),
-	)
+	r := a.begin(slog.LevelInfo, "elicitation", EventElicitation)
+	if r == nil {
+		return
+	}
+	r.str(KeySession, e.Session)
+	r.str(KeyServer, e.Server)
+	r.str(KeyOutcome, e.Outcome)
+	r.str(KeyKind, e.Kind)
+	r.str(KeyDetail, Redact(e.Detail))
+	a.end(r)
 }
 
 // digestKey keys the argument digests of this process. A plain hash of
@@ -240,7 +271,19 @@ var digestKey = func() []byte {
 // approval record and the call it covered can be matched, while argument
 // values cannot be guessed back from the log.
 func Digest(args []byte) string {
-	m := hmac.New(sha256.New, digestKey)
+	m := macs.Get().(hash.Hash)
+	m.Reset()
 	m.Write(args)
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil)[:8])
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	macs.Put(m)
+	const prefix = "hmac-sha256:"
+	var out [len(prefix) + 16]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:8])
+	return string(out[:])
 }
+
+// macs holds keyed HMACs for Digest: keying one costs two block hashes,
+// and a digest is taken for every call.
+var macs = sync.Pool{New: func() any { return hmac.New(sha256.New, digestKey) }}

@@ -1,0 +1,139 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// record is one audit record being built: JSON bytes on the fast path (a
+// Logger made by New), or slog attributes for a Logger over a handler.
+type record struct {
+	buf   []byte
+	attrs []slog.Attr
+	fast  bool
+	level slog.Level
+	msg   string
+}
+
+var records = sync.Pool{New: func() any { return &record{buf: make([]byte, 0, 512)} }}
+
+// begin starts a record, or returns nil when the logger would drop it.
+func (a *Logger) begin(level slog.Level, msg, event string) *record {
+	r := records.Get().(*record)
+	r.level, r.msg = level, msg
+	if a.w != nil {
+		// What slog's JSON handler writes first: time, level and message.
+		r.fast = true
+		b := append(r.buf[:0], `{"time":"`...)
+		b = time.Now().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","level":"`...)
+		b = append(b, level.String()...)
+		b = append(b, `","msg":`...)
+		b = appendJSONString(b, msg)
+		r.buf = b
+	} else {
+		if !a.l.Enabled(context.Background(), level) {
+			records.Put(r)
+			return nil
+		}
+		r.fast = false
+		r.attrs = r.attrs[:0]
+	}
+	r.str(KeyEvent, event)
+	return r
+}
+
+func (r *record) str(key, val string) {
+	if !r.fast {
+		r.attrs = append(r.attrs, slog.String(key, val))
+		return
+	}
+	r.buf = append(r.buf, ',')
+	r.buf = appendJSONString(r.buf, key)
+	r.buf = append(r.buf, ':')
+	r.buf = appendJSONString(r.buf, val)
+}
+
+func (r *record) int(key string, val int64) {
+	if !r.fast {
+		r.attrs = append(r.attrs, slog.Int64(key, val))
+		return
+	}
+	r.buf = append(r.buf, ',')
+	r.buf = appendJSONString(r.buf, key)
+	r.buf = append(r.buf, ':')
+	r.buf = strconv.AppendInt(r.buf, val, 10)
+}
+
+// end writes the record, in one write, and recycles it.
+func (a *Logger) end(r *record) {
+	if r.fast {
+		r.buf = append(r.buf, "}\n"...)
+		a.w.Write(r.buf) // as slog does, a failed write of the log is not the caller's error
+	} else {
+		a.l.LogAttrs(context.Background(), r.level, r.msg, r.attrs...)
+		clear(r.attrs) // let the strings go
+	}
+	if cap(r.buf) <= 16<<10 {
+		records.Put(r)
+	}
+}
+
+// appendJSONString appends s as a quoted JSON string, escaped exactly as
+// log/slog's JSON handler escapes it (so that the lines are the same bytes
+// whichever path wrote them): '"', '\\' and control characters escaped,
+// \n \r \t by name, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped,
+// '<', '>' and '&' left alone.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"

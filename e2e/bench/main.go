@@ -1,0 +1,448 @@
+// Command bench measures the mcp-gate binary against a direct connection,
+// with real processes on both sides: the load generator's light client
+// (e2e/loadgen) drives the echo server (e2e/echoserver) either directly or
+// through the gate, in alternating runs so that drift on a shared machine
+// falls on both sides alike, and prints the ratios next to issue 9's
+// targets. It is a benchmark: a MISS is news, never a failure.
+//
+//	go run ./e2e/bench                 # pinned to one CPU, then unpinned
+//	go run ./e2e/bench -cpu pinned -rounds 1 -profile /tmp/prof
+//
+// Pinned means every process (this one, the gate, the echo server) runs
+// under `taskset -c 0` with GOMAXPROCS unset, so Go picks 1, as in a
+// one-CPU container. The gate runs under a policy that allows mcp:echo:*,
+// with its audit log in a file and its result guard on: every call is
+// decided, audited and guarded, as in use.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/e2e/loadgen"
+)
+
+type config struct {
+	cpu       string
+	rounds    int
+	echoCalls int
+	blobCalls int
+	c8        time.Duration
+	blob8     int
+	cold      int
+	gateBin   string
+	baseGate  string
+	echoBin   string
+	profile   string
+	trace     bool
+	only      string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.cpu, "cpu", "both", "pinned (all processes on CPU 0), unpinned, or both")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs direct and gate once, in alternating order")
+	flag.IntVar(&cfg.echoCalls, "echo-calls", 2000, "echo calls at c=1 per round and side")
+	flag.IntVar(&cfg.blobCalls, "blob-calls", 40, "1 MB calls at c=1 per round and side")
+	flag.DurationVar(&cfg.c8, "c8", time.Second, "how long echo runs with 8 outstanding calls per round and side")
+	flag.IntVar(&cfg.blob8, "blob8-calls", 48, "1 MB calls with 8 outstanding per round and side (for the gate's peak memory)")
+	flag.IntVar(&cfg.cold, "cold", 8, "cold starts per round and side")
+	flag.StringVar(&cfg.gateBin, "gate", "", "mcp-gate binary (default: built from this checkout)")
+	flag.StringVar(&cfg.baseGate, "base-gate", "", "compare with this mcp-gate binary instead of the direct connection (a before/after run; the targets then do not apply)")
+	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
+	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
+	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// pinnedEnv marks the re-executed copy of this command that runs pinned.
+const pinnedEnv = "MCP_GATE_BENCH_CHILD"
+
+func run(cfg config) error {
+	if os.Getenv(pinnedEnv) != "" {
+		return measure(cfg)
+	}
+	dir, err := os.MkdirTemp("", "mcp-gate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if cfg.gateBin == "" {
+		cfg.gateBin = filepath.Join(dir, "mcp-gate")
+		if err := build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
+			return err
+		}
+	}
+	if cfg.echoBin == "" {
+		cfg.echoBin = filepath.Join(dir, "echoserver")
+		if err := build(cfg.echoBin, "e2e/echoserver"); err != nil {
+			return err
+		}
+	}
+	for _, s := range strings.Split(cfg.only, ",") {
+		switch s {
+		case "", "echo1", "echo8", "blob1", "blob8", "cold":
+		default:
+			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
+		}
+	}
+	var modes []string
+	switch cfg.cpu {
+	case "both":
+		modes = []string{"pinned", "unpinned"}
+	case "pinned", "unpinned":
+		modes = []string{cfg.cpu}
+	default:
+		return fmt.Errorf("-cpu %q: want pinned, unpinned or both", cfg.cpu)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, mode := range modes {
+		// Each mode is a fresh copy of this command, so that GOMAXPROCS is
+		// chosen at its start from the CPUs it may use.
+		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin}
+		flag.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "cpu", "gate", "echo":
+			default:
+				args = append(args, "-"+f.Name+"="+f.Value.String())
+			}
+		})
+		if mode == "pinned" {
+			if _, err := exec.LookPath("taskset"); err != nil {
+				return fmt.Errorf("a pinned run needs taskset (util-linux), or run -cpu unpinned: %w", err)
+			}
+			args = append([]string{"taskset", "-c", "0"}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(withoutGOMAXPROCS(os.Environ()), pinnedEnv+"=1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s run: %w", mode, err)
+		}
+	}
+	return nil
+}
+
+// build compiles a package of this module, found from the working directory
+// up, into out.
+func build(out, pkg string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run the benchmark inside the mcp-gate module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func withoutGOMAXPROCS(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "GOMAXPROCS=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// side is what one target accumulated over the rounds.
+type side struct {
+	target    loadgen.Target
+	echo1     []time.Duration
+	echo1CPU  time.Duration // the server's CPU time over the echo1 calls
+	blob1     []time.Duration
+	cold      []time.Duration
+	echo8N    int
+	echo8T    time.Duration
+	blob8N    int
+	blob8T    time.Duration
+	idleHWM   int // KiB, the largest over the rounds
+	loadHWM   int
+	processes int
+	calls     int // tools/call requests sent, warm-ups and cold starts included
+}
+
+func measure(cfg config) error {
+	dir, err := os.MkdirTemp("", "mcp-gate-bench-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	base, gate, err := targets(cfg, dir)
+	if err != nil {
+		return err
+	}
+	want := func(s string) bool {
+		return cfg.only == "" || strings.Contains(","+cfg.only+",", ","+s+",")
+	}
+	sides := []*side{{target: base}, {target: gate}}
+	start := time.Now()
+	for round := range cfg.rounds {
+		order := sides
+		if round%2 == 1 {
+			order = []*side{sides[1], sides[0]}
+		}
+		for _, s := range order {
+			if err := session(cfg, s, want); err != nil {
+				return err
+			}
+		}
+		if want("cold") {
+			// Interleave the cold starts one by one.
+			for i := range 2 * cfg.cold {
+				s := order[i%2]
+				d, err := loadgen.ColdStart(s.target, s.target.Echo())
+				if err != nil {
+					return err
+				}
+				s.cold = append(s.cold, d)
+				s.calls++
+			}
+		}
+	}
+	report(os.Stdout, cfg, sides[0], sides[1], time.Since(start))
+	// Nothing was switched off: every call through a gate was decided and
+	// audited.
+	for _, s := range sides {
+		if s.target.Name == "direct" {
+			continue
+		}
+		decisions := 0
+		files, _ := filepath.Glob(filepath.Join(dir, "audit-"+s.target.Name, "*.jsonl"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			decisions += strings.Count(string(data), `"event":"decision"`)
+		}
+		fmt.Printf("%s audit: %d decision records for %d tool calls\n", s.target.Name, decisions, s.calls)
+		if decisions != s.calls {
+			return fmt.Errorf("%s audited %d decisions for %d calls: the measurement is not of the gate as used", s.target.Name, decisions, s.calls)
+		}
+	}
+	return nil
+}
+
+// session runs the warm scenarios on one fresh process of s.
+func session(cfg config, s *side, want func(string) bool) error {
+	c, err := s.target.Open()
+	if err != nil {
+		return err
+	}
+	defer func() { s.calls += c.Calls(); c.Close() }()
+	s.processes++
+	echo, blob := s.target.Echo(), s.target.Blob(1<<20)
+	if _, err := loadgen.Latency(c, echo, 50, nil); err != nil { // warm up
+		return err
+	}
+	if _, hwm, err := loadgen.PeakRSS(c.Pid()); err == nil {
+		s.idleHWM = max(s.idleHWM, hwm)
+	}
+	if want("echo1") {
+		cpu0, err := loadgen.CPUTime(c.Pid())
+		if err != nil {
+			return err
+		}
+		if s.echo1, err = loadgen.Latency(c, echo, cfg.echoCalls, s.echo1); err != nil {
+			return err
+		}
+		cpu1, err := loadgen.CPUTime(c.Pid())
+		if err != nil {
+			return err
+		}
+		s.echo1CPU += cpu1 - cpu0
+	}
+	if want("echo8") {
+		n, d, err := loadgen.Throughput(c, echo, 8, cfg.c8)
+		if err != nil {
+			return err
+		}
+		s.echo8N += n
+		s.echo8T += d
+	}
+	if want("blob1") {
+		if _, err := loadgen.Latency(c, blob, 2, nil); err != nil { // warm up
+			return err
+		}
+		if s.blob1, err = loadgen.Latency(c, blob, cfg.blobCalls, s.blob1); err != nil {
+			return err
+		}
+	}
+	if want("blob8") {
+		t0 := time.Now()
+		if err := c.Pipeline(blob, 8, cfg.blob8); err != nil {
+			return err
+		}
+		s.blob8T += time.Since(t0)
+		s.blob8N += cfg.blob8
+		if _, hwm, err := loadgen.PeakRSS(c.Pid()); err == nil {
+			s.loadHWM = max(s.loadHWM, hwm)
+		}
+	}
+	return nil
+}
+
+// targets returns the baseline (the echo server directly, or -base-gate)
+// and the gate.
+func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
+	env := withoutGOMAXPROCS(os.Environ())
+	servers := filepath.Join(dir, "servers.json")
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {
+		return base, gate, err
+	}
+	// Every echo call is decided by a rule; everything else is denied.
+	if err := os.WriteFile(policy, []byte("version: 1\nfallback: deny\nallow:\n  - \"mcp:echo:*\"\n"), 0o600); err != nil {
+		return base, gate, err
+	}
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return base, gate, err
+		}
+	}
+	// The gates' own log (info and up, the default) goes to a file, as a
+	// host would keep it. The file stays open for the run.
+	stderr, err := os.OpenFile(filepath.Join(dir, "gate-stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return base, gate, err
+	}
+	gateTarget := func(name, bin string) (loadgen.Target, error) {
+		// The audit log is not next to the policy file: the policy
+		// watcher would wake at every line appended to its directory.
+		auditDir := filepath.Join(dir, "audit-"+name)
+		if err := os.Mkdir(auditDir, 0o700); err != nil {
+			return loadgen.Target{}, err
+		}
+		n := 0
+		return loadgen.Target{
+			Name: name,
+			Command: func() *exec.Cmd {
+				n++
+				cmd := exec.Command(bin, "serve", "--servers", servers, "--policy", policy,
+					"--audit-log", filepath.Join(auditDir, fmt.Sprintf("audit-%d.jsonl", n)))
+				cmd.Env = env
+				if cfg.profile != "" {
+					prefix := filepath.Join(cfg.profile, fmt.Sprintf("%s-%s-%d", name, cfg.cpu, n))
+					cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "MCP_GATE_CPUPROFILE="+prefix+".pprof")
+					if cfg.trace {
+						cmd.Env = append(cmd.Env, "MCP_GATE_TRACE="+prefix+".trace")
+					}
+				}
+				cmd.Stderr = stderr
+				return cmd
+			},
+			Tool: func(s string) string { return "echo__" + s },
+		}, nil
+	}
+	if gate, err = gateTarget("gate", cfg.gateBin); err != nil {
+		return base, gate, err
+	}
+	if cfg.baseGate != "" {
+		base, err = gateTarget("base", cfg.baseGate)
+		return base, gate, err
+	}
+	base = loadgen.Target{
+		Name: "direct",
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(cfg.echoBin)
+			cmd.Env = env
+			return cmd
+		},
+		Tool: func(s string) string { return s },
+	}
+	return base, gate, nil
+}
+
+func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
+	pinned := cfg.cpu == "pinned"
+	bn := d.target.Name
+	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s and gate, %s, %s\n",
+		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, bn, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
+	fmt.Fprintf(w, "| scenario | %s | gate | gate/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, bn)
+	verdict := func(ok bool) string {
+		if bn != "direct" {
+			return "" // the targets are ratios to the direct connection
+		}
+		if ok {
+			return "PASS"
+		}
+		return "MISS"
+	}
+	us := func(t time.Duration) string { return fmt.Sprintf("%.0f µs", float64(t)/1e3) }
+	ms := func(t time.Duration) string { return fmt.Sprintf("%.2f ms", float64(t)/1e6) }
+	if len(d.echo1) > 0 && len(g.echo1) > 0 {
+		ds, gs := loadgen.Summarise(d.echo1), loadgen.Summarise(g.echo1)
+		r := float64(gs.P50) / float64(ds.P50)
+		fmt.Fprintf(w, "| echo c=1 p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", us(ds.P50), us(gs.P50), r, verdict(r <= 2.5))
+		fmt.Fprintf(w, "| echo c=1 p90 | %s | %s | %.2f× | | |\n", us(ds.P90), us(gs.P90), float64(gs.P90)/float64(ds.P90))
+		fmt.Fprintf(w, "| echo c=1 p99 | %s | %s | %.2f× | | |\n", us(ds.P99), us(gs.P99), float64(gs.P99)/float64(ds.P99))
+		dc, gc := d.echo1CPU/time.Duration(len(d.echo1)), g.echo1CPU/time.Duration(len(g.echo1))
+		fmt.Fprintf(w, "| echo c=1 server CPU per call | %.1f µs | %.1f µs | | | |\n", float64(dc)/1e3, float64(gc)/1e3)
+	}
+	if d.echo8N > 0 && g.echo8N > 0 {
+		dr, gr := float64(d.echo8N)/d.echo8T.Seconds(), float64(g.echo8N)/g.echo8T.Seconds()
+		fmt.Fprintf(w, "| echo c=8 calls/s | %.0f | %.0f | %.2f× | ≥ 0.4× | %s |\n", dr, gr, gr/dr, verdict(gr/dr >= 0.4))
+	}
+	if len(d.blob1) > 0 && len(g.blob1) > 0 {
+		ds, gs := loadgen.Summarise(d.blob1), loadgen.Summarise(g.blob1)
+		r := float64(gs.P50) / float64(ds.P50)
+		limit := 1.3
+		if pinned {
+			limit = 1.6
+		}
+		fmt.Fprintf(w, "| 1 MB c=1 p50 | %s | %s | %.2f× | ≤ %.1f× | %s |\n", ms(ds.P50), ms(gs.P50), r, limit, verdict(r <= limit))
+	}
+	if d.blob8N > 0 && g.blob8N > 0 {
+		dr, gr := float64(d.blob8N)/d.blob8T.Seconds(), float64(g.blob8N)/g.blob8T.Seconds()
+		fmt.Fprintf(w, "| 1 MB c=8 calls/s | %.0f | %.0f | %.2f× | | |\n", dr, gr, gr/dr)
+	}
+	if len(d.cold) > 0 && len(g.cold) > 0 {
+		ds, gs := loadgen.Summarise(d.cold), loadgen.Summarise(g.cold)
+		r := float64(gs.P50) / float64(ds.P50)
+		fmt.Fprintf(w, "| cold start p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", ms(ds.P50), ms(gs.P50), r, verdict(r <= 2.5))
+	}
+	mb := func(kb int) float64 { return float64(kb) / 1024 }
+	absolute := func(ok bool) string { // a limit on the gate alone
+		if ok {
+			return "PASS"
+		}
+		return "MISS"
+	}
+	fmt.Fprintf(w, "| peak RSS, idle | %.1f MB | %.1f MB | | ≤ 15 MB | %s |\n", mb(d.idleHWM), mb(g.idleHWM), absolute(g.idleHWM > 0 && mb(g.idleHWM) <= 15))
+	if g.loadHWM > 0 {
+		fmt.Fprintf(w, "| peak RSS, 1 MB c=8 | %.1f MB | %.1f MB | | ≤ 25 MB | %s |\n", mb(d.loadHWM), mb(g.loadHWM), absolute(mb(g.loadHWM) <= 25))
+	}
+	fmt.Fprintf(w, "(server CPU and peak RSS are of the process the client talks to: on the gate side the gate's alone, not its upstream's)\n")
+}

@@ -1,0 +1,150 @@
+// Command echoserver is the lightest MCP server this repository can offer:
+// newline-delimited JSON-RPC on stdin and stdout, written without the go-sdk,
+// so that a benchmark of the gate measures the gate and not an SDK. It is a
+// test tool (the benchmark in e2e/bench and the load generator's smoke test
+// use it), not something the gate ships.
+//
+// It answers initialize, ping, tools/list and tools/call for two tools:
+//
+//	echo {"text": S}   returns S as one text content item
+//	blob {"bytes": N}  returns N bytes of text ("xxxx…")
+//
+// Requests are answered one at a time in arrival order; replies are flushed
+// when no more input is already buffered, so a pipelined burst is answered
+// with few writes, as a real server reading a pipe would.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// request is the part of a JSON-RPC message this server reads.
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Name            string `json:"name"`
+		Arguments       struct {
+			Text  string `json:"text"`
+			Bytes int    `json:"bytes"`
+		} `json:"arguments"`
+	} `json:"params"`
+}
+
+// maxBlob bounds the blob tool, so that a typo cannot exhaust memory.
+const maxBlob = 64 << 20
+
+const toolsList = `{"tools":[` +
+	`{"name":"echo","description":"Returns its text argument.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
+	`{"name":"blob","description":"Returns the given number of bytes of text.","inputSchema":{"type":"object","properties":{"bytes":{"type":"integer"}},"required":["bytes"]}}` +
+	`]}`
+
+func main() {
+	if err := serve(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "echoserver:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriterSize(out, 64<<10)
+	var blob []byte // the last blob result, reused while the size is the same
+	blobSize := -1
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long request line: collect it whole.
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			var req request
+			if jerr := json.Unmarshal(line, &req); jerr != nil {
+				writeError(w, []byte("null"), -32700, "parse error: "+jerr.Error())
+			} else if len(req.ID) > 0 { // notifications get no answer
+				switch req.Method {
+				case "initialize":
+					v := req.Params.ProtocolVersion
+					if v == "" {
+						v = "2025-06-18"
+					}
+					q, _ := json.Marshal(v)
+					writeResult(w, req.ID, `{"protocolVersion":`+string(q)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"echoserver","version":"1"}}`)
+				case "ping":
+					writeResult(w, req.ID, `{}`)
+				case "tools/list":
+					writeResult(w, req.ID, toolsList)
+				case "tools/call":
+					switch req.Params.Name {
+					case "echo":
+						q, _ := json.Marshal(req.Params.Arguments.Text)
+						writeResult(w, req.ID, `{"content":[{"type":"text","text":`+string(q)+`}]}`)
+					case "blob":
+						n := req.Params.Arguments.Bytes
+						if n < 0 || n > maxBlob {
+							writeError(w, req.ID, -32602, "bytes must be between 0 and "+strconv.Itoa(maxBlob))
+							break
+						}
+						if n != blobSize {
+							blob = append([]byte(`{"content":[{"type":"text","text":"`), strings.Repeat("x", n)...)
+							blob = append(blob, `"}]}`...)
+							blobSize = n
+						}
+						writeResultBytes(w, req.ID, blob)
+					default:
+						writeError(w, req.ID, -32602, "unknown tool")
+					}
+				default:
+					writeError(w, req.ID, -32601, "method not found")
+				}
+			}
+		}
+		if err == io.EOF {
+			return w.Flush()
+		}
+		if r.Buffered() == 0 {
+			if ferr := w.Flush(); ferr != nil {
+				return fmt.Errorf("writing stdout: %w", ferr)
+			}
+		}
+	}
+}
+
+func writeResult(w *bufio.Writer, id json.RawMessage, result string) {
+	w.WriteString(`{"jsonrpc":"2.0","id":`)
+	w.Write(id)
+	w.WriteString(`,"result":`)
+	w.WriteString(result)
+	w.WriteString("}\n")
+}
+
+func writeResultBytes(w *bufio.Writer, id json.RawMessage, result []byte) {
+	w.WriteString(`{"jsonrpc":"2.0","id":`)
+	w.Write(id)
+	w.WriteString(`,"result":`)
+	w.Write(result)
+	w.WriteString("}\n")
+}
+
+func writeError(w *bufio.Writer, id json.RawMessage, code int, msg string) {
+	q, _ := json.Marshal(msg)
+	w.WriteString(`{"jsonrpc":"2.0","id":`)
+	w.Write(id)
+	w.WriteString(`,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(q) + `}}` + "\n")
+}
