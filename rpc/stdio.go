@@ -24,37 +24,41 @@ import (
 //   - a pipe or FIFO (Linux): opened anew through /proc/self/fd/N, which
 //     makes a new open file description of the same pipe, with O_NONBLOCK
 //     on it alone. The original descriptor is left as it was (and open).
-//   - a socket: left as it is, with blocking reads. A socket cannot be
-//     reopened, and net.FileConn would set O_NONBLOCK on a dup, which
-//     shares its description, and so its flags, with every process that
-//     holds the socket; that cannot be known to be only the gate.
-//   - a TTY, a regular file, anything Stdio cannot reopen (no /proc, not
-//     Linux, a pipe owned by another user), or a reader or writer that is
+//   - a socket (Linux): left blocking, but read and written with
+//     MSG_DONTWAIT, one call at a time, waiting for readiness on a private
+//     epoll instance that the netpoller watches (see polledSocket). A
+//     socket cannot be reopened, and net.FileConn would set O_NONBLOCK on
+//     a dup, which shares the description, and so its flags, with every
+//     process that holds the socket: that cannot be known to be the gate
+//     alone (a host may keep its copy of the child's end).
+//   - a TTY, a regular file, anything Stdio cannot reopen or poll (no
+//     /proc, not Linux, a pipe owned by another user, nested epoll
+//     refused), or a reader or writer that is
 //     not an *os.File: left as it is. The Stream reads on a goroutine of
 //     its own, as before.
 //
 // Whatever the mode, bytes, EOF and errors are the same; only how a waiting
 // read waits differs. One difference remains: a write to a closed pipe
-// through the new description fails with EPIPE, where one to fd 1 killed
-// the process with SIGPIPE; the Stream reports it as a *WriteError and the
-// gate shuts down in order, stopping its upstreams.
+// or socket fails with EPIPE, where one to fd 1 killed the process with
+// SIGPIPE; the Stream reports it as a *WriteError and the gate shuts down
+// in order, stopping its upstreams.
 func Stdio(in io.Reader, out io.Writer) (io.Reader, io.Writer, func()) {
-	var closers []func() error
+	var closers []io.Closer
 	if f, ok := in.(*os.File); ok {
-		if nf := reopenPipe(f, os.O_RDONLY); nf != nil {
-			in = nf
-			closers = append(closers, nf.Close)
+		if r, c := pollableIn(f); r != nil {
+			in = r
+			closers = append(closers, c)
 		}
 	}
 	if f, ok := out.(*os.File); ok {
-		if nf := reopenPipe(f, os.O_WRONLY); nf != nil {
-			out = nf
-			closers = append(closers, nf.Close)
+		if w, c := pollableOut(f); w != nil {
+			out = w
+			closers = append(closers, c)
 		}
 	}
 	return in, out, func() {
 		for _, c := range closers {
-			_ = c()
+			_ = c.Close()
 		}
 	}
 }

@@ -265,14 +265,6 @@ func TestStdioOthersUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := os.NewFile(uintptr(sp[0]), "socket")
-	defer sock.Close()
-	defer syscall.Close(sp[1])
-	sockBefore := fdFlags(t, sock)
 	buf := bytes.NewReader(nil)
 	for _, c := range []struct {
 		name string
@@ -280,7 +272,6 @@ func TestStdioOthersUnchanged(t *testing.T) {
 		out  io.Writer
 	}{
 		{"regular file", reg, reg},
-		{"socket", sock, sock},
 		{"not a file", buf, io.Discard},
 	} {
 		in, out, closeStdio := Stdio(c.in, c.out)
@@ -289,7 +280,86 @@ func TestStdioOthersUnchanged(t *testing.T) {
 			t.Errorf("%s: Stdio gave %T, %T, want them unchanged", c.name, in, out)
 		}
 	}
-	if got := fdFlags(t, sock); got != sockBefore {
-		t.Errorf("the socket's flags changed: %o, were %o", got, sockBefore)
+}
+
+func TestStdioSocketSharedWithAnotherProcess(t *testing.T) {
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, peer := os.NewFile(uintptr(sp[0]), "socket"), os.NewFile(uintptr(sp[1]), "peer")
+	defer sock.Close()
+	defer peer.Close()
+	pid := holdInChild(t, sock, false)
+	childBefore, oursBefore := procFlags(t, pid, 0), fdFlags(t, sock)
+	if childBefore&syscall.O_NONBLOCK != 0 {
+		t.Fatalf("the child's stdin is already non-blocking (flags %o)", childBefore)
+	}
+
+	in, out, closeStdio := Stdio(sock, sock)
+	defer closeStdio()
+	if _, ok := in.(*polledSocket); !ok {
+		t.Fatalf("Stdio(socket) reader = %T, want a *polledSocket", in)
+	}
+	if _, ok := out.(*polledSocket); !ok {
+		t.Fatalf("Stdio(socket) writer = %T, want a *polledSocket", out)
+	}
+
+	// Both ways, with more than the socket's buffers hold, so that reads
+	// and writes meet EAGAIN and wait.
+	big := bytes.Repeat([]byte("y"), 1<<20)
+	got := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(io.LimitReader(peer, int64(len(big)))); got <- b }()
+	if n, err := out.Write(big); err != nil || n != len(big) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if b := <-got; !bytes.Equal(b, big) {
+		t.Fatalf("peer read %d bytes, want %d", len(b), len(big))
+	}
+	go func() { _, _ = peer.Write(big) }()
+	if b, err := io.ReadAll(io.LimitReader(in, int64(len(big)))); err != nil || !bytes.Equal(b, big) {
+		t.Fatalf("read %d bytes, %v; want %d", len(b), err, len(big))
+	}
+
+	if got := procFlags(t, pid, 0); got != childBefore {
+		t.Errorf("the other process's flags changed: %o, were %o", got, childBefore)
+	}
+	if got := fdFlags(t, sock); got != oursBefore {
+		t.Errorf("the socket's flags changed: %o, were %o", got, oursBefore)
+	}
+
+	// A read waiting for the peer ends when Stdio's closer runs, which a
+	// blocking read of the socket would not.
+	done := make(chan error, 1)
+	go func() { _, err := in.Read(make([]byte, 8)); done <- err }()
+	time.Sleep(10 * time.Millisecond)
+	closeStdio()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Read after close returned no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing did not end the pending read")
+	}
+}
+
+func TestStdioSocketEOF(t *testing.T) {
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, peer := os.NewFile(uintptr(sp[0]), "socket"), os.NewFile(uintptr(sp[1]), "peer")
+	defer sock.Close()
+	in, _, closeStdio := Stdio(sock, nil)
+	defer closeStdio()
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		_, _ = peer.Write([]byte("last\n"))
+		peer.Close()
+	}()
+	b, err := io.ReadAll(in)
+	if err != nil || string(b) != "last\n" {
+		t.Fatalf("ReadAll = %q, %v; want the last line and EOF", b, err)
 	}
 }
