@@ -83,7 +83,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	gate.Store(g)
-	return g.Serve(ctx, stdin, stdout, proxy.WithIdentity(proxy.OSUser()))
+	// stdin and stdout as non-blocking pipes where that changes no other
+	// process's view of them, so that a waiting read does not hold the
+	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
+	in, out, closeStdio := rpc.Stdio(stdin, stdout)
+	defer closeStdio()
+	return g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser()))
 }
 
 // openPolicy loads the policy: the file given, else the default file if it

@@ -1,0 +1,210 @@
+package rpc
+
+import (
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// pollableIn returns a reader for f whose waits are in the netpoller, with
+// its closer, or nil: a pipe or FIFO reopened, a socket polled.
+func pollableIn(f *os.File) (io.Reader, io.Closer) {
+	if nf := reopenPipe(f, os.O_RDONLY); nf != nil {
+		return nf, nf
+	}
+	if p := pollSocket(f, syscall.EPOLLIN); p != nil {
+		return p, p
+	}
+	return nil, nil
+}
+
+// pollableOut is pollableIn for writing.
+func pollableOut(f *os.File) (io.Writer, io.Closer) {
+	if nf := reopenPipe(f, os.O_WRONLY); nf != nil {
+		return nf, nf
+	}
+	if p := pollSocket(f, syscall.EPOLLOUT); p != nil {
+		return p, p
+	}
+	return nil, nil
+}
+
+// reopenPipe returns a new, non-blocking open file description of the pipe
+// or FIFO f refers to, opened with flag (os.O_RDONLY or os.O_WRONLY), or nil
+// when f is not a pipe or cannot be reopened. Opening with O_NONBLOCK also
+// keeps the open itself from waiting for a partner on a FIFO; a write end
+// whose reader has gone fails (ENXIO), and f is then used as it is.
+func reopenPipe(f *os.File, flag int) *os.File {
+	st, ok := pipeStat(f)
+	if !ok {
+		return nil
+	}
+	var fd uintptr
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	// Control, not Fd: Fd may put a file the runtime made non-blocking
+	// back into blocking mode, a flag change on the shared description.
+	if err := rc.Control(func(d uintptr) { fd = d }); err != nil {
+		return nil
+	}
+	nf, err := os.OpenFile("/proc/self/fd/"+strconv.FormatUint(uint64(fd), 10), flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	// The same pipe, not whatever the path resolved to.
+	if nst, ok := pipeStat(nf); !ok || nst.Dev != st.Dev || nst.Ino != st.Ino {
+		nf.Close()
+		return nil
+	}
+	return nf
+}
+
+// pipeStat returns f's stat when f is a pipe or FIFO.
+func pipeStat(f *os.File) (*syscall.Stat_t, bool) {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
+}
+
+// A polledSocket reads or writes a socket through the netpoller without
+// making it non-blocking. A socket cannot be reopened as a new description,
+// and O_NONBLOCK on it would reach every process holding it; instead each
+// call is made non-blocking on its own (MSG_DONTWAIT), and the wait for
+// readiness is on a private epoll instance that watches the socket and is
+// itself watched by the runtime's netpoller (epoll instances nest). Node
+// hosts give their children socketpairs as stdio, so this is the common
+// case there.
+type polledSocket struct {
+	sock *os.File // not owned: kept for its descriptor
+	fd   int
+	ep   *os.File // the private epoll instance: owned, non-blocking, pollable
+	epfd int
+	rc   syscall.RawConn
+}
+
+// pollSocket returns a polledSocket for f waiting for events (EPOLLIN or
+// EPOLLOUT), or nil when f is not a socket or the nesting is not possible.
+func pollSocket(f *os.File, events uint32) *polledSocket {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil
+	}
+	frc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	fd := -1
+	if err := frc.Control(func(d uintptr) { fd = int(d) }); err != nil || fd < 0 {
+		return nil
+	}
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	// Level-triggered: an epoll_wait that finds nothing leaves the inner
+	// ready list empty, so the next arrival is an edge the runtime sees.
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: events, Fd: int32(fd)}); err != nil {
+		syscall.Close(epfd)
+		return nil
+	}
+	// The epoll instance is the process's own: making it non-blocking
+	// touches nothing shared, and makes os.NewFile register it with the
+	// runtime's netpoller.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		return nil
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := ep.SyscallConn()
+	// Only a pollable file takes a deadline: otherwise RawConn.Read could
+	// not wait, and blocking reads serve.
+	if err != nil || ep.SetReadDeadline(time.Time{}) != nil {
+		ep.Close()
+		return nil
+	}
+	return &polledSocket{sock: f, fd: fd, ep: ep, epfd: epfd, rc: rc}
+}
+
+// wait makes one non-blocking attempt with try, and while the socket is not
+// ready waits on the epoll instance in the netpoller and tries again.
+func (p *polledSocket) wait(try func() (again bool)) error {
+	var evs [1]syscall.EpollEvent
+	err := p.rc.Read(func(uintptr) bool {
+		for {
+			if !try() {
+				return true
+			}
+			// Not ready. Drain the instance's readiness: if it has an
+			// event, the socket became ready meanwhile; try again.
+			n, err := syscall.EpollWait(p.epfd, evs[:], 0)
+			if err == syscall.EINTR || n > 0 {
+				continue
+			}
+			return false
+		}
+	})
+	runtime.KeepAlive(p.sock)
+	return err
+}
+
+func (p *polledSocket) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var n int
+	var rerr error
+	err := p.wait(func() bool {
+		var e error
+		n, _, e = syscall.Recvfrom(p.fd, b, syscall.MSG_DONTWAIT)
+		switch {
+		case e == syscall.EAGAIN || e == syscall.EINTR:
+			return true
+		case e != nil:
+			n, rerr = 0, &os.PathError{Op: "read", Path: p.sock.Name(), Err: e}
+		case n == 0:
+			rerr = io.EOF
+		}
+		return false
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
+func (p *polledSocket) Write(b []byte) (int, error) {
+	var done int
+	var werr error
+	for done < len(b) && werr == nil {
+		err := p.wait(func() bool {
+			// MSG_NOSIGNAL: a closed peer is EPIPE, as on the reopened
+			// pipes, not a SIGPIPE.
+			n, e := syscall.SendmsgN(p.fd, b[done:], nil, nil, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL)
+			switch {
+			case e == syscall.EAGAIN || e == syscall.EINTR:
+				return true
+			case e != nil:
+				werr = &os.PathError{Op: "write", Path: p.sock.Name(), Err: e}
+			default:
+				done += n
+			}
+			return false
+		})
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, werr
+}
+
+// Close closes the epoll instance, which ends a waiting Read or Write; the
+// socket itself stays open.
+func (p *polledSocket) Close() error { return p.ep.Close() }
