@@ -47,6 +47,11 @@ type Stream struct {
 	lines    chan readResult // the reader goroutine's lines, unbuffered
 	ended    chan struct{}   // closed when the reader goroutine has read its last
 	readErr  error           // why; written before ended is closed
+	// lineHint is the length of the last line that took more than one
+	// read (the reader goroutine's alone): the next such line starts with
+	// that much room, so a run of large messages costs one allocation and
+	// one copy each instead of a doubling buffer's repeated growth.
+	lineHint int
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -145,6 +150,11 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		frag, err := s.r.ReadSlice('\n')
 		switch {
 		case tooBig == 0 && len(buf)+len(frag) <= s.max+2:
+			if buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
+				// The line goes on past the reader's buffer: make room
+				// for it at once, as large as the last such line was.
+				buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
+			}
 			buf = append(buf, frag...)
 		case tooBig == 0:
 			tooBig = len(buf) + len(frag)
@@ -166,14 +176,29 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		}
 		if errors.Is(err, io.EOF) && len(buf) > 0 && tooBig == 0 {
 			// A last message without a newline still counts.
-			return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
+			return s.ownLine(buf), nil, 0, nil
 		}
 		return nil, nil, 0, err
 	}
 	if tooBig > 0 {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
-	return bytes.TrimRight(buf, "\r\n"), nil, 0, nil
+	return s.ownLine(buf), nil, 0, nil
+}
+
+// ownLine trims a line's terminator and updates the size hint. The message
+// decoded from the line aliases it for as long as the message lives, so a
+// line using less than half of the room made for it is copied out rather
+// than pinning the rest.
+func (s *Stream) ownLine(buf []byte) []byte {
+	if cap(buf) > s.r.Size() {
+		s.lineHint = len(buf)
+	}
+	line := bytes.TrimRight(buf, "\r\n")
+	if cap(line) > 2*len(line) && cap(line) > s.r.Size() {
+		return bytes.Clone(line)
+	}
+	return line
 }
 
 // keepTail appends frag to tail and keeps the last salvageWindow bytes.
