@@ -159,7 +159,9 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		case tooBig == 0:
 			tooBig = len(buf) + len(frag)
 			if len(buf) > salvageWindow {
-				buf = buf[:salvageWindow:salvageWindow]
+				// A copy: the head must not pin the room made for the
+				// whole line while its error is handled.
+				buf = bytes.Clone(buf[:salvageWindow])
 			} else {
 				buf = append(buf, frag[:min(len(frag), salvageWindow-len(buf))]...)
 			}
