@@ -169,6 +169,10 @@ func New(opts Options) (*Gate, error) {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},
 		OnStart: g.upstreamStarted,
+		// A key's children start only while a session has the key
+		// (initialize opens it, releaseKey stops it): a handler or a list
+		// fetch that outlives the key's last session starts nothing.
+		OpenKeysOnly: true,
 	})
 	return g, nil
 }
@@ -374,6 +378,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	// of the session it is for.
 	g.Gate.mu.Lock()
 	g.upCaps[key] = forUp
+	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
 	if g.cats[key] == nil {
 		c := &keyCatalog{}
 		c.snap.Store(g.empty)

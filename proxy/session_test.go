@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -134,4 +135,40 @@ func sessionsInFlight(g *Gate, server string) int {
 		}
 	}
 	return n
+}
+
+// Work that outlives the last session of a key (a handler still running
+// when Run returned, a list fetch it started) must not start the key's
+// children again: nothing would ever stop them. Here the session's key is
+// released, then its straggler forwards a call and lists the tools.
+func TestNoChildForReleasedKey(t *testing.T) {
+	up := newPipelineUpstream()
+	l := &countingLauncher{inner: &scriptLauncher{servers: map[string]scripted{"s": up.serve}}}
+	g, err := New(Options{
+		Servers:  []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
+		Launcher: l, StartTimeout: 10 * time.Second, Policy: static(t, allowAll), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	s := g.NewSession()
+	if _, err := s.initialize(json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"roots":{}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	key := s.childKey()
+	// The session is never registered, so this is its last one ending.
+	g.releaseKey(key)
+
+	if _, err := s.forward(context.Background(), "s", "tools/call", json.RawMessage(`{"name":"t","arguments":{}}`)); err == nil {
+		t.Error("a call forwarded for a released key succeeded")
+	}
+	s.ensure(context.Background(), g.tools.lister)
+	time.Sleep(100 * time.Millisecond) // a fetch's start, if one was made, shows by now
+	if n := l.launches.Load(); n != 0 {
+		t.Errorf("%d children started for a key no session holds; want none", n)
+	}
+	if r := g.pool.RunningFor(key); len(r) != 0 {
+		t.Errorf("children of a released key run on: %d", len(r))
+	}
 }

@@ -42,6 +42,13 @@ type PoolOptions struct {
 	// OnExit is called, on its own goroutine, after a running server has
 	// ended; err is nil when the gate stopped it.
 	OnExit func(s *Session, err error)
+	// OpenKeysOnly makes Session start children only for keys opened with
+	// OpenKey and not stopped since with StopKey. A caller whose keys live
+	// as long as something holds them (the proxy: a key lives while a host
+	// session has it) sets it, so that work outliving the key's last holder
+	// (a handler still running, a list fetch) cannot start a child nobody
+	// will ever stop.
+	OpenKeysOnly bool
 }
 
 // A Pool starts upstream servers lazily and keeps at most one session per
@@ -65,6 +72,7 @@ type Pool struct {
 
 	mu     sync.Mutex // guards the fields below
 	slots  map[slotKey]*slot
+	open   map[string]bool // keys opened and not stopped since (OpenKeysOnly)
 	closed bool
 }
 
@@ -103,6 +111,7 @@ func NewPool(configs []Config, opts PoolOptions) *Pool {
 		configs: map[string]Config{},
 		log:     opts.Logger,
 		slots:   map[slotKey]*slot{},
+		open:    map[string]bool{},
 		stopIdl: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -176,10 +185,19 @@ func (p *Pool) Session(ctx context.Context, key, server string) (*Session, error
 		return nil, fmt.Errorf("no upstream server named %q", server)
 	}
 	for {
+		// A caller that has given up starts nothing: the start would go on
+		// without it, for nobody.
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, errors.New("the gate is shutting down")
+		}
+		if p.opts.OpenKeysOnly && !p.open[key] {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("upstream %q: no caller holds key %q any more, so no child is started for it", server, key)
 		}
 		sl := p.slots[slotKey{key, server}]
 		if sl == nil {
@@ -417,10 +435,21 @@ func (p *Pool) Stop(server string, why string) {
 	p.stop(func(k slotKey) bool { return k.server == server }, why)
 }
 
+// OpenKey lets Session start children for key (OpenKeysOnly); until
+// StopKey, and again after the next OpenKey.
+func (p *Pool) OpenKey(key string) {
+	p.mu.Lock()
+	p.open[key] = true
+	p.mu.Unlock()
+}
+
 // StopKey stops every child of key (its callers are gone), including one
 // still starting, and forgets their slots: the next Session for key starts
-// afresh.
+// afresh, and with OpenKeysOnly only once key is opened again.
 func (p *Pool) StopKey(key string, why string) {
+	p.mu.Lock()
+	delete(p.open, key) // first: a Session after this is refused, one before it has its slot stopped below
+	p.mu.Unlock()
 	p.stop(func(k slotKey) bool { return k.key == key }, why)
 }
 

@@ -860,3 +860,49 @@ func TestStopKeyWhileStarting(t *testing.T) {
 	}
 	callEcho(t, s, "again")
 }
+
+// With OpenKeysOnly, a key gets children only between OpenKey and StopKey:
+// a caller still holding the key after StopKey (work that outlived the
+// key's last user) starts nothing, and the key opened again works again.
+func TestOpenKeysOnly(t *testing.T) {
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": echoServer}}
+	p := newPool(t, l.Configs(), l, func(o *upstream.PoolOptions) { o.OpenKeysOnly = true })
+	if _, err := p.Session(context.Background(), "k", "a"); err == nil || !strings.Contains(err.Error(), "no caller holds key") {
+		t.Fatalf("Session for a key never opened: %v; want refused", err)
+	}
+	p.OpenKey("k")
+	s, err := p.Session(context.Background(), "k", "a")
+	if err != nil {
+		t.Fatalf("Session for an open key: %v", err)
+	}
+	callEcho(t, s, "open")
+	p.StopKey("k", "its sessions are gone")
+	if _, err := p.Session(context.Background(), "k", "a"); err == nil || !strings.Contains(err.Error(), "no caller holds key") {
+		t.Fatalf("Session after StopKey: %v; want refused", err)
+	}
+	if n := l.Launches("a"); n != 1 {
+		t.Fatalf("%d launches; want only the one while the key was open", n)
+	}
+	p.OpenKey("k")
+	s, err = p.Session(context.Background(), "k", "a")
+	if err != nil {
+		t.Fatalf("Session after the key was opened again: %v", err)
+	}
+	callEcho(t, s, "again")
+}
+
+// A caller whose ctx is already done starts nothing.
+func TestSessionCancelledCtxStartsNothing(t *testing.T) {
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"a": echoServer}}
+	p := newPool(t, l.Configs(), l, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Session(ctx, "k", "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Session with a done ctx: %v; want context.Canceled", err)
+	}
+	// Give a start that was launched anyway the time to show.
+	time.Sleep(100 * time.Millisecond)
+	if n := l.Launches("a"); n != 0 {
+		t.Fatalf("%d launches for a caller that had given up; want none", n)
+	}
+}
