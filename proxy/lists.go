@@ -121,6 +121,12 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		st.again = false
 		if !again {
 			st.running = nil
+			// The key was released meanwhile (releaseKey leaves a running
+			// fetch's state to it): forget it, or every key a session
+			// ever had would keep an entry.
+			if c := (child{key, server}); g.cats[key] == nil && l.state[c] == st {
+				delete(l.state, c)
+			}
 		}
 		g.mu.Unlock()
 		if err != nil {

@@ -171,4 +171,15 @@ func TestNoChildForReleasedKey(t *testing.T) {
 	if r := g.pool.RunningFor(key); len(r) != 0 {
 		t.Errorf("children of a released key run on: %d", len(r))
 	}
+	// Nor does the straggler's fetch leave state behind for the key.
+	waitFor(t, "the straggler's fetch state to go", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for c := range g.tools.lister.state {
+			if c.key == key {
+				return false
+			}
+		}
+		return true
+	})
 }
