@@ -220,13 +220,6 @@ func syntaxOffset(line []byte) int64 {
 	return -1
 }
 
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return append(append([]byte{}, b[:n]...), "..."...)
-	}
-	return b
-}
-
 func validID(id []byte) bool {
 	if len(id) == 0 {
 		return false
