@@ -374,6 +374,20 @@ func foldKey(s string) string {
 // AppendString appends s to dst as a JSON string, escaping what JSON
 // requires and also <, > and & no further (the output is not HTML).
 func AppendString(dst []byte, s string) []byte {
+	// Most strings (every MCP method name) need no escaping: spare them
+	// an encoder, a buffer and reflection per message.
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	b, _ := marshalNoEscape(s)
 	return append(dst, b...)
 }
