@@ -148,7 +148,7 @@ func Decode(line []byte) (*Message, error) {
 		if method[0] != '"' {
 			return fail(`"method" must be a string, found %s`, kindOf(method))
 		}
-		if err := json.Unmarshal(method, &m.Method); err != nil || m.Method == "" {
+		if m.Method, err = rawjson.Unquote(method); err != nil || m.Method == "" {
 			return fail(`"method" must be a non-empty string`)
 		}
 		if hasResult || hasError {
