@@ -93,7 +93,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 	}
 	var out []entry
 	seen := map[string]bool{}
-	err := fetchPages(ctx, s, k.list, k.field, func(item json.RawMessage) {
+	err := upstream.Pages(ctx, s, k.list, k.field, func(item json.RawMessage) {
 		name, ok := rawjson.GetString(item, "name")
 		if !ok || name == "" {
 			g.log.Warn("upstream listed an entry without a name; left out", "server", s.Name, "list", k.list)
@@ -236,54 +236,6 @@ func constrainsStrings(v any, depth int) bool {
 		}
 	}
 	return false
-}
-
-// maxPages stops a server whose cursors never end.
-const maxPages = 1000
-
-// fetchPages calls method page by page and hands each item of field to fn.
-func fetchPages(ctx context.Context, s *upstream.Session, method, field string, fn func(json.RawMessage)) error {
-	cursor := ""
-	seen := map[string]bool{}
-	for range maxPages {
-		params := json.RawMessage("{}")
-		if cursor != "" {
-			params = mustJSON(map[string]string{"cursor": cursor})
-		}
-		res, err := s.Call(ctx, method, params)
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		var page struct {
-			Items      []json.RawMessage `json:"-"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		items, ok := rawjson.Get(res, field)
-		if !ok {
-			return fmt.Errorf("%s: the result has no %q array", method, field)
-		}
-		if err := json.Unmarshal(items, &page.Items); err != nil {
-			return fmt.Errorf("%s: %q is not an array of objects: %w", method, field, rpc.DescribeJSONError(err))
-		}
-		if err := json.Unmarshal(res, &page); err != nil {
-			return fmt.Errorf("%s: bad nextCursor: %w", method, rpc.DescribeJSONError(err))
-		}
-		for _, it := range page.Items {
-			if len(it) == 0 || it[0] != '{' {
-				return fmt.Errorf("%s: an entry of %q is not an object", method, field)
-			}
-			fn(it)
-		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		if seen[page.NextCursor] {
-			return fmt.Errorf("%s: the server repeated cursor %q", method, page.NextCursor)
-		}
-		seen[page.NextCursor] = true
-		cursor = page.NextCursor
-	}
-	return fmt.Errorf("%s: more than %d pages", method, maxPages)
 }
 
 func sameEntries(a, b []entry) bool {

@@ -213,7 +213,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if !s.Caps.Resources {
 		return l, nil
 	}
-	err := fetchPages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
+	err := upstream.Pages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
@@ -226,7 +226,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if err != nil {
 		return nil, err
 	}
-	err = fetchPages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+	err = upstream.Pages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
 		t, _ := rawjson.GetString(item, "uriTemplate")
 		re, err := templateRegexp(t)
 		if err != nil {
