@@ -59,9 +59,9 @@ type Flusher interface {
 
 // Limits bound what a transport accepts and how long it waits on a peer.
 type Limits struct {
-	// MaxMessageBytes bounds one incoming message, framing included (a
-	// stream's newline counts); 0 means DefaultMaxMessageBytes. A larger
-	// message is a *MessageError, not the end of the transport.
+	// MaxMessageBytes bounds one incoming message; a stream's line end
+	// (LF or CR LF) is not counted. 0 means DefaultMaxMessageBytes. A
+	// larger message is a *MessageError, not the end of the transport.
 	MaxMessageBytes int
 	// WriteTimeout bounds how long a Write may wait for room while the peer
 	// reads nothing at all: past it the Write returns a *StallError. A peer
