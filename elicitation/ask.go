@@ -332,30 +332,42 @@ func ArgsView(args json.RawMessage) string {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		return "  (none)"
 	}
-	var lines []string
-	size, more := 0, 0
-	emit := func(path []string, value string) {
-		p := pathView(path)
-		if p == "" {
-			p = "(value)"
-		}
-		line := "  " + p + ": " + value
-		if more > 0 || len(lines) >= maxArgLines || size+len(line) > maxArgsView {
-			more++
-			return
-		}
-		size += len(line) + 1
-		lines = append(lines, line)
-	}
+	var v argLines
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
-	if err := walkValue(dec, nil, emit); err != nil {
+	if err := walkValue(dec, nil, &v); err != nil {
 		return "  (not shown: the arguments are not valid JSON)"
 	}
-	if more > 0 {
-		lines = append(lines, fmt.Sprintf("  … %d more values not shown; the digest covers them", more))
+	if v.more > 0 {
+		v.lines = append(v.lines, fmt.Sprintf("  … %d more values not shown; the digest covers them", v.more))
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(v.lines, "\n")
+}
+
+// argLines collects the lines of ArgsView.
+type argLines struct {
+	lines []string
+	size  int // bytes of lines, newlines included
+	more  int // values not shown
+}
+
+// full reports that no further line is shown: the values left are only
+// counted, without their keys and values being quoted (each quote runs the
+// neutraliser over the whole string, however long).
+func (v *argLines) full() bool { return v.more > 0 || len(v.lines) >= maxArgLines }
+
+func (v *argLines) add(path []string, value string) {
+	p := pathView(path)
+	if p == "" {
+		p = "(value)"
+	}
+	line := "  " + p + ": " + value
+	if v.full() || v.size+len(line) > maxArgsView {
+		v.more++
+		return
+	}
+	v.size += len(line) + 1
+	v.lines = append(v.lines, line)
 }
 
 // pathView joins a value's path, cut after the last whole segment that
@@ -372,53 +384,72 @@ func pathView(path []string) string {
 	return b.String()
 }
 
-// walkValue reads one value from dec and emits a line for each scalar in
-// it (and each empty object or array), with its path.
-func walkValue(dec *json.Decoder, path []string, emit func([]string, string)) error {
+// walkValue reads one value from dec and adds a line to v for each scalar
+// in it (and each empty object or array), with its path; once v is full it
+// only counts them.
+func walkValue(dec *json.Decoder, path []string, v *argLines) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		n := 0
-		for ; dec.More(); n++ {
+	t, ok := tok.(json.Delim)
+	if !ok {
+		if v.full() {
+			v.more++
+			return nil
+		}
+		v.add(path, scalarView(tok))
+		return nil
+	}
+	n := 0
+	for ; dec.More(); n++ {
+		var key string
+		if t == '{' {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ = k.(string)
+		}
+		sub := path
+		if !v.full() {
 			seg := fmt.Sprintf("[%d]", n)
 			if t == '{' {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := k.(string)
 				seg = quote(key, maxKeyView)
 				if len(path) > 0 {
 					seg = "." + seg
 				}
 			}
-			if err := walkValue(dec, append(path[:len(path):len(path)], seg), emit); err != nil {
-				return err
-			}
+			sub = append(path[:len(path):len(path)], seg)
 		}
-		if _, err := dec.Token(); err != nil { // the closing delimiter
+		if err := walkValue(dec, sub, v); err != nil {
 			return err
 		}
-		if n == 0 {
-			if t == '{' {
-				emit(path, "{}")
-			} else {
-				emit(path, "[]")
-			}
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return err
+	}
+	if n == 0 {
+		if t == '{' {
+			v.add(path, "{}")
+		} else {
+			v.add(path, "[]")
 		}
-	case string:
-		emit(path, quote(t, maxValueView))
-	case json.Number:
-		emit(path, bounded(t.String(), 40))
-	case bool:
-		emit(path, fmt.Sprint(t))
-	case nil:
-		emit(path, "null")
 	}
 	return nil
+}
+
+// scalarView renders a string, number, boolean or null token.
+func scalarView(tok json.Token) string {
+	switch t := tok.(type) {
+	case string:
+		return quote(t, maxValueView)
+	case json.Number:
+		return bounded(t.String(), 40)
+	case bool:
+		return fmt.Sprint(t)
+	}
+	return "null"
 }
 
 // quote renders an untrusted string as one bounded, quoted value: hidden

@@ -148,12 +148,7 @@ func mayDrawMenu(w []byte) bool {
 		}
 		i += j + 1
 	}
-	for _, m := range oneLineMenuMarks {
-		if bytes.Contains(w, []byte(m)) {
-			return true
-		}
-	}
-	return false
+	return hasAny(w, oneLineMenuMarks)
 }
 
 // oneLineMenuMarks betray a menu drawn inside a line.
@@ -452,25 +447,11 @@ done:
 }
 
 // unicodeSpace returns the length of the Unicode space at the start of b
-// (a character fold.go reads as a space; TestUnicodeSpaceAgrees keeps the
-// two in step), or 0. Byte patterns, not decoding: the dialog judge calls
-// it on every non-ASCII byte of a window.
+// (a character fold.go reads as a space), or 0. It is foldRawAt, which
+// matches byte patterns rather than decoding, narrowed to the spaces.
 func unicodeSpace(b []byte) int {
-	switch {
-	case len(b) >= 2 && b[0] == 0xC2:
-		if b[1] == 0xA0 || b[1] == 0x85 {
-			return 2
-		}
-	case len(b) < 3:
-	case b[0] == 0xE2 && b[1] == 0x80:
-		if c := b[2]; 0x80 <= c && c <= 0x8A || c == 0xA8 || c == 0xA9 || c == 0xAF {
-			return 3
-		}
-	case b[0] == 0xE2 && b[1] == 0x81 && b[2] == 0x9F, // U+205F
-		b[0] == 0xE2 && b[1] == 0xA0 && b[2] == 0x80, // U+2800
-		b[0] == 0xE3 && b[1] == 0x80 && b[2] == 0x80, // U+3000
-		b[0] == 0xE1 && b[1] == 0x9A && b[2] == 0x80: // U+1680
-		return 3
+	if r, n := foldRawAt(b); n > 0 && foldByte(r) == ' ' {
+		return n
 	}
 	return 0
 }

@@ -238,22 +238,3 @@ func (c *foldCursor) any(a, b int) bool {
 	}
 	return c.pos < b
 }
-
-// indexFoldEsc returns the position of the first \uXXXX escape of a folded
-// character at or after from, or len(b). It does not pair backslashes, so
-// it also reports the "\u00a0" of "\\u00a0", which is an escape one level
-// down (JSON in a string): a false candidate costs a look, never a miss.
-func indexFoldEsc(b []byte, from int) int {
-	for i := from; i < len(b); {
-		j := bytes.Index(b[i:], []byte(`\u`))
-		if j < 0 {
-			break
-		}
-		i += j
-		if r, ok := hex4(b[i:]); ok && foldByte(r) != 0 {
-			return i
-		}
-		i += 2
-	}
-	return len(b)
-}
