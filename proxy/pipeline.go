@@ -26,10 +26,13 @@ import (
 // policy decides on, and the params to forward.
 type target struct {
 	kind   policy.Kind
-	server string          // the upstream that answers (for sampling: the one asking)
-	name   string          // the policy's name: the upstream's own tool or prompt name, a URI
-	wire   string          // the name as the host wrote it, for the audit and refusals
-	args   json.RawMessage // what conditions read; nil when the method has none
+	server string // the upstream that answers (for sampling: the one asking)
+	name   string // the policy's name: the upstream's own tool or prompt name, a URI
+	wire   string // the name as the host wrote it, for the audit and refusals
+	// args is what conditions read; nil when the method has none. A resolve
+	// returns it checked for ambiguous keys (rawjson.UniqueKeys), which
+	// decide relies on.
+	args json.RawMessage
 	// also are further names of the same kind the request reaches, each
 	// decided as well (a resource template completed with values is also
 	// the URI those values make).
