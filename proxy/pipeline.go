@@ -219,7 +219,7 @@ func guardAck(g *Session, _ *policy.Policy, r *relay, t target, res json.RawMess
 // params to forward, which are exactly the ones decided on with only the
 // name changed back to the upstream's own.
 func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
-	p, err := parseCallParams(method, params, "arguments")
+	p, err := parseCallParams(method, params)
 	if err != nil {
 		return target{}, err
 	}
@@ -227,11 +227,7 @@ func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k
 	if !ok {
 		return target{}, g.unknown(c.kind.noun, p.name)
 	}
-	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
-	if err != nil {
-		return target{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
-	}
-	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: fwd, snap: snap}, nil
+	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: p.withName(params, key.Name), snap: snap}, nil
 }
 
 // resolveResource reads a request about one resource URI, which is not
