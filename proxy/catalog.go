@@ -93,15 +93,15 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 	}
 	var out []entry
 	seen := map[string]bool{}
-	err := fetchPages(ctx, s, k.list, k.field, func(item json.RawMessage) {
+	err := upstream.ListItems(ctx, s, k.list, k.field, func(item json.RawMessage) error {
 		name, ok := rawjson.GetString(item, "name")
 		if !ok || name == "" {
 			g.log.Warn("upstream listed an entry without a name; left out", "server", s.Name, "list", k.list)
-			return
+			return nil
 		}
 		if seen[name] {
 			g.log.Warn("upstream listed a name twice; the first is kept", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
-			return
+			return nil
 		}
 		// A name is shown to the human (in approval questions) and to the
 		// model: one carrying control, line-breaking or invisible
@@ -109,14 +109,15 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
 			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
-			return
+			return nil
 		}
 		seen[name] = true
 		clean, ok := g.neutralizeEntry(s.Name, name, k.noun+" definition", item, "name")
 		if !ok {
-			return
+			return nil
 		}
 		out = append(out, entry{name: name, raw: clean})
+		return nil
 	})
 	return out, err
 }
@@ -236,54 +237,6 @@ func constrainsStrings(v any, depth int) bool {
 		}
 	}
 	return false
-}
-
-// maxPages stops a server whose cursors never end.
-const maxPages = 1000
-
-// fetchPages calls method page by page and hands each item of field to fn.
-func fetchPages(ctx context.Context, s *upstream.Session, method, field string, fn func(json.RawMessage)) error {
-	cursor := ""
-	seen := map[string]bool{}
-	for range maxPages {
-		params := json.RawMessage("{}")
-		if cursor != "" {
-			params = mustJSON(map[string]string{"cursor": cursor})
-		}
-		res, err := s.Call(ctx, method, params)
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		var page struct {
-			Items      []json.RawMessage `json:"-"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		items, ok := rawjson.Get(res, field)
-		if !ok {
-			return fmt.Errorf("%s: the result has no %q array", method, field)
-		}
-		if err := json.Unmarshal(items, &page.Items); err != nil {
-			return fmt.Errorf("%s: %q is not an array of objects: %w", method, field, rpc.DescribeJSONError(err))
-		}
-		if err := json.Unmarshal(res, &page); err != nil {
-			return fmt.Errorf("%s: bad nextCursor: %w", method, rpc.DescribeJSONError(err))
-		}
-		for _, it := range page.Items {
-			if len(it) == 0 || it[0] != '{' {
-				return fmt.Errorf("%s: an entry of %q is not an object", method, field)
-			}
-			fn(it)
-		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		if seen[page.NextCursor] {
-			return fmt.Errorf("%s: the server repeated cursor %q", method, page.NextCursor)
-		}
-		seen[page.NextCursor] = true
-		cursor = page.NextCursor
-	}
-	return fmt.Errorf("%s: more than %d pages", method, maxPages)
 }
 
 func sameEntries(a, b []entry) bool {

@@ -213,29 +213,31 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if !s.Caps.Resources {
 		return l, nil
 	}
-	err := fetchPages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
+	err := upstream.ListItems(ctx, s, "resources/list", "resources", func(item json.RawMessage) error {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
-			return
+			return nil
 		}
 		if clean, ok := g.neutralizeEntry(s.Name, uri, "resource", item, "uri"); ok {
 			l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean})
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = fetchPages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+	err = upstream.ListItems(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) error {
 		t, _ := rawjson.GetString(item, "uriTemplate")
 		re, err := templateRegexp(t)
 		if err != nil {
 			g.log.Warn("upstream listed a bad URI template; left out", "server", s.Name, "template", audit.PayloadString(t), "error", err)
-			return
+			return nil
 		}
 		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {
 			l.templates = append(l.templates, templateEntry{raw: clean, re: re})
 		}
+		return nil
 	})
 	var werr *rpc.Error
 	if errors.As(err, &werr) && werr.Code == rpc.CodeMethodNotFound {
