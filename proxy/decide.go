@@ -204,9 +204,6 @@ func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool 
 // the tool and what was found.
 // snap is the catalog the call was resolved in.
 func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
-	if g.noGuard.Load() {
-		return res
-	}
 	// The two passes read the result independently: for a large one, run
 	// the neutraliser on another core while the detector reads, which
 	// halves what the guard adds to the call's latency.
