@@ -22,24 +22,48 @@ func (g *Session) listPrompts(ctx context.Context, params json.RawMessage) (json
 // rest of the params travels untouched.
 type callParams struct {
 	name string
-	args json.RawMessage // nil when absent
+	// nameAt is where the name's value is in the params, so that it can be
+	// rewritten without reading the params again.
+	nameAt [2]int
+	args   json.RawMessage // nil when absent
 }
 
-func parseCallParams(method string, params json.RawMessage, argsKey string) (callParams, error) {
+// parseCallParams reads the name and the arguments in one pass over the
+// params.
+func parseCallParams(method string, params json.RawMessage) (callParams, error) {
 	if len(params) == 0 || params[0] != '{' {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params must be an object with a %q", method, "name")
 	}
 	// Duplicate and case-variant keys were refused where the host's
-	// message was read (checkHostParams): the params are unambiguous here.
-	name, ok := rawjson.GetString(params, "name")
-	if !ok || name == "" {
+	// message was read (checkHostParams): the params are unambiguous here,
+	// and each member is met once.
+	var p callParams
+	var rawName []byte
+	_ = rawjson.Members(params, func(m rawjson.Member) bool {
+		switch m.Key {
+		case "name":
+			rawName, p.nameAt = m.Value, [2]int{m.Start, m.End}
+		case "arguments":
+			p.args = m.Value
+		}
+		return true
+	})
+	if p.name, _ = rawjson.String(rawName); p.name == "" {
 		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: params need a non-empty string %q", method, "name")
 	}
-	args, ok := rawjson.Get(params, argsKey)
-	if ok && args[0] != '{' && string(args) != "null" {
-		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %q must be an object", method, argsKey)
+	if p.args != nil && p.args[0] != '{' && string(p.args) != "null" {
+		return callParams{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %q must be an object", method, "arguments")
 	}
-	return callParams{name: name, args: args}, nil
+	return p, nil
+}
+
+// withName is params with the name's value, found by parseCallParams,
+// replaced by name.
+func (p callParams) withName(params json.RawMessage, name string) json.RawMessage {
+	out := make([]byte, 0, len(params)+len(name)+2)
+	out = append(out, params[:p.nameAt[0]]...)
+	out = rawjson.AppendString(out, name)
+	return append(out, params[p.nameAt[1]:]...)
 }
 
 // unknown is the error for a name not in the catalog. When the name's prefix

@@ -45,23 +45,10 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 			Latency: took,
 		})
 	}
-	// Nothing is decided on arguments that parsers read in two ways: the
-	// policy would see one copy of a key and the server act on the other.
-	// Host requests were checked where they were read; this also covers what
-	// an upstream asks for (sampling), and any caller to come.
-	if len(call.Args) > 0 {
-		if err := rawjson.UniqueKeys(call.Args); err != nil {
-			d := policy.Decision{Verdict: policy.Deny, Rule: "gate", Revision: pol.Revision()}
-			// The audit gets the position only: keys are the caller's bytes.
-			audited := "the arguments are ambiguous JSON (a key occurs twice, as written or under case folding)"
-			var ke *rawjson.KeyError
-			if errors.As(err, &ke) {
-				audited += fmt.Sprintf(" at byte %d", ke.Offset)
-			}
-			logDecision(d, audited, time.Since(start))
-			return verdict{reason: "the arguments are ambiguous: " + err.Error()}
-		}
-	}
+	// The arguments are unambiguous here (no key twice, as written or under
+	// case folding): every caller checked the whole message where it was
+	// read, host requests in checkHostParams, an upstream's sampling request
+	// in resolveSampling. Walking them again would only cost a tools/call.
 	d := pol.Decide(call)
 	logDecision(d, d.Reason, time.Since(start))
 	switch d.Verdict {
@@ -217,9 +204,6 @@ func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool 
 // the tool and what was found.
 // snap is the catalog the call was resolved in.
 func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
-	if g.noGuard.Load() {
-		return res
-	}
 	// The two passes read the result independently: for a large one, run
 	// the neutraliser on another core while the detector reads, which
 	// halves what the guard adds to the call's latency.

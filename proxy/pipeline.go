@@ -26,10 +26,13 @@ import (
 // policy decides on, and the params to forward.
 type target struct {
 	kind   policy.Kind
-	server string          // the upstream that answers (for sampling: the one asking)
-	name   string          // the policy's name: the upstream's own tool or prompt name, a URI
-	wire   string          // the name as the host wrote it, for the audit and refusals
-	args   json.RawMessage // what conditions read; nil when the method has none
+	server string // the upstream that answers (for sampling: the one asking)
+	name   string // the policy's name: the upstream's own tool or prompt name, a URI
+	wire   string // the name as the host wrote it, for the audit and refusals
+	// args is what conditions read; nil when the method has none. A resolve
+	// returns it checked for ambiguous keys (rawjson.UniqueKeys), which
+	// decide relies on.
+	args json.RawMessage
 	// also are further names of the same kind the request reaches, each
 	// decided as well (a resource template completed with values is also
 	// the URI those values make).
@@ -216,7 +219,7 @@ func guardAck(g *Session, _ *policy.Policy, r *relay, t target, res json.RawMess
 // params to forward, which are exactly the ones decided on with only the
 // name changed back to the upstream's own.
 func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
-	p, err := parseCallParams(method, params, "arguments")
+	p, err := parseCallParams(method, params)
 	if err != nil {
 		return target{}, err
 	}
@@ -224,11 +227,7 @@ func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k
 	if !ok {
 		return target{}, g.unknown(c.kind.noun, p.name)
 	}
-	fwd, err := rawjson.Set(params, "name", rawjson.AppendString(nil, key.Name))
-	if err != nil {
-		return target{}, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", method, err)
-	}
-	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: fwd, snap: snap}, nil
+	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: p.withName(params, key.Name), snap: snap}, nil
 }
 
 // resolveResource reads a request about one resource URI, which is not

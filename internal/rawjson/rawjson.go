@@ -104,7 +104,16 @@ func Get(obj []byte, key string) ([]byte, bool) {
 // GetString returns the member key of obj decoded as a JSON string.
 func GetString(obj []byte, key string) (string, bool) {
 	v, ok := Get(obj, key)
-	if !ok || len(v) == 0 || v[0] != '"' {
+	if !ok {
+		return "", false
+	}
+	return String(v)
+}
+
+// String decodes the raw value v (a Member's Value) as a JSON string; false
+// when it is not one.
+func String(v []byte) (string, bool) {
+	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
 	s, err := decodeKey(v)
