@@ -401,7 +401,7 @@ func (p *Policy) decideResource(c Call) Decision {
 		}
 	}
 	if d.Verdict != Deny {
-		if e := p.foldedDenyOf(c.Server, c.Name, forms); e != nil {
+		if e := p.foldedDenyOf(c.Server, forms); e != nil {
 			d = Decision{Verdict: Deny, Rule: e.rule.name, Revision: p.revision,
 				Reason: e.reason + " (the URI's file path read regardless of case, as case-insensitive file systems open it)"}
 		}
@@ -477,7 +477,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 			return true
 		}
 	}
-	return p.foldedDenyOf(server, name, forms) != nil
+	return p.foldedDenyOf(server, forms) != nil
 }
 
 // ApprovalTimeout is how long an ask waits for a human before it counts as
