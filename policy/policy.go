@@ -234,7 +234,7 @@ type found struct {
 // and whose condition holds (or fails, for deny and ask), the most
 // restrictive, and among those the first in the file. ev is nil for an
 // index without conditions.
-func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
+func (ix *index) search(server, name string, ev *evaluation) found {
 	var (
 		lists [4][]*entry
 		modes [4]uint8
@@ -424,7 +424,7 @@ func resolveErrorText(err error) string {
 // evaluation's path reading, and turns what it found into a decision.
 func (p *Policy) decideOnce(kind Kind, server, name string, ev *evaluation) Decision {
 	d := Decision{Revision: p.revision}
-	out := p.decide[kind].search(kind, server, name, ev)
+	out := p.decide[kind].search(server, name, ev)
 	if e := out.e; e != nil {
 		d.Verdict, d.Rule, d.Reason = e.sev, e.rule.name, e.reason
 		if out.condErr != nil {
@@ -463,7 +463,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 	}
 	ix := &p.hide[kind]
 	if kind != KindResource {
-		return ix.search(kind, server, name, nil).e != nil
+		return ix.search(server, name, nil).e != nil
 	}
 	if ix.entries == 0 {
 		return false
@@ -473,7 +473,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 		return true
 	}
 	for _, f := range forms {
-		if ix.search(kind, server, f.uri, nil).e != nil {
+		if ix.search(server, f.uri, nil).e != nil {
 			return true
 		}
 	}
