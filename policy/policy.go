@@ -303,8 +303,8 @@ func (ix *index) search(server, name string, ev *evaluation) found {
 // Decide returns the policy's decision about a call. It is a pure function
 // of the snapshot and the call (the path functions apart, which read
 // symlinks), safe for concurrent use, and does not allocate unless a rule
-// with a condition matches the call's name, a pattern must match the whole
-// name, or the call is a resource under a policy that denies resources.
+// with a condition matches the call's name or the call is a resource under
+// a policy that denies resources.
 //
 // When a condition that reads a path took part in the decision, the call is
 // decided once per path reading and the most restrictive decision wins (the
