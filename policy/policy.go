@@ -77,9 +77,13 @@ type index struct {
 	wild     []*entry
 
 	staged []*entry
-	// entries counts the entries indexed, so that a kind no rule speaks of
-	// (resources, in most policies) is decided without looking at its name.
-	entries int
+}
+
+// empty reports whether the index holds no entry, so that a kind no rule
+// speaks of (resources, in most policies) is decided without looking at
+// its name. finish puts every entry in a bucket, anyExact or wild.
+func (ix *index) empty() bool {
+	return len(ix.servers) == 0 && len(ix.anyExact) == 0 && len(ix.wild) == 0
 }
 
 // bucket holds the entries that can match calls to one server; they match
@@ -156,7 +160,6 @@ func (b *bucket) add(e *entry) {
 // finish builds the index from the staged entries.
 func (ix *index) finish(mergeLimit int) {
 	var multi []*entry
-	ix.entries = len(ix.staged)
 	for _, e := range ix.staged {
 		p := e.pat
 		switch {
@@ -379,7 +382,7 @@ func (p *Policy) decideReadings(c Call, ev *evaluation) Decision {
 func (p *Policy) decideResource(c Call) Decision {
 	ix := &p.decide[KindResource]
 	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
-	if ix.entries == 0 {
+	if ix.empty() {
 		return p.decideOnce(KindResource, c.Server, c.Name, &ev)
 	}
 	forms, err := resourceForms(c.Name)
@@ -465,7 +468,7 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 	if kind != KindResource {
 		return ix.search(server, name, nil).e != nil
 	}
-	if ix.entries == 0 {
+	if ix.empty() {
 		return false
 	}
 	forms, err := resourceForms(name)
