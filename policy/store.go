@@ -196,16 +196,14 @@ func (rl *reloader) observe() *observation {
 	return &observation{size: st.Size(), mtime: st.ModTime(), sum: sha256.Sum256(buf.Bytes()), data: buf.Bytes()}
 }
 
-// maxSymlinks bounds a symlink chain, as the kernel's ELOOP does.
-const maxSymlinks = 40
-
 // symlinkChain returns path, every symlink met while resolving it (a
 // directory on the way included, as Kubernetes' ..data is), and the path it
-// ends at. A missing or looping path ends where resolution stopped.
+// ends at. A missing or looping path ends where resolution stopped, or
+// after maxLinks links, as in resolvePath.
 func symlinkChain(path string) []string {
 	chain := []string{path}
 	cur := path
-	for range maxSymlinks {
+	for range maxLinks {
 		link, next, ok := firstSymlink(cur)
 		if !ok {
 			break
