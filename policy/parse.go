@@ -87,8 +87,10 @@ func Parse(filename string, data []byte, opts Options) (*Policy, []Warning, erro
 }
 
 // revisionOf names a file's content: the same bytes, the same revision.
-func revisionOf(data []byte) string {
-	sum := sha256.Sum256(data)
+func revisionOf(data []byte) string { return revisionOfSum(sha256.Sum256(data)) }
+
+// revisionOfSum is revisionOf for content whose SHA-256 is already known.
+func revisionOfSum(sum [sha256.Size]byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 

@@ -352,7 +352,7 @@ func (rl *reloader) check(now time.Time) time.Duration {
 	obs := rl.observe()
 	if rl.pending == nil || !obs.same(rl.pending) {
 		rl.pending, rl.pendingAt = obs, now
-		if obs.err == nil && revisionOf(obs.data) == rl.store.Current().Revision() {
+		if obs.err == nil && revisionOfSum(obs.sum) == rl.store.Current().Revision() {
 			// What is in force already: nothing to wait for.
 			rl.pending = nil
 			rl.lastFailure = ""
@@ -381,7 +381,7 @@ func (rl *reloader) apply(obs *observation) {
 		rl.fail("gone:"+msg, old, "", msg, nil)
 		return
 	}
-	rev := revisionOf(obs.data)
+	rev := revisionOfSum(obs.sum)
 	if rev == old.Revision() {
 		rl.lastFailure = ""
 		return
