@@ -99,10 +99,16 @@ func celPathWithin(p, root ref.Val, r reading) ref.Val {
 		return types.MaybeNoSuchOverloadErr(root)
 	}
 	in, err := pathWithin(string(ps), string(rs), r)
+	return celPathResult("path.within", in, err)
+}
+
+// celPathResult turns a path function's outcome into a CEL value; the
+// error names the function, which quoteErrorDetail relies on.
+func celPathResult(fn string, v bool, err error) ref.Val {
 	if err != nil {
-		return types.WrapErr(fmt.Errorf("path.within: %w", err))
+		return types.WrapErr(fmt.Errorf("%s: %w", fn, err))
 	}
-	return types.Bool(in)
+	return types.Bool(v)
 }
 
 func celPathHasSegment(p, names ref.Val, r reading) ref.Val {
@@ -127,10 +133,7 @@ func celPathHasSegment(p, names ref.Val, r reading) ref.Val {
 		pats = append(pats, string(s))
 	}
 	has, err := pathHasSegment(string(ps), pats, r)
-	if err != nil {
-		return types.WrapErr(fmt.Errorf("path.has_segment: %w", err))
-	}
-	return types.Bool(has)
+	return celPathResult("path.has_segment", has, err)
 }
 
 // celProblem is a compile problem at a position inside the expression

@@ -35,10 +35,14 @@
 // The kernel and the servers in front of it read `..` after a symlink
 // differently, so a decision whose conditions call a path function is made
 // once with paths read as the kernel reads them (symlinks, then `..`) and
-// once as normalising servers do (`..`, then symlinks); the most
-// restrictive decision wins. A resource URI is decided as sent, in its
-// canonical form and, for file: URIs, by its path under both readings,
-// again keeping the most restrictive decision.
+// once as normalising servers do (`..`, then symlinks), each also with
+// names compared regardless of case, as case-insensitive file systems open
+// them; the most restrictive decision wins. Argument names are looked up
+// regardless of case, as Go servers read them, and, when that found one
+// spelled otherwise, exactly as well, the most restrictive again winning.
+// A resource URI is decided as sent, in its canonical form, as WHATWG URL
+// parsers read it and, for file: URIs, by its path under both readings and
+// regardless of case, again keeping the most restrictive decision.
 //
 // # Speed
 //

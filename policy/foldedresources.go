@@ -47,13 +47,18 @@ func (p *Policy) addFoldedDeny(e *entry) {
 }
 
 // foldedDenyOf returns the first deny, in the file's order, that matches a
-// form of a file: URI regardless of case, or nil.
-func (p *Policy) foldedDenyOf(server, uri string, forms []uriForm) *entry {
-	if len(p.foldedDenies) == 0 || !strings.EqualFold(parseURI(uri).scheme, "file") {
+// file: form of a resource URI regardless of case, or nil. The scheme is
+// that of each form, not of the URI as sent: " file:///ETC/passwd" or
+// "fi\tle:///ETC/passwd" is a file: URI to a WHATWG parser.
+func (p *Policy) foldedDenyOf(server string, forms []uriForm) *entry {
+	if len(p.foldedDenies) == 0 {
 		return nil
 	}
 	var best *entry
 	for _, f := range forms {
+		if !strings.EqualFold(parseURI(f.uri).scheme, "file") {
+			continue
+		}
 		u := rawjson.FoldKey(f.uri)
 		for _, fd := range p.foldedDenies {
 			if (best == nil || fd.e.seq < best.seq) && fd.e.pat.matchServer(server) && fd.item.match(u) {

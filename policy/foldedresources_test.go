@@ -23,6 +23,9 @@ deny:
 		{"fs", "file:///private/etc/passwd", true},
 		{"fs", "file:///private/ETC/passwd", true},
 		{"fs", "FILE:///PRIVATE/Etc/passwd", true},
+		// A file: URI only as a WHATWG parser reads it.
+		{"fs", " file:///private/ETC/passwd", true},
+		{"fs", "fi\tle:///private/ETC/passwd", true},
 		{"fs", "file:///users/ME/.SSH/id_rsa", true},
 		{"fs", "file:///private/etc2/passwd", false},
 		{"fs", "file:///Users/me/notes", false},

@@ -87,8 +87,10 @@ func Parse(filename string, data []byte, opts Options) (*Policy, []Warning, erro
 }
 
 // revisionOf names a file's content: the same bytes, the same revision.
-func revisionOf(data []byte) string {
-	sum := sha256.Sum256(data)
+func revisionOf(data []byte) string { return revisionOfSum(sha256.Sum256(data)) }
+
+// revisionOfSum is revisionOf for content whose SHA-256 is already known.
+func revisionOfSum(sum [sha256.Size]byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
@@ -433,15 +435,21 @@ func lineOf(data []byte, line int) string {
 	return string(data)
 }
 
+// errorPos returns where a glob's error points: the offending byte of the
+// scalar for a patternError with an offset, else the scalar's start.
+func (pr *parser) errorPos(n *yaml.Node, err error) (int, int) {
+	if pe, ok := err.(*patternError); ok && pe.offset >= 0 {
+		return pr.valuePos(n, pe.offset)
+	}
+	return n.Line, scalarCol(n)
+}
+
 // pattern compiles one glob of a rule and checks that the rule can use it.
 func (pr *parser) pattern(r *rule, n *yaml.Node) *pattern {
 	ps := pr.ps
 	p, err := compilePattern(n.Value)
 	if err != nil {
-		line, col := n.Line, scalarCol(n)
-		if pe, ok := err.(*patternError); ok && pe.offset >= 0 {
-			line, col = pr.valuePos(n, pe.offset)
-		}
+		line, col := pr.errorPos(n, err)
 		ps.errorf(line, col, "%s", err.Error())
 		return nil
 	}
@@ -644,10 +652,7 @@ func (pr *parser) guard(n *yaml.Node) []*glob.Pattern {
 	for _, it := range items {
 		item := it.node
 		if err := checkVisible(item.Value); err != nil {
-			line, col := item.Line, scalarCol(item)
-			if pe, ok := err.(*patternError); ok && pe.offset >= 0 {
-				line, col = pr.valuePos(item, pe.offset)
-			}
+			line, col := pr.errorPos(item, err)
 			ps.errorf(line, col, "guard.log_only: %v", err)
 			continue
 		}

@@ -164,9 +164,13 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 			names = append(names, seg)
 		}
 	}
+	for i, n := range names {
+		names[i] = foldName(n, r)
+	}
 	for _, pat := range patterns {
+		fp := foldPath(pat, r)
 		for _, n := range names {
-			ok, err := path.Match(foldPath(pat, r), foldName(n, r))
+			ok, err := path.Match(fp, n)
 			if err != nil {
 				return false, fmt.Errorf("the segment pattern %q is invalid (%w); expected a name or a glob of one segment such as *.env", pat, err)
 			}

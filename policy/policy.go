@@ -77,9 +77,13 @@ type index struct {
 	wild     []*entry
 
 	staged []*entry
-	// entries counts the entries indexed, so that a kind no rule speaks of
-	// (resources, in most policies) is decided without looking at its name.
-	entries int
+}
+
+// empty reports whether the index holds no entry, so that a kind no rule
+// speaks of (resources, in most policies) is decided without looking at
+// its name. finish puts every entry in a bucket, anyExact or wild.
+func (ix *index) empty() bool {
+	return len(ix.servers) == 0 && len(ix.anyExact) == 0 && len(ix.wild) == 0
 }
 
 // bucket holds the entries that can match calls to one server; they match
@@ -156,7 +160,6 @@ func (b *bucket) add(e *entry) {
 // finish builds the index from the staged entries.
 func (ix *index) finish(mergeLimit int) {
 	var multi []*entry
-	ix.entries = len(ix.staged)
 	for _, e := range ix.staged {
 		p := e.pat
 		switch {
@@ -234,7 +237,7 @@ type found struct {
 // and whose condition holds (or fails, for deny and ask), the most
 // restrictive, and among those the first in the file. ev is nil for an
 // index without conditions.
-func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
+func (ix *index) search(server, name string, ev *evaluation) found {
 	var (
 		lists [4][]*entry
 		modes [4]uint8
@@ -303,8 +306,8 @@ func (ix *index) search(kind Kind, server, name string, ev *evaluation) found {
 // Decide returns the policy's decision about a call. It is a pure function
 // of the snapshot and the call (the path functions apart, which read
 // symlinks), safe for concurrent use, and does not allocate unless a rule
-// with a condition matches the call's name, a pattern must match the whole
-// name, or the call is a resource under a policy that denies resources.
+// with a condition matches the call's name or the call is a resource under
+// a policy that denies resources.
 //
 // When a condition that reads a path took part in the decision, the call is
 // decided once per path reading and the most restrictive decision wins (the
@@ -379,7 +382,7 @@ func (p *Policy) decideReadings(c Call, ev *evaluation) Decision {
 func (p *Policy) decideResource(c Call) Decision {
 	ix := &p.decide[KindResource]
 	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
-	if ix.entries == 0 {
+	if ix.empty() {
 		return p.decideOnce(KindResource, c.Server, c.Name, &ev)
 	}
 	forms, err := resourceForms(c.Name)
@@ -401,7 +404,7 @@ func (p *Policy) decideResource(c Call) Decision {
 		}
 	}
 	if d.Verdict != Deny {
-		if e := p.foldedDenyOf(c.Server, c.Name, forms); e != nil {
+		if e := p.foldedDenyOf(c.Server, forms); e != nil {
 			d = Decision{Verdict: Deny, Rule: e.rule.name, Revision: p.revision,
 				Reason: e.reason + " (the URI's file path read regardless of case, as case-insensitive file systems open it)"}
 		}
@@ -424,7 +427,7 @@ func resolveErrorText(err error) string {
 // evaluation's path reading, and turns what it found into a decision.
 func (p *Policy) decideOnce(kind Kind, server, name string, ev *evaluation) Decision {
 	d := Decision{Revision: p.revision}
-	out := p.decide[kind].search(kind, server, name, ev)
+	out := p.decide[kind].search(server, name, ev)
 	if e := out.e; e != nil {
 		d.Verdict, d.Rule, d.Reason = e.sev, e.rule.name, e.reason
 		if out.condErr != nil {
@@ -463,9 +466,9 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 	}
 	ix := &p.hide[kind]
 	if kind != KindResource {
-		return ix.search(kind, server, name, nil).e != nil
+		return ix.search(server, name, nil).e != nil
 	}
-	if ix.entries == 0 {
+	if ix.empty() {
 		return false
 	}
 	forms, err := resourceForms(name)
@@ -473,11 +476,11 @@ func (p *Policy) Hidden(kind Kind, server, name string) bool {
 		return true
 	}
 	for _, f := range forms {
-		if ix.search(kind, server, f.uri, nil).e != nil {
+		if ix.search(server, f.uri, nil).e != nil {
 			return true
 		}
 	}
-	return p.foldedDenyOf(server, name, forms) != nil
+	return p.foldedDenyOf(server, forms) != nil
 }
 
 // ApprovalTimeout is how long an ask waits for a human before it counts as

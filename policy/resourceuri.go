@@ -75,8 +75,9 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	// server ignores).
 	p := percentDecodeAll(u.path)
 	if !filepath.IsAbs(p) {
-		// file:etc/passwd names no absolute path; its canonical form is
-		// all there is to match.
+		// As sent, file:etc/passwd names no absolute path; its canonical
+		// form is all there is to match (WHATWG parsers read it as
+		// file:///etc/passwd, a form of its own: see whatwgReading).
 		return nil
 	}
 	for r := range reading(numReadings) {
@@ -98,7 +99,8 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 // whatwgReading returns uri as a WHATWG URL parser reads it before it
 // splits it: without C0 controls and spaces at either end, without any
 // tab, LF or CR, and, for the special schemes, with every backslash before
-// the query or fragment taken for a slash.
+// the query or fragment taken for a slash; a file: URL without a slash
+// after the scheme gets an empty host and an absolute path.
 func whatwgReading(uri string) string {
 	s := strings.TrimFunc(uri, func(r rune) bool { return r <= 0x20 })
 	s = strings.Map(func(r rune) rune {
@@ -120,7 +122,13 @@ func whatwgReading(uri string) string {
 	if end < 0 {
 		end = len(s)
 	}
-	return strings.ReplaceAll(s[:end], "\\", "/") + s[end:]
+	s = strings.ReplaceAll(s[:end], "\\", "/") + s[end:]
+	if strings.EqualFold(s[:i], "file") && !strings.HasPrefix(s[i+1:], "/") {
+		// A file: URL's path is always absolute there, with an empty
+		// host: file:etc/passwd is file:///etc/passwd.
+		s = s[:i+1] + "///" + s[i+1:]
+	}
+	return s
 }
 
 // endsAsDirectory reports whether a path ends at a segment boundary: with

@@ -196,16 +196,14 @@ func (rl *reloader) observe() *observation {
 	return &observation{size: st.Size(), mtime: st.ModTime(), sum: sha256.Sum256(buf.Bytes()), data: buf.Bytes()}
 }
 
-// maxSymlinks bounds a symlink chain, as the kernel's ELOOP does.
-const maxSymlinks = 40
-
 // symlinkChain returns path, every symlink met while resolving it (a
 // directory on the way included, as Kubernetes' ..data is), and the path it
-// ends at. A missing or looping path ends where resolution stopped.
+// ends at. A missing or looping path ends where resolution stopped, or
+// after maxLinks links, as in resolvePath.
 func symlinkChain(path string) []string {
 	chain := []string{path}
 	cur := path
-	for range maxSymlinks {
+	for range maxLinks {
 		link, next, ok := firstSymlink(cur)
 		if !ok {
 			break
@@ -354,7 +352,7 @@ func (rl *reloader) check(now time.Time) time.Duration {
 	obs := rl.observe()
 	if rl.pending == nil || !obs.same(rl.pending) {
 		rl.pending, rl.pendingAt = obs, now
-		if obs.err == nil && revisionOf(obs.data) == rl.store.Current().Revision() {
+		if obs.err == nil && revisionOfSum(obs.sum) == rl.store.Current().Revision() {
 			// What is in force already: nothing to wait for.
 			rl.pending = nil
 			rl.lastFailure = ""
@@ -383,7 +381,7 @@ func (rl *reloader) apply(obs *observation) {
 		rl.fail("gone:"+msg, old, "", msg, nil)
 		return
 	}
-	rev := revisionOf(obs.data)
+	rev := revisionOfSum(obs.sum)
 	if rev == old.Revision() {
 		rl.lastFailure = ""
 		return

@@ -14,6 +14,8 @@ func TestResourceURIWHATWGReading(t *testing.T) {
 		"file:///e\ttc/passwd",
 		"file:///et\nc/passwd",
 		" file:///etc/passwd",
+		"file:etc/passwd",
+		"file:etc/../../etc/passwd",
 		`https://internal.example\admin\users`,
 		`https://internal.example/x\..\admin/users`,
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -149,7 +150,7 @@ func failingPrefix(data []byte, problem string) (int, int) {
 	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
 		ends = append(ends, len(data))
 	}
-	l := sortSearch(len(ends), func(i int) bool { return fails(data[:ends[i]]) })
+	l := sort.Search(len(ends), func(i int) bool { return fails(data[:ends[i]]) })
 	if l == len(ends) {
 		return 0, 0
 	}
@@ -173,7 +174,7 @@ func failingPrefix(data []byte, problem string) (int, int) {
 			}
 		}
 	} else {
-		c = sortSearch(len(lineBytes), func(i int) bool { return fails(data[:start+i+1]) })
+		c = sort.Search(len(lineBytes), func(i int) bool { return fails(data[:start+i+1]) })
 		if c > 0 && c < len(lineBytes) && fails(data[:start+c]) {
 			c = len(lineBytes)
 		}
@@ -183,20 +184,6 @@ func failingPrefix(data []byte, problem string) (int, int) {
 	}
 	// Columns count characters.
 	return l + 1, utf8.RuneCount(lineBytes[:c]) + 1
-}
-
-// sortSearch is sort.Search, spelled out to keep the imports small.
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !f(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // findAliasToken finds, for a problem the YAML library reports when it
