@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
 )
 
 // configMapDir lays out files as the kubelet mounts a ConfigMap or a
@@ -266,4 +268,31 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Issue #12: the ConfigMap the manifests ship, laid out as the kubelet
+// mounts it, is a policy and a servers file the binary accepts: `mcp-gate
+// check` reads them through the `..data` links, as serve will in the pod.
+func TestShippedConfigMapChecks(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "kubernetes", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Kind string            `yaml:"kind"`
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal(raw, &cm); err != nil || cm.Kind != "ConfigMap" {
+		t.Fatalf("configmap.yaml: %v (kind %q)", err, cm.Kind)
+	}
+	for _, k := range []string{"policy.yaml", "servers.json"} {
+		if cm.Data[k] == "" {
+			t.Fatalf("the ConfigMap has no %s", k)
+		}
+	}
+	dir := newConfigMapDir(t, cm.Data)
+	out, err := exec.Command(gateBin, "check", "--policy", dir.path("policy.yaml"), "--servers", dir.path("servers.json")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcp-gate check of the shipped ConfigMap: %v\n%s", err, out)
+	}
 }
