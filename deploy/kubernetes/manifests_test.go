@@ -336,7 +336,9 @@ func TestDeploymentFlagsAreServeFlags(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--help")
 	cmd.Stdout, cmd.Stderr = &help, &help
 	_ = cmd.Run()
-	known := func(f string) bool { return strings.Contains(help.String(), f+" ") || strings.Contains(help.String(), f+"=") }
+	known := func(f string) bool {
+		return strings.Contains(help.String(), f+" ") || strings.Contains(help.String(), f+"=")
+	}
 	frontEnd := known("--http")
 	for file, d := range load(t).deployments {
 		for f := range args(t, &d.Spec.Template.Spec.Containers[0]) {
