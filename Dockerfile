@@ -37,6 +37,8 @@ RUN mkdir -p /out/etc/ssl/certs /out/tmp \
 # servers' packages are best installed into a derived image at build time:
 # npx fetching them at run time needs a writable cache and network access.
 FROM node:22.21.1-bookworm-slim AS with-node
+# The slim image has no system CA bundle; the gate reads the system's.
+COPY --from=build /out/etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/mcp-gate /usr/local/bin/mcp-gate
 ENV HOME=/tmp
 USER 65532:65532

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-gate/mcp-gate/policy"
 )
 
 // lockedBuffer is stderr for a serve running in this process.
@@ -126,4 +129,38 @@ func TestOpsAddrLoopbackOnly(t *testing.T) {
 			t.Errorf("--ops-addr %s: exit %d, %q; want a usage error naming the flag", addr, code, errb.String())
 		}
 	}
+}
+
+// /readyz is 503 until a policy is in force and again once shutdown has
+// begun (SIGTERM cancels serve's context), so that no new session is sent
+// to a gate that cannot decide or is draining.
+func TestReadiness(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := newOps(ctx)
+	if err := o.ready(); err == nil || !strings.Contains(err.Error(), "no policy") {
+		t.Errorf("before the policy: ready() = %v; want no policy loaded", err)
+	}
+	p, _, err := policy.Parse("p.yaml", []byte("version: 1\nfallback: deny\n"), policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.policyLoaded(policy.NewStatic(p))
+	if err := o.ready(); err != nil {
+		t.Errorf("with a policy: ready() = %v", err)
+	}
+	if o.revision() != p.Revision() {
+		t.Errorf("revision %q, want %q", o.revision(), p.Revision())
+	}
+	cancel()
+	if err := o.ready(); err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("after SIGTERM: ready() = %v; want shutting down", err)
+	}
+	// Off: a nil state is inert.
+	var off *opsState
+	off.policyLoaded(policy.NewStatic(p))
+	if off.observer() != nil {
+		t.Error("a nil opsState gives an observer")
+	}
+	off.close()
 }
