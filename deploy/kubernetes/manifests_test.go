@@ -29,6 +29,7 @@ type manifests struct {
 	secrets     []*corev1.Secret
 	services    []*corev1.Service
 	ingresses   []*networkingv1.Ingress
+	netpols     []*networkingv1.NetworkPolicy
 }
 
 // load decodes every document of every .yaml file. A field the API type
@@ -87,6 +88,10 @@ func load(t *testing.T) *manifests {
 				in := &networkingv1.Ingress{}
 				strict(in)
 				m.ingresses = append(m.ingresses, in)
+			case "networking.k8s.io/v1 NetworkPolicy":
+				np := &networkingv1.NetworkPolicy{}
+				strict(np)
+				m.netpols = append(m.netpols, np)
 			default:
 				t.Errorf("%s document %d: kind %q of %q is not one this test validates", f, i, tm.Kind, tm.APIVersion)
 			}
@@ -115,9 +120,9 @@ func TestStrictDecodingRefusesUnknownFields(t *testing.T) {
 
 func TestManifestsDecodeStrictly(t *testing.T) {
 	m := load(t)
-	if len(m.deployments) != 2 || len(m.configMaps) != 1 || len(m.secrets) != 1 || len(m.services) != 1 || len(m.ingresses) != 1 {
-		t.Fatalf("found %d deployments, %d configmaps, %d secrets, %d services, %d ingresses; want 2 (tokens, oidc), 1, 1, 1, 1",
-			len(m.deployments), len(m.configMaps), len(m.secrets), len(m.services), len(m.ingresses))
+	if len(m.deployments) != 2 || len(m.configMaps) != 1 || len(m.secrets) != 1 || len(m.services) != 1 || len(m.ingresses) != 1 || len(m.netpols) != 1 {
+		t.Fatalf("found %d deployments, %d configmaps, %d secrets, %d services, %d ingresses, %d network policies; want 2 (tokens, oidc), 1, 1, 1, 1, 1",
+			len(m.deployments), len(m.configMaps), len(m.secrets), len(m.services), len(m.ingresses), len(m.netpols))
 	}
 }
 
@@ -348,6 +353,34 @@ func TestDeploymentFlagsAreServeFlags(t *testing.T) {
 				t.Logf("%s: %s belongs to the HTTP front end, which this binary does not have yet", file, f)
 			default:
 				t.Errorf("%s: serve has no flag %s", file, f)
+			}
+		}
+	}
+}
+
+// The NetworkPolicy selects the gate's pods and admits its port named
+// http, and only from the namespaces it names: the operations endpoints
+// have no authentication.
+func TestNetworkPolicy(t *testing.T) {
+	m := load(t)
+	np := m.netpols[0]
+	for file, d := range m.deployments {
+		for k, v := range np.Spec.PodSelector.MatchLabels {
+			if d.Spec.Template.Labels[k] != v {
+				t.Errorf("%s: the NetworkPolicy selects %s=%s, which the pods do not carry", file, k, v)
+			}
+		}
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Error("the NetworkPolicy does not govern ingress")
+	}
+	for _, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			t.Error("an ingress rule admits every source")
+		}
+		for _, p := range r.Ports {
+			if p.Port == nil || p.Port.String() != "http" {
+				t.Errorf("an ingress rule admits port %v, not the port named http", p.Port)
 			}
 		}
 	}
