@@ -24,6 +24,7 @@ import (
 type Store struct {
 	cur  atomic.Pointer[Policy]
 	done chan struct{}
+	obs  atomic.Pointer[reloadHook] // Observe
 }
 
 // NewStatic returns a store that always holds p.
@@ -393,6 +394,7 @@ func (rl *reloader) apply(obs *observation) {
 	}
 	rl.lastFailure = ""
 	rl.store.cur.Store(p)
+	rl.store.reloaded(true)
 	rl.logger.Info("policy reload",
 		"event", "policy_reload",
 		"policy_file", rl.path,
@@ -414,6 +416,7 @@ func (rl *reloader) fail(key string, old *Policy, rejected, msg string, warnings
 		return
 	}
 	rl.lastFailure = key
+	rl.store.reloaded(false)
 	rl.logger.Error("policy reload",
 		"event", "policy_reload",
 		"policy_file", rl.path,

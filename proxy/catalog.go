@@ -108,7 +108,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 		// characters is a trick, not a tool.
 		if hiddenName(name) {
 			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
-			g.audit.Guard(audit.Guard{Session: g.id, Server: s.Name, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+			g.guardAudit(audit.Guard{Session: g.id, Server: s.Name, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 			return
 		}
 		seen[name] = true
@@ -170,7 +170,7 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 	}
 	if changed != "" {
 		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
-		g.audit.Guard(audit.Guard{Session: g.id, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		g.guardAudit(audit.Guard{Session: g.id, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
 		return nil, false
 	}
 	return clean, true

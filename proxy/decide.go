@@ -51,6 +51,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	// in resolveSampling. Walking them again would only cost a tools/call.
 	d := pol.Decide(call)
 	logDecision(d, d.Reason, time.Since(start))
+	g.observeDecision(&call, &d)
 	switch d.Verdict {
 	case policy.Allow:
 		return verdict{allow: true}
@@ -63,6 +64,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 			DecisionID: id, Session: g.session, Server: call.Server, Tool: call.Name, ArgsDigest: digest,
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
+		g.observeApproval(&a)
 	}
 	// A session yes answers the question the human read, which names the
 	// rule and gives its reason: it covers later asks of this tool by the
@@ -229,7 +231,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		}
 		kinds := make([]string, 0, len(findings))
 		for _, f := range findings {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
 			kinds = append(kinds, f.Kind+" at "+f.Path)
 		}
 		if !logOnly {
@@ -255,7 +257,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 			// The changed strings may no longer match the schema (a const,
 			// an enum, a pattern, a maxLength): the host would reject the
 			// result, or act on values its tool never sent.
-			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
+			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: its structuredContent holds control or invisible characters, "+
 				"and made visible they may no longer match the string constraints of the tool's outputSchema.", tool, server))
 		}
@@ -278,7 +280,7 @@ func (g *Session) guardOther(pol *policy.Policy, server, name, method, field str
 			outcome = "logged"
 		}
 		for _, f := range findings {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: outcome, Kind: f.Kind, Detail: method + " " + f.Path + ": " + f.Detail})
+			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: outcome, Kind: f.Kind, Detail: method + " " + f.Path + ": " + f.Detail})
 		}
 		if outcome == "refused" {
 			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
@@ -315,12 +317,12 @@ func (g *Gate) neutralizeFor(session, server, name, what string, raw json.RawMes
 		if errors.As(err, &ke) {
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
-		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
+		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
 		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
 		return nil, err
 	}
 	if n > 0 {
-		g.audit.Guard(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
 	}
 	return out, nil
 }

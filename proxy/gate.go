@@ -58,6 +58,9 @@ type Options struct {
 	// Approver asks the human when the policy says ask; nil means ask the
 	// host through MCP elicitation (elicitation.HostApprover).
 	Approver elicitation.Approver
+	// Observer is told of decisions, approvals, calls, guard refusals,
+	// sessions and upstream lives, for metrics; nil costs nothing (observe.go).
+	Observer Observer
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
@@ -169,6 +172,7 @@ func New(opts Options) (*Gate, error) {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},
 		OnStart: g.upstreamStarted,
+		OnExit:  g.upstreamExited,
 		// A key's children start only while a session has the key
 		// (initialize opens it, releaseKey stops it): a handler or a list
 		// fetch that outlives the key's last session starts nothing.
@@ -438,6 +442,7 @@ func (g *Gate) upstreamInitParams(key, _ string) json.RawMessage {
 // level, and a fresh look at its lists if the host has seen them (a restart
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
+	g.observeUpstreamStart(s)
 	g.mu.Lock()
 	level := g.upLevel[s.Key]
 	g.mu.Unlock()

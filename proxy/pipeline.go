@@ -91,14 +91,19 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	if send == nil {
 		send = forwardTo
 	}
+	sp := g.startCall()
 	res, err := send(g, ctx, r, t)
 	if err != nil {
+		g.endCall(sp, t.server, r.method, err)
 		return nil, err
 	}
 	if r.guard == nil || g.noGuard.Load() {
+		g.endCall(sp, t.server, r.method, nil)
 		return res, nil
 	}
-	return r.guard(g, pol, r, t, res)
+	res, err = r.guard(g, pol, r, t, res)
+	g.endCall(sp, t.server, r.method, err)
+	return res, err
 }
 
 // forwardTo sends the request to the upstream that owns its target.
@@ -294,12 +299,12 @@ func resolveSampling(g *Session, _ context.Context, from string, params json.Raw
 	}
 	const tool = "sampling/createMessage"
 	if err := rawjson.UniqueKeys(params); err != nil {
-		g.audit.Guard(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
+		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
 		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
 	}
 	if findings := guard.InspectResult(params); len(findings) > 0 {
 		f := findings[0]
-		g.audit.Guard(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
 		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
 	}
 	return target{kind: policy.KindSampling, server: from, args: params, fwd: params}, nil

@@ -99,6 +99,8 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 	g.mu.Lock()
 	g.sessions[s.session] = s
 	g.mu.Unlock()
+	g.observeSession(+1)
+	defer g.observeSession(-1)
 	defer func() {
 		g.mu.Lock()
 		delete(g.sessions, s.session)

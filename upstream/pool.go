@@ -86,6 +86,7 @@ type slot struct {
 	lastErr  error         // why the last start failed or the last session died
 	failures int           // consecutive failed starts or early crashes
 	retryAt  time.Time     // no new start before this
+	crashed  bool          // the last session died without being stopped: the next start is a restart
 }
 
 // startAttempt is one start of a server, shared by everyone waiting for it.
@@ -272,6 +273,7 @@ func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 		sl.retryAt = time.Now().Add(backoff(sl.failures))
 	default:
 		sl.sess = s
+		s.Restart, sl.crashed = sl.crashed, false
 	}
 	p.mu.Unlock()
 	switch {
@@ -420,6 +422,7 @@ func (p *Pool) retireLocked(sl *slot, s *Session) {
 		return
 	}
 	sl.lastErr = s.Err()
+	sl.crashed = true
 	// A server that crashes right after starting is crash-looping: back
 	// off. One that ran a while is simply restarted on next need.
 	if time.Since(s.started) < 10*time.Second {

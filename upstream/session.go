@@ -44,6 +44,11 @@ type Session struct {
 	up              Connection
 	started         time.Time
 
+	// Restart says this child replaces one of the same server and key
+	// that crashed (for metrics: a start is not always a restart). Set
+	// before OnStart is called.
+	Restart bool
+
 	inflight   atomic.Int64 // calls in either direction
 	lastUsed   atomic.Int64 // unix nanoseconds
 	deliberate atomic.Bool  // the gate stopped it; its end is not a crash

@@ -30,7 +30,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
+		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
 	)
+	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -40,6 +42,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return usageError{err}
+	}
+	var probes *opsState // nil: metrics and probes off, at no cost
+	if *opsAddr != "" {
+		if probes, err = serveOps(ctx, *opsAddr, logger); err != nil {
+			return err
+		}
+		defer probes.close()
 	}
 	auditLog, closeAudit, err := openAudit(*auditPath, stderr)
 	if err != nil {
@@ -68,6 +77,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	probes.policyLoaded(store)
 	g, err := proxy.New(proxy.Options{
 		Name:            *name,
 		Servers:         servers,
@@ -78,6 +88,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,
+		Observer:        probes.observer(),
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/metrics"
+	"github.com/mcp-gate/mcp-gate/ops"
+	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/proxy"
+)
+
+// opsState is what the operations endpoints read: the metrics (nil when
+// off) and whether the gate is ready. The zero value is "off": a serve
+// without --ops-addr (or --http) creates no registry, starts no goroutine
+// and gives the gate a nil observer (TestOpsOffStartsNothing).
+type opsState struct {
+	m        *metrics.Metrics
+	store    atomic.Pointer[policy.Store]
+	stopping atomic.Bool
+	ctx      context.Context // serve's: done on SIGTERM
+	srv      *http.Server
+	done     chan struct{}
+}
+
+// newOps enables metrics and readiness: for the HTTP front end, which
+// mounts them with ops.Mount on its own mux, and for --ops-addr.
+func newOps(ctx context.Context) *opsState {
+	o := &opsState{ctx: ctx}
+	o.m = metrics.New(metrics.Options{Version: version, PolicyRevision: o.revision})
+	return o
+}
+
+// revision is the policy revision in force, "" before one is loaded.
+func (o *opsState) revision() string {
+	if s := o.store.Load(); s != nil {
+		return s.Current().Revision()
+	}
+	return ""
+}
+
+// ready says why the gate cannot serve yet, or nil: a valid policy must be
+// in force (a file that fails to load at start is a refusal to start, and
+// a later invalid edit keeps the last good policy, which stays valid), and
+// a gate that is shutting down takes no new sessions.
+func (o *opsState) ready() error {
+	switch {
+	case o.stopping.Load() || o.ctx.Err() != nil:
+		return errors.New("shutting down")
+	case o.store.Load() == nil || o.store.Load().Current() == nil:
+		return errors.New("no policy loaded yet")
+	}
+	return nil
+}
+
+// policyLoaded records the store in force and counts its reloads.
+func (o *opsState) policyLoaded(s *policy.Store) {
+	if o == nil {
+		return
+	}
+	if o.m != nil {
+		s.Observe(o.m)
+	}
+	o.store.Store(s)
+}
+
+// observer is the gate's observer: nil, not a nil *Metrics, when off.
+func (o *opsState) observer() proxy.Observer {
+	if o == nil || o.m == nil {
+		return nil
+	}
+	return o.m
+}
+
+// serveOps listens on addr, which must be a loopback address: the
+// endpoints carry no authentication, and off the loopback interface they
+// belong behind the HTTP front end or a network policy. It says where it
+// listens on the log and serves until close.
+func serveOps(ctx context.Context, addr string, log *slog.Logger) (*opsState, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--ops-addr %q: expected HOST:PORT: %w", addr, err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, usageError{fmt.Errorf("--ops-addr %q: only a loopback address (127.0.0.1, ::1, localhost) is served: the endpoints have no authentication; "+
+			"a cluster reaches them through the --http front end", addr)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--ops-addr: %w", err)
+	}
+	o := newOps(ctx)
+	mux := http.NewServeMux()
+	ops.Mount(mux, o.m, o.ready)
+	o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	o.done = make(chan struct{})
+	go func() {
+		defer close(o.done)
+		_ = o.srv.Serve(ln)
+	}()
+	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "paths", []string{ops.HealthzPath, ops.ReadyzPath, ops.MetricsPath})
+	return o, nil
+}
+
+// close marks the gate as stopping and stops the listener, if any.
+func (o *opsState) close() {
+	if o == nil {
+		return
+	}
+	o.stopping.Store(true)
+	if o.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = o.srv.Shutdown(ctx)
+		<-o.done
+	}
+}
