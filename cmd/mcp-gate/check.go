@@ -69,9 +69,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if err := naming.ValidateServerKey(s.Name, budget); err != nil {
 					fail("%s: server %q: %v", sp, s.Name, err)
 				}
-				if s.Type != upstream.TypeStdio {
-					fmt.Fprintf(stdout, "%s: server %q: %s servers are not supported yet; serve will leave it out\n", sp, s.Name, s.Type)
-				}
 				known = append(known, s.Name)
 			}
 			if !failed {
