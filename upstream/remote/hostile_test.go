@@ -1,0 +1,320 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// fake is a hand-written Streamable HTTP server whose tools misbehave in
+// the ways a transport must survive.
+type fake struct {
+	mu         sync.Mutex
+	sid        string // the live session id; "" after it expired
+	inits      int
+	lastIDs    []string // Last-Event-ID headers received
+	dropID     json.RawMessage
+	initSID    string // if set, the session id initialize returns
+	initStatus int
+	hugeBytes  int
+}
+
+func (f *fake) reply(id json.RawMessage, text string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, id, text)
+}
+
+func sse(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.Method {
+	case http.MethodGet:
+		le := r.Header.Get("Last-Event-ID")
+		if le == "" {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		f.lastIDs = append(f.lastIDs, le)
+		if le == "drop-1" && f.dropID != nil {
+			sse(w)
+			fmt.Fprintf(w, "id: drop-2\ndata: %s\n\n", f.reply(f.dropID, "ok:resumed"))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	case http.MethodDelete:
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if m.Method == "initialize" {
+		if f.initStatus != 0 {
+			w.WriteHeader(f.initStatus)
+			return
+		}
+		f.inits++
+		f.sid = fmt.Sprintf("session-%d", f.inits)
+		if f.initSID != "" {
+			f.sid = f.initSID
+		}
+		w.Header().Set("Mcp-Session-Id", f.sid)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}`, m.ID)
+		return
+	}
+	if got := r.Header.Get("Mcp-Session-Id"); got == "" || got != f.sid {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	if m.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	name := m.Params.Name
+	switch name {
+	case "echo":
+		sse(w)
+		fmt.Fprintf(w, "id: e1\ndata: \n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\ndata: %s\n\n", f.reply(m.ID, "ok:echo"))
+	case "json":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, f.reply(m.ID, "ok:json"))
+	case "drop":
+		f.dropID = m.ID
+		sse(w)
+		fmt.Fprint(w, "id: drop-1\nretry: 10\ndata: \n\n")
+	case "dropnoid":
+		sse(w)
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+	case "huge":
+		sse(w)
+		fmt.Fprintf(w, "id: h1\ndata: %s\n\n", f.reply(m.ID, strings.Repeat("h", f.hugeBytes)))
+	case "hugejson":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, f.reply(m.ID, strings.Repeat("j", f.hugeBytes)))
+	case "badjson":
+		sse(w)
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+	case "expire":
+		f.sid = ""
+		w.WriteHeader(http.StatusNotFound)
+	case "changesid":
+		w.Header().Set("Mcp-Session-Id", "another-session")
+		sse(w)
+		fmt.Fprintf(w, "data: %s\n\n", f.reply(m.ID, "ok:changesid"))
+	case "redirect":
+		http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
+	case "error500":
+		w.WriteHeader(http.StatusInternalServerError)
+	case "html":
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html>")
+	case "slow":
+		sse(w)
+		msg := "data: " + f.reply(m.ID, "ok:slow") + "\n\n"
+		f.mu.Unlock()
+		for i := 0; i < len(msg); i += 16 {
+			fmt.Fprint(w, msg[i:min(i+16, len(msg))])
+			w.(http.Flusher).Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+		f.mu.Lock()
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no tool"}}`, m.ID)
+	}
+}
+
+// Each misbehaviour costs its call alone, with a reason, and the session
+// goes on; none hangs.
+func TestStreamableHostileCalls(t *testing.T) {
+	const limit = 64 << 10
+	f := &fake{hugeBytes: 2 * limit}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, limit)
+	s := session(t, p)
+	for _, tc := range []struct{ tool, want string }{
+		{"echo", "ok:echo"},
+		{"json", "ok:json"},
+		{"slow", "ok:slow"},
+		{"drop", "ok:resumed"},
+		{"dropnoid", "ended the reply stream to tools/call before answering, with no event id"},
+		{"huge", "exceeds the limit of 65536 bytes"},
+		{"hugejson", "exceeds the limit of 65536 bytes"},
+		{"badjson", "malformed response"},
+		{"redirect", "redirects are not followed"},
+		{"error500", "HTTP 500"},
+		{"html", `Content-Type "text/html"`},
+		{"nosuch", "no tool"},
+	} {
+		res, err := callTool(t, s, tc.tool, struct{}{})
+		got := string(res)
+		if err != nil {
+			got = err.Error()
+		}
+		t.Logf("%s: %s", tc.tool, got)
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %s; want %q", tc.tool, got, tc.want)
+		}
+		select {
+		case <-s.Done():
+			t.Fatalf("%s ended the session: %v", tc.tool, s.Err())
+		default:
+		}
+	}
+	f.mu.Lock()
+	lastIDs := f.lastIDs
+	f.mu.Unlock()
+	if len(lastIDs) != 1 || lastIDs[0] != "drop-1" {
+		t.Errorf("Last-Event-ID headers %q; want one resumption from drop-1", lastIDs)
+	}
+}
+
+// A 404 for the session ends it: the call fails with the reason, and the
+// next call gets a new session (a new initialize, without the old id).
+// A server that switches session ids mid-session ends it too.
+func TestStreamableSessionEnds(t *testing.T) {
+	for _, tc := range []struct{ tool, want string }{
+		{"expire", "ended the MCP session (HTTP 404"},
+		{"changesid", "another session id"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			f := &fake{}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+			s := session(t, p)
+			_, err := callTool(t, s, tc.tool, struct{}{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				// changesid may deliver its answer before the end: the
+				// session's end says why either way.
+				if tc.tool != "changesid" {
+					t.Errorf("call: %v; want %q", err, tc.want)
+				}
+			}
+			select {
+			case <-s.Done():
+				if !strings.Contains(s.Err().Error(), tc.want) {
+					t.Errorf("session ended with %v; want %q", s.Err(), tc.want)
+				}
+			case <-time.After(hang):
+				t.Fatal("the session did not end")
+			}
+			// A new session, after the pool's backoff for an early end.
+			deadline := time.Now().Add(hang)
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), hang)
+				s2, err := p.Session(ctx, "k", "remote")
+				cancel()
+				if err == nil {
+					if res, err := callTool(t, s2, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+						t.Errorf("echo on the new session: %s, %v", res, err)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no new session: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			f.mu.Lock()
+			inits := f.inits
+			f.mu.Unlock()
+			if inits != 2 {
+				t.Errorf("%d initializes; want 2", inits)
+			}
+		})
+	}
+}
+
+// What goes wrong at the start is a failed start with a reason.
+func TestStreamableStartFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    *fake
+		want string
+	}{
+		{"unauthorized", &fake{initStatus: http.StatusUnauthorized}, "check the entry's headers"},
+		{"bad session id", &fake{initSID: "has space"}, "visible ASCII"},
+		{"huge session id", &fake{initSID: strings.Repeat("s", 5000)}, "session id of 5000 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.f)
+			defer srv.Close()
+			p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			_, err := p.Session(ctx, "k", "remote")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Session: %v; want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error carries the header value: %v", err)
+			}
+		})
+	}
+	// Nothing listening: a start failure naming the URL without its query.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: url + "/mcp?token=" + secret}, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	_, err := p.Session(ctx, "k", "remote")
+	if err == nil || !strings.Contains(err.Error(), url+"/mcp?…") || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Session: %v; want the URL named without its query", err)
+	}
+}
+
+// A legacy server's endpoint must be on its own origin.
+func TestLegacyEndpointOrigin(t *testing.T) {
+	for _, tc := range []struct{ endpoint, want string }{
+		{"http://127.0.0.2:9/message", "another origin"},
+		{"//evil.example/message", "another origin"},
+		{"https://HOST/message", "another origin"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sse(w)
+			ep := strings.Replace(tc.endpoint, "HOST", r.Host, 1)
+			fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", ep)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		_, err := p.Session(ctx, "k", "remote")
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("endpoint %s: %v; want %q", tc.endpoint, err, tc.want)
+		}
+		p.Close()
+		srv.Close()
+	}
+	if _, err := sameOrigin(mustURL(t, "http://h:80/sse"), "/message?sessionId=1"); err != nil {
+		t.Errorf("a relative endpoint refused: %v", err)
+	}
+	if _, err := sameOrigin(mustURL(t, "http://h/sse"), "http://H:80/m"); err != nil {
+		t.Errorf("the same origin spelled otherwise refused: %v", err)
+	}
+}
