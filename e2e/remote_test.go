@@ -55,7 +55,7 @@ func noTokenLeak(t *testing.T, g *gate) {
 	t.Helper()
 	audit, _ := os.ReadFile(g.audit)
 	if strings.Contains(g.stderr.String(), remoteToken) || strings.Contains(string(audit), remoteToken) {
-		t.Errorf("the header's secret value reached the gate's stderr or audit log")
+		t.Errorf("the secret (a header value, a url query) reached the gate's stderr or audit log")
 	}
 }
 
@@ -200,10 +200,10 @@ func callErr(t *testing.T, sess *mcp.ClientSession, name string) (text string, f
 func TestRemoteHostile(t *testing.T) {
 	base, events := startRemoteHostile(t, "--huge", "3000000")
 	g := remoteGate(t, map[string]any{
-		"hostile":  map[string]any{"type": "http", "url": base + "/mcp", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
+		"hostile":  map[string]any{"type": "http", "url": base + "/mcp?k=${REMOTE_TOKEN}", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
 		"badsid":   map[string]any{"type": "http", "url": base + "/badsid/mcp"},
 		"changing": map[string]any{"type": "http", "url": base + "/changing/mcp"},
-		"crossorg": map[string]any{"type": "sse", "url": base + "/sse", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
+		"crossorg": map[string]any{"type": "sse", "url": base + "/sse?key=${REMOTE_TOKEN}", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
 		"legacy":   map[string]any{"type": "sse", "url": base + "/sse-ok", "headers": map[string]string{"X-Api-Key": "${REMOTE_TOKEN}"}},
 	}, "--max-message-bytes", "1000000")
 	sess := g.connect(t, nil)

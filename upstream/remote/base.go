@@ -281,6 +281,22 @@ func (b *base) Close() error {
 	return nil
 }
 
+// wait waits, up to a bound, for the transport's goroutines to end after
+// it has: every request is cancelled by then, so they end at once, and
+// nothing of a stopped connection (a log line) outlives the pool's Close.
+func (b *base) wait(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(max(grace, time.Second)):
+		b.log.Warn("a remote connection's requests outlived its stop", "server", b.name)
+	}
+}
+
 // Exited is closed once the connection has ended (failed, or stopped).
 func (b *base) Exited() <-chan struct{} { return b.ended }
 

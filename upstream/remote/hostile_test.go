@@ -3,7 +3,9 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -24,6 +27,7 @@ type fake struct {
 	dropID     json.RawMessage
 	initSID    string // if set, the session id initialize returns
 	initStatus int
+	initHold   bool // answer initialize on an SSE stream and hold it open
 	hugeBytes  int
 }
 
@@ -79,8 +83,18 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.sid = f.initSID
 		}
 		w.Header().Set("Mcp-Session-Id", f.sid)
+		res := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}`, m.ID)
+		if f.initHold {
+			sse(w)
+			fmt.Fprintf(w, "data: %s\n\n", res)
+			w.(http.Flusher).Flush()
+			f.mu.Unlock()
+			<-r.Context().Done()
+			f.mu.Lock()
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}`, m.ID)
+		fmt.Fprint(w, res)
 		return
 	}
 	if got := r.Header.Get("Mcp-Session-Id"); got == "" || got != f.sid {
@@ -317,4 +331,62 @@ func TestLegacyEndpointOrigin(t *testing.T) {
 	if _, err := sameOrigin(mustURL(t, "http://h/sse"), "http://H:80/m"); err != nil {
 		t.Errorf("the same origin spelled otherwise refused: %v", err)
 	}
+}
+
+// A server may hold the initialize reply stream open after answering: the
+// session goes on regardless (the gate waits for the answer, not the end of
+// its stream, before posting anything else).
+func TestStreamableInitStreamHeldOpen(t *testing.T) {
+	srv := httptest.NewServer(&fake{initHold: true})
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Fatalf("echo: %s, %v", res, err)
+	}
+}
+
+// The transport's contract (rpc.Transport): Write after Close is
+// ErrClosed; after the connection has ended, a WriteError with the reason,
+// and Read returns the reason once what came before is read.
+func TestTransportEndSemantics(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	u := mustURL(t, srv.URL)
+	tr := dialStreamable("x", u, nil, slog.New(slog.DiscardHandler), rpc.Limits{})
+	ctx := context.Background()
+	if err := tr.Write(ctx, &rpc.Message{ID: json.RawMessage("1"), Method: "initialize", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := tr.Read(ctx); err != nil || string(m.ID) != "1" {
+		t.Fatalf("Read: %v %v", m, err)
+	}
+	// The session expires: the call fails, and so does everything after.
+	f.mu.Lock()
+	f.sid = "gone"
+	f.mu.Unlock()
+	if err := tr.Write(ctx, &rpc.Message{ID: json.RawMessage("2"), Method: "tools/list"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tr.Read(ctx)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Fatalf("Read after expiry: %v", err)
+	}
+	<-tr.Exited()
+	var we *rpc.WriteError
+	if err := tr.Write(ctx, &rpc.Message{Method: "notifications/x"}); !errors.As(err, &we) || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("Write after the end: %v; want a WriteError with the reason", err)
+	}
+	tr.Stop(time.Second)
+	tr2 := dialStreamable("x", u, nil, slog.New(slog.DiscardHandler), rpc.Limits{})
+	tr2.Close()
+	if err := tr2.Write(ctx, &rpc.Message{Method: "notifications/x"}); !errors.Is(err, rpc.ErrClosed) {
+		t.Errorf("Write after Close: %v", err)
+	}
+	if _, err := tr2.Read(ctx); !errors.Is(err, rpc.ErrClosed) {
+		t.Errorf("Read after Close: %v", err)
+	}
+	tr2.Stop(time.Second)
 }

@@ -223,10 +223,11 @@ func (t *legacy) post(raw []byte) {
 }
 
 // Stop ends the session by closing the stream.
-func (t *legacy) Stop(time.Duration) {
+func (t *legacy) Stop(grace time.Duration) {
 	t.stopOnce.Do(func() {
 		t.Close()
 		t.end(errors.New("stopped by the gate"))
 		t.client.CloseIdleConnections()
+		t.wait(grace)
 	})
 }

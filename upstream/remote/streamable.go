@@ -50,6 +50,9 @@ type streamable struct {
 	sessionID string     // from the initialize response; "" for a stateless server
 	version   string     // the negotiated protocol version, once initialised
 	listening bool       // the GET stream has been started
+	// initAnswered is closed when the initialize response has come; the
+	// poster waits for it before posting anything else.
+	initAnswered chan struct{}
 
 	stopOnce sync.Once
 }
@@ -107,6 +110,13 @@ func (t *streamable) post(raw []byte) {
 	}
 	isInit := m.IsCall() && m.Method == "initialize"
 	done := make(chan struct{})
+	var answered chan struct{}
+	if isInit {
+		answered = make(chan struct{})
+		t.mu.Lock()
+		t.initAnswered = answered
+		t.mu.Unlock()
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -115,7 +125,9 @@ func (t *streamable) post(raw []byte) {
 	}()
 	sent := body.sent
 	if isInit {
-		sent = nil // wait for the answer: it carries the session id
+		// Wait for the answer, not for the end of its stream (a server
+		// may hold it open): it carries the session id and the version.
+		sent = answered
 	}
 	select {
 	case <-sent:
@@ -201,6 +213,12 @@ func (t *streamable) deliverOne(raw, id []byte, isInit bool) (answered, ok bool)
 		// Before the answer is delivered: the initialized notification
 		// that follows it must carry the version.
 		t.noteVersion(m)
+		t.mu.Lock()
+		if t.initAnswered != nil {
+			close(t.initAnswered)
+			t.initAnswered = nil
+		}
+		t.mu.Unlock()
 	}
 	return answered, t.deliver(incoming{m: m})
 }
@@ -508,5 +526,6 @@ func (t *streamable) Stop(grace time.Duration) {
 		}
 		t.end(errors.New("stopped by the gate"))
 		t.client.CloseIdleConnections()
+		t.wait(grace)
 	})
 }
