@@ -28,6 +28,7 @@ type fake struct {
 	initSID    string // if set, the session id initialize returns
 	initStatus int
 	initHold   bool // answer initialize on an SSE stream and hold it open
+	aborted    int  // hang calls whose stream the client dropped
 	hugeBytes  int
 }
 
@@ -129,6 +130,14 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "badjson":
 		sse(w)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+	case "hang":
+		sse(w)
+		fmt.Fprint(w, "id: hang-1\ndata: \n\n")
+		w.(http.Flusher).Flush()
+		f.mu.Unlock()
+		<-r.Context().Done()
+		f.mu.Lock()
+		f.aborted++
 	case "expire":
 		f.sid = ""
 		w.WriteHeader(http.StatusNotFound)
@@ -165,7 +174,7 @@ func TestStreamableHostileCalls(t *testing.T) {
 	const limit = 64 << 10
 	f := &fake{hugeBytes: 2 * limit}
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, limit)
 	s := session(t, p)
 	for _, tc := range []struct{ tool, want string }{
@@ -216,7 +225,7 @@ func TestStreamableSessionEnds(t *testing.T) {
 		t.Run(tc.tool, func(t *testing.T) {
 			f := &fake{}
 			srv := httptest.NewServer(f)
-			defer srv.Close()
+			t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 			p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
 			s := session(t, p)
 			_, err := callTool(t, s, tc.tool, struct{}{})
@@ -275,7 +284,7 @@ func TestStreamableStartFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.f)
-			defer srv.Close()
+			t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 			p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -338,7 +347,7 @@ func TestLegacyEndpointOrigin(t *testing.T) {
 // its stream, before posting anything else).
 func TestStreamableInitStreamHeldOpen(t *testing.T) {
 	srv := httptest.NewServer(&fake{initHold: true})
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 	defer srv.CloseClientConnections()
 	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
 	s := session(t, p)
@@ -353,7 +362,7 @@ func TestStreamableInitStreamHeldOpen(t *testing.T) {
 func TestTransportEndSemantics(t *testing.T) {
 	f := &fake{}
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 	u := mustURL(t, srv.URL)
 	tr := dialStreamable("x", u, nil, slog.New(slog.DiscardHandler), rpc.Limits{})
 	ctx := context.Background()
@@ -389,4 +398,39 @@ func TestTransportEndSemantics(t *testing.T) {
 		t.Errorf("Read after Close: %v", err)
 	}
 	tr2.Stop(time.Second)
+}
+
+// A call the caller gives up on has its reply stream dropped once the
+// cancellation is posted: a server that never answers holds no connection
+// and no goroutine of the gate for the rest of the session.
+func TestStreamableCancelDropsStream(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+		cancel()
+		if err == nil {
+			t.Fatal("hang answered")
+		}
+	}
+	deadline := time.Now().Add(hang)
+	for {
+		f.mu.Lock()
+		n := f.aborted
+		f.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 abandoned reply streams dropped", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after the cancellations: %s, %v", res, err)
+	}
 }

@@ -150,7 +150,7 @@ func TestStreamableSDKPeer(t *testing.T) {
 			var rec seen
 			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer() }, &mcp.StreamableHTTPOptions{JSONResponse: jsonReply})
 			srv := httptest.NewServer(rec.wrap(h))
-			defer srv.Close()
+			t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 			p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL + "/mcp?key=" + secret}, 0)
 			s := session(t, p)
 			if s.ProtocolVersion != "2025-11-25" {
@@ -192,7 +192,7 @@ func TestLegacySDKPeer(t *testing.T) {
 	var rec seen
 	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return sdkServer() }, nil)
 	srv := httptest.NewServer(rec.wrap(h))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
 	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
 	s := session(t, p)
 	res, err := callTool(t, s, "echo", textIn{Text: "over sse"})

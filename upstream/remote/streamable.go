@@ -53,12 +53,14 @@ type streamable struct {
 	// initAnswered is closed when the initialize response has come; the
 	// poster waits for it before posting anything else.
 	initAnswered chan struct{}
+	// calls cancels the POST of each request in flight, by id.
+	calls map[string]context.CancelCauseFunc
 
 	stopOnce sync.Once
 }
 
 func dialStreamable(name string, u *url.URL, headers map[string]string, log *slog.Logger, lim rpc.Limits) *streamable {
-	t := &streamable{base: newBase(name, u, headers, log, lim), url: u.String()}
+	t := &streamable{base: newBase(name, u, headers, log, lim), url: u.String(), calls: map[string]context.CancelCauseFunc{}}
 	t.wg.Add(1)
 	go t.poster()
 	return t
@@ -93,8 +95,18 @@ func (t *streamable) post(raw []byte) {
 		return
 	}
 	body := newSendBody(raw)
-	req, err := t.request(t.ctx, http.MethodPost, t.url, body)
+	// A request's POST has a context of its own: when the caller gives up
+	// (the Conn posts notifications/cancelled), its reply stream is
+	// dropped rather than held, or resumed, for nobody.
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	if m.IsCall() {
+		t.mu.Lock()
+		t.calls[string(m.ID)] = cancel
+		t.mu.Unlock()
+	}
+	req, err := t.request(ctx, http.MethodPost, t.url, body)
 	if err != nil {
+		cancel(nil)
 		t.end(err)
 		return
 	}
@@ -121,7 +133,18 @@ func (t *streamable) post(raw []byte) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
+		defer cancel(nil)
+		if m.IsCall() {
+			defer func() {
+				t.mu.Lock()
+				delete(t.calls, string(m.ID))
+				t.mu.Unlock()
+			}()
+		}
 		t.exchange(req, m, sid, isInit)
+		if m.Method == rpc.MethodCancelled {
+			t.abandon(m)
+		}
 	}()
 	sent := body.sent
 	if isInit {
@@ -137,12 +160,32 @@ func (t *streamable) post(raw []byte) {
 	}
 }
 
+// abandon drops the reply stream of the request a cancellation names, once
+// the cancellation itself has been posted.
+func (t *streamable) abandon(m *rpc.Message) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	t.mu.Lock()
+	cancel := t.calls[string(p.RequestID)]
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel(errors.New("the caller cancelled the request"))
+	}
+}
+
 // exchange performs one POST and delivers what it brings.
 func (t *streamable) exchange(req *http.Request, m *rpc.Message, sid string, isInit bool) {
+	ctx := req.Context()
 	resp, err := t.client.Do(req)
 	if err != nil {
-		if t.ctx.Err() != nil {
-			return // the transport ended: the Conn fails its calls with the reason
+		if ctx.Err() != nil {
+			// The transport ended (the Conn fails its calls with the
+			// reason), or the caller gave up on this one.
+			return
 		}
 		err = t.describeHTTPError(http.MethodPost, err)
 		if m.IsCall() {
@@ -182,7 +225,7 @@ func (t *streamable) exchange(req *http.Request, m *rpc.Message, sid string, isI
 		raw, tooBig, head, tail, err := t.readBody(resp.Body)
 		switch {
 		case err != nil:
-			if t.ctx.Err() == nil {
+			if ctx.Err() == nil {
 				t.failCall(m.ID, "reading the answer to %s from %s: %v", rpc.LogMethod(m.Method), t.where, err)
 			}
 		case tooBig > 0:
@@ -191,7 +234,7 @@ func (t *streamable) exchange(req *http.Request, m *rpc.Message, sid string, isI
 			t.deliverOne(raw, m.ID, isInit)
 		}
 	case "text/event-stream":
-		t.readReply(resp.Body, m, sid, isInit)
+		t.readReply(ctx, resp.Body, m, sid, isInit)
 	default:
 		if resp.StatusCode == http.StatusAccepted {
 			t.failCall(m.ID, "%s accepted %s without answering it (HTTP 202)", t.where, rpc.LogMethod(m.Method))
@@ -225,13 +268,13 @@ func (t *streamable) deliverOne(raw, id []byte, isInit bool) (answered, ok bool)
 
 // readReply reads the SSE stream that answers request m, resuming it with
 // Last-Event-ID when it drops before the answer.
-func (t *streamable) readReply(body io.ReadCloser, m *rpc.Message, sid string, isInit bool) {
+func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.Message, sid string, isInit bool) {
 	r := newSSEReader(body, t.max)
 	misses := 0
 	for {
 		answered, progressed, ok := t.readEvents(r, m.ID, isInit)
 		body.Close()
-		if answered || !ok || t.ctx.Err() != nil {
+		if answered || !ok || ctx.Err() != nil {
 			return
 		}
 		// The stream ended before the answer: the server closed it (to be
@@ -247,9 +290,9 @@ func (t *streamable) readReply(body io.ReadCloser, m *rpc.Message, sid string, i
 			t.failCall(m.ID, "%s ended the reply stream to %s before answering, and %d attempts in a row to resume it brought nothing", t.where, rpc.LogMethod(m.Method), maxResumes)
 			return
 		}
-		resp, err := t.resume(r, sid)
+		resp, err := t.resume(ctx, r, sid)
 		if err != nil {
-			if errors.Is(err, errExpired) || t.ctx.Err() != nil {
+			if errors.Is(err, errExpired) || ctx.Err() != nil {
 				return
 			}
 			t.failCall(m.ID, "the reply stream to %s dropped before the answer, and resuming it failed: %v", rpc.LogMethod(m.Method), err)
@@ -300,17 +343,17 @@ var errExpired = errors.New("the session expired")
 
 // resume reconnects a dropped stream: a GET with the last event id, after
 // the wait the server asked for.
-func (t *streamable) resume(r *sseReader, sid string) (*http.Response, error) {
+func (t *streamable) resume(ctx context.Context, r *sseReader, sid string) (*http.Response, error) {
 	wait := r.Retry
 	if wait <= 0 {
 		wait = defaultRetry
 	}
 	select {
 	case <-time.After(wait):
-	case <-t.ctx.Done():
-		return nil, context.Cause(t.ctx)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
 	}
-	resp, err := t.get(sid, r.LastID, true)
+	resp, err := t.get(ctx, sid, r.LastID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -319,8 +362,8 @@ func (t *streamable) resume(r *sseReader, sid string) (*http.Response, error) {
 
 // get opens an SSE stream with GET: a resumption (with lastID) or the
 // stream for the server's own messages.
-func (t *streamable) get(sid, lastID string, resume bool) (*http.Response, error) {
-	req, err := t.request(t.ctx, http.MethodGet, t.url, nil)
+func (t *streamable) get(ctx context.Context, sid, lastID string, resume bool) (*http.Response, error) {
+	req, err := t.request(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +424,7 @@ func (t *streamable) listen() {
 			if resume {
 				lastID = r.LastID
 			}
-			resp, err := t.get(sid, lastID, resume)
+			resp, err := t.get(t.ctx, sid, lastID, resume)
 			var se *statusError
 			switch {
 			case err == nil:
