@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -432,5 +433,97 @@ func TestStreamableCancelDropsStream(t *testing.T) {
 	}
 	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
 		t.Errorf("echo after the cancellations: %s, %v", res, err)
+	}
+}
+
+// A server that stops reading what is posted to it stalls the poster; past
+// the write timeout a Write returns a StallError (the Conn then ends the
+// session), as a child that stops reading its stdin does.
+func TestStreamableStall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // connections are never accepted: nothing is read
+	u := mustURL(t, "http://"+ln.Addr().String()+"/mcp")
+	tr := dialStreamable("x", u, nil, slog.New(slog.DiscardHandler), rpc.Limits{WriteTimeout: 200 * time.Millisecond})
+	defer tr.Stop(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	big := json.RawMessage(`{"x":"` + strings.Repeat("b", 64<<20) + `"}`)
+	if err := tr.Write(ctx, &rpc.Message{Method: "notifications/big", Params: big}); err != nil {
+		t.Fatal(err)
+	}
+	var se *rpc.StallError
+	for i := 0; ; i++ {
+		err := tr.Write(ctx, &rpc.Message{Method: "notifications/small"})
+		if errors.As(err, &se) {
+			break
+		}
+		if err != nil || i > 2*outQueueLen {
+			t.Fatalf("write %d: %v; want a StallError once the queue is full", i, err)
+		}
+	}
+}
+
+// A legacy server: a huge message event costs its call alone; a 404 from
+// the endpoint ends the session with the reason.
+func TestLegacyHostile(t *testing.T) {
+	const limit = 32 << 10
+	events := make(chan string, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		sse(w)
+		fmt.Fprint(w, "event: endpoint\ndata: /message?s=1\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case e := <-events:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct{ Name string }
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		if m.Params.Name == "gone" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		switch {
+		case m.Method == "initialize":
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"l","version":"1"}}}`, m.ID)
+		case m.Params.Name == "huge":
+			events <- (&fake{}).reply(m.ID, strings.Repeat("h", 2*limit))
+		case m.ID != nil:
+			events <- (&fake{}).reply(m.ID, "ok:"+m.Params.Name)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, limit)
+	s := session(t, p)
+	if _, err := callTool(t, s, "huge", struct{}{}); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Errorf("huge: %v", err)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after the huge event: %s, %v", res, err)
+	}
+	_, _ = callTool(t, s, "gone", struct{}{})
+	select {
+	case <-s.Done():
+		if !strings.Contains(s.Err().Error(), "HTTP 404") {
+			t.Errorf("session ended with %v", s.Err())
+		}
+	case <-time.After(hang):
+		t.Fatal("the session outlived a 404 from its endpoint")
 	}
 }
