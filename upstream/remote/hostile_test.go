@@ -30,6 +30,8 @@ type fake struct {
 	initStatus int
 	initHold   bool // answer initialize on an SSE stream and hold it open
 	aborted    int  // hang calls whose stream the client dropped
+	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
+	gets       []string
 	hugeBytes  int
 }
 
@@ -48,6 +50,13 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		le := r.Header.Get("Last-Event-ID")
+		if f.getStream > 0 && r.Header.Get("Mcp-Session-Id") == f.sid {
+			f.getStream--
+			f.gets = append(f.gets, "last="+le)
+			sse(w)
+			fmt.Fprintf(w, "id: g-%d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", len(f.gets))
+			return
+		}
 		if le == "" {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
@@ -525,5 +534,47 @@ func TestLegacyHostile(t *testing.T) {
 		}
 	case <-time.After(hang):
 		t.Fatal("the session outlived a 404 from its endpoint")
+	}
+}
+
+type notes struct{ ch chan string }
+
+func (n notes) HandleCall(context.Context, *rpc.Message) (json.RawMessage, error) {
+	return nil, rpc.Errorf(rpc.CodeMethodNotFound, "no")
+}
+func (n notes) HandleNotification(m *rpc.Message) { n.ch <- m.Method }
+
+// The GET stream carries the server's own messages outside any call; when
+// it ends it is reopened with the last event id; a 405 ends the listening.
+func TestStreamableGetStream(t *testing.T) {
+	f := &fake{getStream: 2}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	got := notes{ch: make(chan string, 4)}
+	p := upstream.NewPool([]upstream.Config{{Name: "remote", Type: upstream.TypeHTTP, URL: srv.URL}}, upstream.PoolOptions{
+		Launcher: &Launcher{},
+		Logger:   slog.New(slog.DiscardHandler),
+		Handler:  func(_, _ string) rpc.Handler { return got },
+		InitParams: func(_, _ string) json.RawMessage {
+			return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}`)
+		},
+	})
+	t.Cleanup(p.Close)
+	session(t, p)
+	for i := range 2 {
+		select {
+		case m := <-got.ch:
+			if m != "notifications/tools/list_changed" {
+				t.Errorf("notification %q", m)
+			}
+		case <-time.After(hang):
+			t.Fatalf("notification %d from the GET stream never came", i)
+		}
+	}
+	f.mu.Lock()
+	gets := append([]string(nil), f.gets...)
+	f.mu.Unlock()
+	if len(gets) != 2 || gets[0] != "last=" || gets[1] != "last=g-1" {
+		t.Errorf("GET streams %q; want one fresh, then one resumed from g-1", gets)
 	}
 }
