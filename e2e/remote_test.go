@@ -256,3 +256,41 @@ func TestRemoteHostile(t *testing.T) {
 	}
 	noTokenLeak(t, g)
 }
+
+// Issue #11: the server's own requests (sampling, elicitation, roots) reach
+// the host through a remote upstream, and the host's answers go back: over
+// Streamable HTTP they come on the call's reply stream and are answered by
+// POSTs; over legacy SSE they come on the session's stream.
+func TestRemoteUpstreamRequests(t *testing.T) {
+	for _, tc := range []struct{ mode, typ, path string }{
+		{"streamableHttp", "http", "/mcp"},
+		{"sse", "sse", "/sse"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			base := startEverythingHTTP(t, tc.mode)
+			// The elicitation tool echoes the answer into its result, which
+			// the guard refuses (see TestUpstreamRequestsRelayed): log-only.
+			pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\", \"sampling:**\"]\nguard:\n  log_only: [ev]\n")
+			g := remoteGate(t, map[string]any{"ev": map[string]any{"type": tc.typ, "url": base + tc.path}}, "--policy", pol)
+			client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ ctxType, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "check": true}}, nil
+				},
+				CreateMessageHandler: func(_ ctxType, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Model: "e2e-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled!"}}, nil
+				},
+			})
+			client.AddRoots(&mcp.Root{URI: "file:///e2e/root", Name: "e2e-root"})
+			sess := g.connectClient(t, client)
+			if got := resultText(call(t, sess, "ev__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5})); !strings.Contains(got, "e2e-model") {
+				t.Errorf("sampling result: %q", got)
+			}
+			if got := resultText(call(t, sess, "ev__trigger-elicitation-request", map[string]any{})); !strings.Contains(got, "Name: Ada") {
+				t.Errorf("elicitation result: %q", got)
+			}
+			if got := resultText(call(t, sess, "ev__get-roots-list", map[string]any{})); !strings.Contains(got, "file:///e2e/root") {
+				t.Errorf("roots result: %q", got)
+			}
+		})
+	}
+}
