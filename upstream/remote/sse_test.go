@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -149,4 +150,21 @@ func FuzzSSE(f *testing.F) {
 			}
 		}
 	})
+}
+
+func BenchmarkSSE(b *testing.B) {
+	var in bytes.Buffer
+	msg := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1000) + `"}]}}`
+	for i := range 1000 {
+		fmt.Fprintf(&in, "id: %d\ndata: %s\n\n", i, msg)
+	}
+	b.SetBytes(int64(in.Len()))
+	for b.Loop() {
+		s := newSSEReader(bytes.NewReader(in.Bytes()), 1<<20)
+		for {
+			if _, err := s.Next(); err != nil {
+				break
+			}
+		}
+	}
 }
