@@ -106,15 +106,28 @@ func newClient() *http.Client {
 func redactURL(u *url.URL) string {
 	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
 	s := r.String()
+	if len(s) > maxWhere {
+		// A legacy server chooses its endpoint's path: bounded in logs.
+		s = s[:maxWhere] + "…"
+	}
 	if u.RawQuery != "" {
 		s += "?…"
 	}
 	return s
 }
 
+// maxWhere bounds a URL as errors and log lines name it.
+const maxWhere = 256
+
 // describeHTTPError turns an error of client.Do into one that names the
 // redacted URL: a *url.Error would quote the whole URL, query and all.
 func (b *base) describeHTTPError(method string, err error) error {
+	return b.describeHTTPErrorAt(method, b.where, err)
+}
+
+// describeHTTPErrorAt is describeHTTPError for a request to where (a
+// redacted URL) other than the entry's own.
+func (b *base) describeHTTPErrorAt(method, where string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -122,7 +135,7 @@ func (b *base) describeHTTPError(method string, err error) error {
 	if c := context.Cause(b.ctx); c != nil && b.ctx.Err() != nil {
 		err = c
 	}
-	return fmt.Errorf("%s %s: %w", method, b.where, err)
+	return fmt.Errorf("%s %s: %w", method, where, err)
 }
 
 // Read returns the next message from the server.

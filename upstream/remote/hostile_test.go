@@ -324,7 +324,7 @@ func TestStreamableStartFailures(t *testing.T) {
 func TestLegacyEndpointOrigin(t *testing.T) {
 	for _, tc := range []struct{ endpoint, want string }{
 		{"http://127.0.0.2:9/message", "another origin"},
-		{"//evil.example/message", "another origin"},
+		{"//127.0.0.3:9/message", "another origin"},
 		{"https://HOST/message", "another origin"},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

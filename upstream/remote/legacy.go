@@ -21,8 +21,9 @@ import (
 // stream. The stream is the session: when it ends, so does the session.
 type legacy struct {
 	*base
-	endpoint string // where messages are posted, same origin as the stream
-	stopOnce sync.Once
+	endpoint  string // where messages are posted, same origin as the stream
+	postWhere string // endpoint, redacted (its query names the session)
+	stopOnce  sync.Once
 }
 
 // dialLegacy opens the stream and waits, within ctx, for the endpoint.
@@ -109,6 +110,9 @@ func (t *legacy) open(u *url.URL) (*sseReader, io.ReadCloser, error) {
 			return nil, nil, fmt.Errorf("GET %s: %w", t.where, err)
 		}
 		t.endpoint = ep
+		if u, err := url.Parse(ep); err == nil {
+			t.postWhere = redactURL(u)
+		}
 		return r, resp.Body, nil
 	}
 }
@@ -194,7 +198,7 @@ func (t *legacy) post(raw []byte) {
 		resp, err := t.client.Do(req)
 		if err != nil {
 			if t.ctx.Err() == nil {
-				err = t.describeHTTPError(http.MethodPost, err)
+				err = t.describeHTTPErrorAt(http.MethodPost, t.postWhere, err)
 				if m.IsCall() {
 					t.failCall(m.ID, "%v", err)
 				} else {
@@ -207,9 +211,9 @@ func (t *legacy) post(raw []byte) {
 		switch {
 		case resp.StatusCode/100 == 2:
 		case resp.StatusCode == http.StatusNotFound:
-			t.end(fmt.Errorf("%s no longer knows the session (HTTP 404 from its message endpoint); calls in flight on it failed, and the next call starts a new session", t.where))
+			t.end(fmt.Errorf("%s no longer knows the session (HTTP 404 from its message endpoint %s); calls in flight on it failed, and the next call starts a new session", t.where, t.postWhere))
 		case m.IsCall():
-			t.failCall(m.ID, "%s answered %s with %s", t.where, rpc.LogMethod(m.Method), statusText(resp))
+			t.failCall(m.ID, "%s answered %s with %s", t.postWhere, rpc.LogMethod(m.Method), statusText(resp))
 		default:
 			t.log.Warn("the server refused a message", "server", t.name, "method", rpc.LogMethod(m.Method), "status", resp.StatusCode)
 		}
