@@ -53,6 +53,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	warnInheritAll(servers, logger)
+	remote.WarnPlainHTTP(servers, logger)
 	// Reloads are audit events and operator news: both logs get them (once,
 	// when the audit log is stderr itself).
 	reloadLog := auditLog.Slog()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"strings"
 
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -44,4 +46,28 @@ func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limi
 		return dialStreamable(cfg.Name, u, cfg.Headers, log, lim), nil
 	}
 	return dialLegacy(ctx, cfg.Name, u, cfg.Headers, log, lim)
+}
+
+// WarnPlainHTTP says, at every start, which remote servers get their
+// headers (a token, as a rule) over plain http to a host that is not this
+// machine: anyone on the path can read them.
+func WarnPlainHTTP(servers []upstream.Config, log *slog.Logger) {
+	for _, s := range servers {
+		if s.Type != upstream.TypeHTTP && s.Type != upstream.TypeSSE || len(s.Headers) == 0 {
+			continue
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || u.Scheme != "http" || isLoopback(u.Hostname()) {
+			continue
+		}
+		log.Warn("server's headers go over plain http to another machine: anyone on the path can read them; use https", "server", s.Name, "host", u.Hostname())
+	}
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -225,3 +225,19 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+func TestWarnPlainHTTP(t *testing.T) {
+	var logs logBuf
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	h := map[string]string{"Authorization": "Bearer " + secret}
+	WarnPlainHTTP([]upstream.Config{
+		{Name: "far", Type: upstream.TypeHTTP, URL: "http://mcp.example.test/mcp", Headers: h},
+		{Name: "tls", Type: upstream.TypeHTTP, URL: "https://mcp.example.test/mcp", Headers: h},
+		{Name: "local", Type: upstream.TypeSSE, URL: "http://127.0.0.1:3001/sse", Headers: h},
+		{Name: "bare", Type: upstream.TypeHTTP, URL: "http://mcp.example.test/mcp"},
+	}, log)
+	out := logs.String()
+	if !strings.Contains(out, "server=far") || strings.Count(out, "\n") != 1 || strings.Contains(out, secret) {
+		t.Errorf("warnings:\n%s\nwant one, for far, without the header", out)
+	}
+}
