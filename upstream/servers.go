@@ -181,6 +181,11 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 				cfg.Headers[k] = expand("headers."+k, v)
 			}
 		}
+		if cfg.URL != "" {
+			for _, err := range remoteProblems(cfg.URL, cfg.Headers) {
+				bad("%v", err)
+			}
+		}
 	default:
 		bad(`"type" is %q; expected "stdio", "http" or "sse"`, cfg.Type)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/upstream"
+	"github.com/mcp-gate/mcp-gate/upstream/remote"
 )
 
 // check validates the servers file and the policy, and runs a policy test
@@ -68,9 +69,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			for _, s := range servers {
 				if err := naming.ValidateServerKey(s.Name, budget); err != nil {
 					fail("%s: server %q: %v", sp, s.Name, err)
-				}
-				if s.Type != upstream.TypeStdio {
-					fmt.Fprintf(stdout, "%s: server %q: %s servers are not supported yet; serve will leave it out\n", sp, s.Name, s.Type)
 				}
 				known = append(known, s.Name)
 			}
@@ -142,21 +140,16 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// learnCatalog starts every stdio server at once and lists its tools and
-// prompts, each server within timeout. A server that cannot start or list
-// is reported and left out of the catalog, so its globs are not judged:
-// that is not a failure by itself, since the machine that runs the check
-// may lack what the server needs.
+// learnCatalog starts (or connects to) every server at once and lists its
+// tools and prompts, each server within timeout. A server that cannot
+// start or list is reported and left out of the catalog, so its globs are
+// not judged: that is not a failure by itself, since the machine that runs
+// the check may lack what the server needs.
 func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.Duration, out io.Writer) map[string]policy.ServerNames {
-	var stdio []upstream.Config
-	for _, s := range servers {
-		if s.Type == upstream.TypeStdio {
-			stdio = append(stdio, s)
-		}
-	}
+	stdio := servers // every type: remote ones are reached as serve reaches them
 	log := slog.New(slog.DiscardHandler)
 	pool := upstream.NewPool(stdio, upstream.PoolOptions{
-		Launcher:     &upstream.ExecLauncher{Logger: log},
+		Launcher:     &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: log}, Logger: log},
 		Logger:       log,
 		StartTimeout: timeout,
 		InitParams: func(_, _ string) json.RawMessage {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
+	"github.com/mcp-gate/mcp-gate/upstream/remote"
 )
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -60,8 +61,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	servers = stdioOnly(servers, logger)
 	warnInheritAll(servers, logger)
+	remote.WarnPlainHTTP(servers, logger)
 	// Reloads are audit events and operator news: both logs get them (once,
 	// when the audit log is stderr itself).
 	reloadLog := auditLog.Slog()
@@ -81,7 +82,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	g, err := proxy.New(proxy.Options{
 		Name:            *name,
 		Servers:         servers,
-		Launcher:        &upstream.ExecLauncher{Logger: logger},
+		Launcher:        &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger}, Logger: logger},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
@@ -127,20 +128,6 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 	}
 	log.Info("policy loaded", "event", audit.EventPolicyLoad, "policy_file", p.Source(), "revision", p.Revision())
 	return store, nil
-}
-
-// stdioOnly leaves out the servers the gate cannot start yet (http, sse),
-// saying so once, so that a servers file shared with a host still works.
-func stdioOnly(servers []upstream.Config, log *slog.Logger) []upstream.Config {
-	out := servers[:0:0]
-	for _, s := range servers {
-		if s.Type != upstream.TypeStdio {
-			log.Warn("server left out: only stdio servers are supported yet", "server", s.Name, "type", s.Type)
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // warnInheritAll says, at every start, which servers get the gate's whole
