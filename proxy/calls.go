@@ -89,6 +89,8 @@ func (g *Session) unknown(noun, name string) error {
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKey()
 	defer g.enter(key, server, g)()
+	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
+	defer cancel()
 	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)

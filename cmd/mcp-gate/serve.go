@@ -30,6 +30,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
+		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
 	)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -75,6 +76,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
+		UpstreamStall:   *stallTO,
 		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,
