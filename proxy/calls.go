@@ -109,6 +109,9 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 	if err != nil {
 		return nil, upstreamError(server, method, err)
 	}
+	if err := g.takeResult(ctx, server, method, len(res)); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

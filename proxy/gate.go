@@ -202,6 +202,8 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
+	ctx, release := g.holdResults(ctx)
+	defer release()
 	return m.serve(g, ctx, req.Params)
 }
 

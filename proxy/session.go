@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -32,6 +33,9 @@ type Session struct {
 	progress        progressRoutes
 	grants          elicitation.Grants // "approve for this session" answers
 	urlElicitations urlElicitations
+	// pendingResults counts the bytes of upstream results being served to
+	// this host and not yet handed to its queue (backpressure.go).
+	pendingResults atomic.Int64
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo
