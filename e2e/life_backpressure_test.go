@@ -126,8 +126,18 @@ func TestLifeHostStopsReading(t *testing.T) {
 	peak := vmHWM(t, g.cmd.Process.Pid)
 	t.Logf("%d calls: %d results, %d dropped with an error; gate peak RSS %d MiB while the host was not reading, %d MiB overall (bound %d MiB)",
 		calls, results, dropped, stalledPeak>>20, peak>>20, hostQueueBytes>>20)
-	if limit := int64(12 * hostQueueBytes); peak > limit {
-		t.Errorf("the gate's peak RSS is %d MiB; want it under %d MiB (12 times the stated bound)", peak>>20, limit>>20)
+	// A generous multiple of the bound: the queue, the waiting room and the
+	// results on their way are each the bound, and garbage waits for the
+	// collector. The race detector multiplies memory use (its shadow memory
+	// and its slower collection), hence a larger multiple under it; without
+	// the bound the gate holds every result (past 380 MiB for these 300
+	// without the detector, past 1 GiB with it).
+	multiple := int64(12)
+	if raceEnabled {
+		multiple = 40
+	}
+	if limit := multiple * hostQueueBytes; peak > limit {
+		t.Errorf("the gate's peak RSS is %d MiB; want it under %d MiB (%d times the stated bound)", peak>>20, limit>>20, multiple)
 	}
 	if dropped > 0 {
 		found := false
