@@ -39,30 +39,33 @@ func (s *Session) holdResults(ctx context.Context) (context.Context, func()) {
 	return context.WithValue(ctx, resultHoldKey{}, h), func() { s.pendingResults.Add(-h.n.Load()) }
 }
 
-// takeResult accounts an upstream's result of n bytes to the host request
-// in ctx. Results arrive as fast as upstreams answer, whatever the host
-// does: past HostQueueBytes of them between their upstream and the host's
-// queue, the result is dropped at once and its call answered with an
-// error, so that neither a host that does not read nor a burst of large
-// results can make the gate hold more (one result larger than the bound
-// still goes, alone). The upstream's reader is never held up: it has
-// handed the result over already.
-func (s *Session) takeResult(ctx context.Context, server, method string, n int) error {
+// admitResult returns the admission of an upstream's result for the host
+// request in ctx, called on the upstream's read loop as soon as the result
+// is read (rpc.Conn.CallAdmit). Results arrive as fast as upstreams answer,
+// whatever the host does: past HostQueueBytes of them between their
+// upstream and the host's queue, a result is refused there, let go at
+// once, and its call answered with an error, so that neither a host that
+// does not read nor a burst of large results can make the gate hold more
+// (one result larger than the bound still goes, alone). It never waits:
+// the read loop is the upstream's, which other sessions share.
+func (s *Session) admitResult(ctx context.Context, server, method string) func(int) error {
 	h, _ := ctx.Value(resultHoldKey{}).(*resultHold)
 	if h == nil {
 		return nil
 	}
-	for {
-		cur := s.pendingResults.Load()
-		if cur > 0 && cur+int64(n) > HostQueueBytes {
-			why := fmt.Errorf("%d bytes of results are already on their way to the host (bound %d bytes per session)", cur, HostQueueBytes)
-			s.log.Warn("result dropped: the host is not taking its results", "session", s.session, "server", server, "method", method, "bytes", n, "error", why)
-			s.audit.Undelivered(audit.Undelivered{Session: s.session, Method: method, WireName: server, Bytes: n, Reason: why.Error()})
-			return rpc.Errorf(rpc.CodeInternalError, "mcp-gate dropped the %d-byte result of %s from upstream %q because the host was not reading its input fast enough: %v", n, method, server, why)
-		}
-		if s.pendingResults.CompareAndSwap(cur, cur+int64(n)) {
-			h.n.Add(int64(n))
-			return nil
+	return func(n int) error {
+		for {
+			cur := s.pendingResults.Load()
+			if cur > 0 && cur+int64(n) > HostQueueBytes {
+				why := fmt.Errorf("%d bytes of results are already on their way to the host (bound %d bytes per session)", cur, HostQueueBytes)
+				s.log.Warn("result dropped: the host is not taking its results", "session", s.session, "server", server, "method", method, "bytes", n, "error", why)
+				s.audit.Undelivered(audit.Undelivered{Session: s.session, Method: method, WireName: server, Bytes: n, Reason: why.Error()})
+				return rpc.Errorf(rpc.CodeInternalError, "mcp-gate dropped the %d-byte result of %s from upstream %q because the host was not reading its input fast enough: %v", n, method, server, why)
+			}
+			if s.pendingResults.CompareAndSwap(cur, cur+int64(n)) {
+				h.n.Add(int64(n))
+				return nil
+			}
 		}
 	}
 }

@@ -105,12 +105,9 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 			}
 		}
 	}
-	res, err := s.Call(ctx, method, params)
+	res, err := s.CallAdmit(ctx, method, params, g.admitResult(ctx, server, method))
 	if err != nil {
 		return nil, upstreamError(server, method, err)
-	}
-	if err := g.takeResult(ctx, server, method, len(res)); err != nil {
-		return nil, err
 	}
 	return res, nil
 }

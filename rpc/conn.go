@@ -118,6 +118,7 @@ type Conn struct {
 type pendingCall struct {
 	ch     chan *Message // buffered, receives exactly one message
 	method string
+	admit  func(size int) error // CallAdmit's, or nil
 }
 
 type incomingCall struct {
@@ -298,6 +299,13 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
 			return
 		}
+		if p.admit != nil && msg.Error == nil {
+			if err := p.admit(len(msg.Result)); err != nil {
+				// Refused where it was read: the result is let go at
+				// once, not parked until its caller runs.
+				msg = &Message{ID: msg.ID, Error: asError(err)}
+			}
+		}
 		p.ch <- msg
 	case msg.IsNotification():
 		if msg.Method == MethodCancelled {
@@ -393,6 +401,15 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 	go run()
 }
 
+// asError is err as a JSON-RPC error: itself when it is one.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Errorf(CodeInternalError, "%s", err.Error())
+}
+
 // writeResponse sends the response to req. A large result that cannot be
 // queued within Options.ResponseWait, or that the transport refuses for
 // lack of room, is dropped and answered by a short error instead, which
@@ -442,6 +459,17 @@ func (c *Conn) callHandler(ctx context.Context, req *Message) (result json.RawMe
 // returned, and the peer is told with notifications/cancelled if the
 // request was sent.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.CallAdmit(ctx, method, params, nil)
+}
+
+// CallAdmit is Call with a say over the result: admit, if not nil, is
+// called with the result's size on the read loop as soon as the response
+// is read, and an error from it replaces the result (the caller gets that
+// error, as an *Error, or a CodeInternalError carrying its message). A
+// caller that accounts results against a budget uses it, so that a result
+// over the budget is let go where it was read instead of waiting for its
+// caller's goroutine to run. admit must not block.
+func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMessage, admit func(size int) error) (json.RawMessage, error) {
 	c.mu.Lock()
 	if c.closed {
 		cause := c.cause
@@ -450,7 +478,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	}
 	c.nextID++
 	id := json.RawMessage(strconv.FormatInt(c.nextID, 10))
-	p := &pendingCall{ch: make(chan *Message, 1), method: method}
+	p := &pendingCall{ch: make(chan *Message, 1), method: method, admit: admit}
 	c.pending[string(id)] = p
 	c.mu.Unlock()
 
