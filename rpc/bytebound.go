@@ -139,14 +139,18 @@ func (b *byteBound) full() (bool, <-chan struct{}) {
 
 // awaitRoom waits while the queue is full: a Stream with a byte bound stops
 // reading its peer (taking on more work whose answers would queue behind)
-// until the peer reads what is queued for it.
-func (b *byteBound) awaitRoom(ctx context.Context, closed <-chan struct{}) error {
+// until the peer reads what is queued for it. It returns at once when ended
+// is closed: every line was handed out before it, and the end of the
+// peer's stream (a host shutting down) must still be seen.
+func (b *byteBound) awaitRoom(ctx context.Context, closed, ended <-chan struct{}) error {
 	for {
 		full, room := b.full()
 		if !full {
 			return nil
 		}
 		select {
+		case <-ended:
+			return nil
 		case <-room:
 		case <-ctx.Done():
 			return context.Cause(ctx)

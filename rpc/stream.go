@@ -126,7 +126,7 @@ func (s *Stream) Read(ctx context.Context) (*Message, error) {
 		if s.q.bytes != nil {
 			// The peer is not reading what is queued for it: take on
 			// nothing more of its work until it does.
-			if err := s.q.bytes.awaitRoom(ctx, s.done); err != nil {
+			if err := s.q.bytes.awaitRoom(ctx, s.done, s.ended); err != nil {
 				if errors.Is(err, ErrClosed) {
 					return nil, s.closedErr()
 				}
