@@ -139,13 +139,15 @@ func TestLifeHostStopsReading(t *testing.T) {
 	if limit := multiple * hostQueueBytes; peak > limit {
 		t.Errorf("the gate's peak RSS is %d MiB; want it under %d MiB (%d times the stated bound)", peak>>20, limit>>20, multiple)
 	}
-	if dropped > 0 {
-		found := false
-		for _, a := range g.auditLines(t) {
-			found = found || a["event"] == "undelivered"
-		}
-		if !found {
-			t.Error("results were dropped, but the audit does not say so")
-		}
+	// 300 MiB of results cannot all wait for a host that reads nothing.
+	if dropped == 0 {
+		t.Error("no result was dropped while the host read nothing")
+	}
+	found := false
+	for _, a := range g.auditLines(t) {
+		found = found || a["event"] == "undelivered"
+	}
+	if !found {
+		t.Error("results were dropped, but the audit does not say so")
 	}
 }
