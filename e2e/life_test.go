@@ -184,3 +184,26 @@ func TestLifeEndlessLine(t *testing.T) {
 func TestLifePartialMessageStall(t *testing.T) {
 	lifeBroken(t, "partial", "and then nothing for 1s", "--upstream-stall", "1s")
 }
+
+// The time a human takes to approve a call is not the server's: a call
+// asked about for longer than the server's callTimeout still runs, under
+// its own timeout once forwarded.
+func TestLifeCallTimeoutExcludesApproval(t *testing.T) {
+	path := lifeServers(t, map[string]map[string]any{
+		"slow": lifeEntry(map[string]any{"callTimeout": "1s"}),
+	})
+	pol := writePolicy(t, "version: 1\nfallback: deny\napproval:\n  timeout: 30s\nask:\n  - mcp:slow:echo\n")
+	g := gateCommand(t, nil, "--servers", path, "--policy", pol)
+	a := &asker{}
+	a.set(func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		time.Sleep(2 * time.Second) // twice the callTimeout
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	})
+	sess := g.connect(t, &mcp.ClientOptions{ElicitationHandler: a.handler})
+	if msg, err := callErr(ctxT(t, 60*time.Second), sess, "slow__echo"); err != nil {
+		t.Fatalf("a call approved after longer than its callTimeout = %q; want it served", msg)
+	}
+	if a.asked.Load() != 1 {
+		t.Fatalf("asked %d times; want once", a.asked.Load())
+	}
+}
