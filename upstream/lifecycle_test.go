@@ -92,3 +92,24 @@ func TestCallTimeoutKey(t *testing.T) {
 		t.Errorf("no callTimeout = %v, %v; want the default", cfgs, err)
 	}
 }
+
+// Whatever "callTimeout" holds, an entry is either refused with the key
+// named or gets a positive timeout.
+func FuzzCallTimeout(f *testing.F) {
+	for _, s := range []string{`"10m"`, `"1h30m"`, `"0s"`, `"-5s"`, `"10 minutes"`, `600`, `null`, `""`, `"9999999999h"`, `"1ns"`, `["1s"]`, `{"d":"1s"}`, `"\u0031s"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		data := []byte(`{"mcpServers":{"a":{"command":"x","callTimeout":` + v + `}}}`)
+		cfgs, err := upstream.ParseServers("f.json", data, func(string) (string, bool) { return "", false })
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.json") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if len(cfgs) != 1 || cfgs[0].Timeout() <= 0 || cfgs[0].CallTimeout < 0 {
+			t.Fatalf("callTimeout %s accepted as %+v", v, cfgs)
+		}
+	})
+}
