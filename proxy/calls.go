@@ -89,6 +89,8 @@ func (g *Session) unknown(noun, name string) error {
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKey()
 	defer g.enter(key, server, g)()
+	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
+	defer cancel()
 	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)
@@ -103,7 +105,7 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 			}
 		}
 	}
-	res, err := s.Call(ctx, method, params)
+	res, err := s.CallAdmit(ctx, method, params, g.admitResult(ctx, server, method))
 	if err != nil {
 		return nil, upstreamError(server, method, err)
 	}

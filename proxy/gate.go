@@ -47,6 +47,9 @@ type Options struct {
 	// and hides nothing else.
 	ListTimeout time.Duration
 	IdleTimeout time.Duration
+	// UpstreamStall is how long an upstream may leave part of a message
+	// unfinished before it is failed (upstream.DefaultReadStall if 0).
+	UpstreamStall time.Duration
 	// MaxMessageBytes bounds one message in either direction.
 	MaxMessageBytes int
 	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
@@ -167,6 +170,7 @@ func New(opts Options) (*Gate, error) {
 		StartTimeout:    opts.StartTimeout,
 		IdleTimeout:     opts.IdleTimeout,
 		MaxMessageBytes: opts.MaxMessageBytes,
+		ReadStall:       opts.UpstreamStall,
 		InitParams:      g.upstreamInitParams,
 		Handler: func(key, server string) rpc.Handler {
 			return &upstreamHandler{g: g, key: key, server: server}
@@ -202,6 +206,8 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
+	ctx, release := g.holdResults(ctx)
+	defer release()
 	return m.serve(g, ctx, req.Params)
 }
 
@@ -485,8 +491,11 @@ func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 // notifyHost sends a notification to the session's host, logging a
 // failure.
 func (g *Session) notifyHost(method string, params json.RawMessage) {
-	if err := g.host.Notify(context.Background(), method, params); err != nil {
-		g.log.Debug("notifying host", "method", method, "error", err)
+	// Never waited for: this may run on an upstream's read loop, which
+	// other sessions share, and a host that is not reading must not stall
+	// it (backpressure.go). A notification finding no room is dropped.
+	if ok, err := g.host.TryNotify(method, params); err != nil || !ok {
+		g.log.Debug("notification to the host dropped", "method", method, "queued", ok, "error", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -32,6 +33,9 @@ type Session struct {
 	progress        progressRoutes
 	grants          elicitation.Grants // "approve for this session" answers
 	urlElicitations urlElicitations
+	// pendingResults counts the bytes of upstream results being served to
+	// this host and not yet handed to its queue (backpressure.go).
+	pendingResults atomic.Int64
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo
@@ -76,7 +80,12 @@ func (g *Gate) Close() { g.pool.Close() }
 // session normally.
 func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	// No closer: closing os.Stdin would not unblock a read from it.
-	return s.ServeTransport(ctx, rpc.NewStream(r, w, nil, rpc.Limits{MaxMessageBytes: s.Gate.opts.MaxMessageBytes}))
+	return s.ServeTransport(ctx, rpc.NewStream(r, w, nil, rpc.Limits{
+		MaxMessageBytes: s.Gate.opts.MaxMessageBytes,
+		// A host that stops reading gets no more work done for it
+		// (backpressure.go).
+		QueueBytes: HostQueueBytes,
+	}))
 }
 
 // ServeTransport runs the session over any message transport (stdio lines,
@@ -91,7 +100,9 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		// A host that sends a request and closes stdin (a script, a pipe)
 		// still gets its answer; MCP hosts close stdin to shut down and
 		// send SIGTERM if they will not wait.
-		Drain: 30 * time.Second,
+		Drain:        30 * time.Second,
+		ResponseWait: HostResultWait,
+		OnDropped:    s.resultDropped,
 	})
 	if s.approver == nil {
 		s.approver = elicitation.HostApprover{Host: s.host, CanAsk: func() bool { return s.hostCaps().elicitForm }}

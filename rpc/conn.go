@@ -73,6 +73,16 @@ type Options struct {
 	// or "closed pipe", whichever of the two the Conn happened to see first.
 	// It runs off the read loop's and the writers' locks and may wait.
 	EndCause func(error) error
+	// ResponseWait, if not zero, bounds how long a response larger than a
+	// short error may wait for room in the transport (a peer that stopped
+	// reading, a queue at its byte bound: Limits.QueueBytes). Past it, or
+	// at once when the transport refuses it (*QueueFullError), the result
+	// is dropped and a short error answers the request in its place, so
+	// that its memory goes and the peer, once it reads again, learns why.
+	ResponseWait time.Duration
+	// OnDropped, if set, is told of each result dropped so (ResponseWait):
+	// the request, the result's size and why. It must not block.
+	OnDropped func(req *Message, size int, why error)
 }
 
 // A Conn is one JSON-RPC 2.0 peer over a Transport: it numbers and
@@ -108,6 +118,7 @@ type Conn struct {
 type pendingCall struct {
 	ch     chan *Message // buffered, receives exactly one message
 	method string
+	admit  func(size int) error // CallAdmit's, or nil
 }
 
 type incomingCall struct {
@@ -195,6 +206,7 @@ func (c *Conn) transportFailed(err error) bool {
 	var (
 		we *WriteError
 		se *StallError
+		fe *FramingError
 	)
 	switch {
 	case errors.As(err, &we):
@@ -207,6 +219,8 @@ func (c *Conn) transportFailed(err error) bool {
 		}
 	case errors.As(err, &se):
 		err = fmt.Errorf("%s stopped reading its input for %s", c.opts.Peer, se.After)
+	case errors.As(err, &fe):
+		err = fmt.Errorf("%s: %s", c.opts.Peer, fe.Reason)
 	case errors.Is(err, ErrClosed):
 		err = fmt.Errorf("the transport to %s was closed: %w", c.opts.Peer, err)
 	default:
@@ -284,6 +298,13 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 		if !ok {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
 			return
+		}
+		if p.admit != nil && msg.Error == nil {
+			if err := p.admit(len(msg.Result)); err != nil {
+				// Refused where it was read: the result is let go at
+				// once, not parked until its caller runs.
+				msg = &Message{ID: msg.ID, Error: asError(err)}
+			}
 		}
 		p.ch <- msg
 	case msg.IsNotification():
@@ -369,7 +390,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		default:
 			resp.Result = result
 		}
-		if err := c.write(wctx, resp); err != nil && !errors.Is(err, ErrClosed) {
+		if err := c.writeResponse(wctx, req, resp, sequential); err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("writing response", "peer", c.opts.Peer, "method", LogMethod(req.Method), "error", err)
 		}
 	}
@@ -378,6 +399,46 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		return
 	}
 	go run()
+}
+
+// asError is err as a JSON-RPC error: itself when it is one.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Errorf(CodeInternalError, "%s", err.Error())
+}
+
+// writeResponse sends the response to req. A large result that cannot be
+// queued within Options.ResponseWait, or that the transport refuses for
+// lack of room, is dropped and answered by a short error instead, which
+// waits as long as it must (it costs little, and the peer that reads again
+// must find an answer to every request).
+func (c *Conn) writeResponse(ctx context.Context, req, resp *Message, sequential bool) error {
+	if c.opts.ResponseWait <= 0 || sequential || len(resp.Result) <= smallMessage {
+		return c.write(ctx, resp)
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.opts.ResponseWait)
+	err := c.write(wctx, resp)
+	cancel()
+	var qf *QueueFullError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &qf):
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		err = fmt.Errorf("%s read nothing of what was queued for it for %s", c.opts.Peer, c.opts.ResponseWait)
+	default:
+		return err
+	}
+	size := len(resp.Result)
+	c.log.Warn("result dropped: the peer is not reading", "peer", c.opts.Peer, "method", LogMethod(req.Method), "id", LogID(req.ID), "bytes", size, "error", err)
+	if c.opts.OnDropped != nil {
+		c.opts.OnDropped(req, size, err)
+	}
+	return c.write(ctx, &Message{ID: req.ID, Error: Errorf(CodeInternalError,
+		"mcp-gate dropped the %d-byte result of %s because the %s was not reading its input: %v", size, req.Method, c.opts.Peer, err)})
 }
 
 // callHandler runs the handler and turns a panic into an internal error: one
@@ -398,6 +459,17 @@ func (c *Conn) callHandler(ctx context.Context, req *Message) (result json.RawMe
 // returned, and the peer is told with notifications/cancelled if the
 // request was sent.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.CallAdmit(ctx, method, params, nil)
+}
+
+// CallAdmit is Call with a say over the result: admit, if not nil, is
+// called with the result's size on the read loop as soon as the response
+// is read, and an error from it replaces the result (the caller gets that
+// error, as an *Error, or a CodeInternalError carrying its message). A
+// caller that accounts results against a budget uses it, so that a result
+// over the budget is let go where it was read instead of waiting for its
+// caller's goroutine to run. admit must not block.
+func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMessage, admit func(size int) error) (json.RawMessage, error) {
 	c.mu.Lock()
 	if c.closed {
 		cause := c.cause
@@ -406,7 +478,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	}
 	c.nextID++
 	id := json.RawMessage(strconv.FormatInt(c.nextID, 10))
-	p := &pendingCall{ch: make(chan *Message, 1), method: method}
+	p := &pendingCall{ch: make(chan *Message, 1), method: method, admit: admit}
 	c.pending[string(id)] = p
 	c.mu.Unlock()
 
@@ -485,6 +557,27 @@ type tryWriter interface {
 // Conn).
 func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	return c.write(ctx, &Message{Method: method, Params: params})
+}
+
+// TryNotify sends a notification only if the transport takes it at once,
+// and reports whether it did. A caller that must never wait on this peer
+// (one upstream's read loop relaying to one of many hosts) uses it: a
+// notification to a peer that is not reading is dropped, not waited for.
+func (c *Conn) TryNotify(method string, params json.RawMessage) (bool, error) {
+	select {
+	case <-c.done:
+		return false, c.closedError()
+	default:
+	}
+	m := &Message{Method: method, Params: params}
+	if tw, ok := c.t.(tryWriter); ok {
+		return tw.tryWrite(m)
+	}
+	// A transport that cannot tell has its Write waited for.
+	if err := c.write(context.Background(), m); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // write hands m to the transport. An error that means the peer can no

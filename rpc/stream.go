@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // DefaultMaxMessageBytes bounds one message when Limits.MaxMessageBytes is 0.
@@ -41,7 +43,16 @@ type Stream struct {
 	closer io.Closer
 	max    int
 	q      *sendQueue
-	done   chan struct{} // closed by Close or a write failure
+	// skipMax bounds how far an oversized line is skipped (MaxSkipBytes).
+	skipMax int
+	// watch, when not nil, is the reader under r that times a partial
+	// message's stall (ReadStall); framing is closed with framingErr set
+	// when the peer's framing ends the Stream (a stall, an endless line).
+	watch      *stallReader
+	framing    chan struct{}
+	framingErr error
+	framingOne sync.Once
+	done       chan struct{} // closed by Close or a write failure
 
 	readOnce sync.Once
 	lines    chan readResult // the reader goroutine's lines, unbuffered
@@ -74,16 +85,31 @@ var _ interface {
 // host's stdin cannot be, and its Stream has none. NewStream starts the
 // writer goroutine: a Stream must be closed.
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
+	var watch *stallReader
+	if lim.ReadStall > 0 {
+		watch = &stallReader{r: r, stall: lim.ReadStall}
+		r = watch
+	}
 	s := &Stream{
-		r:      bufio.NewReaderSize(r, 64<<10),
-		w:      w,
-		closer: closer,
-		max:    lim.maxMessageBytes(),
-		done:   make(chan struct{}),
-		lines:  make(chan readResult),
-		ended:  make(chan struct{}),
+		r:       bufio.NewReaderSize(r, 64<<10),
+		w:       w,
+		closer:  closer,
+		max:     lim.maxMessageBytes(),
+		done:    make(chan struct{}),
+		lines:   make(chan readResult),
+		ended:   make(chan struct{}),
+		watch:   watch,
+		framing: make(chan struct{}),
 	}
 	s.q = newSendQueue(s.done, s.closedErr, lim.WriteTimeout)
+	s.q.bytes = newByteBound(lim.QueueBytes)
+	s.skipMax = lim.MaxSkipBytes
+	if watch != nil {
+		watch.timer = time.AfterFunc(time.Hour, func() {
+			s.failFraming(fmt.Errorf("the peer wrote part of a message (%d bytes) and then nothing for %s", watch.pending(), watch.stall))
+		})
+		watch.timer.Stop()
+	}
 	go s.writeLoop()
 	return s
 }
@@ -97,9 +123,21 @@ func (s *Stream) Read(ctx context.Context) (*Message, error) {
 			return nil, s.closedErr()
 		default:
 		}
+		if s.q.bytes != nil {
+			// The peer is not reading what is queued for it: take on
+			// nothing more of its work until it does.
+			if err := s.q.bytes.awaitRoom(ctx, s.done, s.ended); err != nil {
+				if errors.Is(err, ErrClosed) {
+					return nil, s.closedErr()
+				}
+				return nil, err
+			}
+		}
 		var r readResult
 		select {
 		case r = <-s.lines:
+		case <-s.framing:
+			return nil, s.framingErr
 		case <-s.ended:
 			return nil, s.readErr
 		case <-ctx.Done():
@@ -148,6 +186,9 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 	var buf []byte
 	for {
 		frag, err := s.r.ReadSlice('\n')
+		if s.watch != nil {
+			s.watch.consumed(len(frag), err == nil)
+		}
 		switch {
 		case tooBig == 0 && len(buf)+len(frag) <= s.max+2:
 			if buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
@@ -169,6 +210,9 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		default:
 			tooBig += len(frag)
 			tail = keepTail(tail, frag)
+			if s.skipMax > 0 && tooBig > s.skipMax && err != nil {
+				return nil, nil, 0, s.failFraming(fmt.Errorf("the peer sent a line of more than %d bytes without a newline (the message limit is %d bytes): taken as an endless line", s.skipMax, s.max))
+			}
 		}
 		if err == nil {
 			break
@@ -269,6 +313,7 @@ func (s *Stream) writeLoop() {
 			b = b[n:]
 			s.q.progressed()
 		}
+		s.q.sent(o)
 	}
 }
 

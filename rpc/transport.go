@@ -68,6 +68,26 @@ type Limits struct {
 	// that reads slowly but steadily is not cut off: every part of a
 	// message it takes counts as progress. Zero means no limit.
 	WriteTimeout time.Duration
+	// QueueBytes, if not zero, bounds in bytes what a Stream holds for its
+	// peer: messages queued or being written. A message that finds no room
+	// waits (as long as WriteTimeout and its context allow), and while the
+	// queue is full or writers wait, the Stream stops reading its peer: a
+	// peer that does not read its output gets no more work done for it. A
+	// message larger than smallMessage that finds as many bytes already
+	// waiting fails at once with a *QueueFullError, so a peer that reads
+	// nothing costs at most about twice QueueBytes. Zero bounds the queue
+	// by number of messages alone.
+	QueueBytes int
+	// MaxSkipBytes, if not zero, bounds how far a Stream skips a line longer
+	// than MaxMessageBytes looking for its end: a longer line is taken as
+	// endless and ends the transport (a *FramingError). Zero skips to the
+	// end, however far.
+	MaxSkipBytes int
+	// ReadStall, if not zero, ends a Stream whose peer has written part of
+	// a message and then nothing more for this long (a *FramingError). It
+	// counts only while the Stream is waiting for the peer's bytes, never
+	// while the gate itself is not reading (a full queue downstream).
+	ReadStall time.Duration
 }
 
 func (l Limits) maxMessageBytes() int {
@@ -152,6 +172,7 @@ const writeQueueLen = 64
 type outgoing struct {
 	msg     []byte
 	flushed chan struct{}
+	size    int64 // bytes accounted in the queue's byte bound, released once written
 }
 
 // sendQueue is the bounded queue between writers and whatever hands their
@@ -167,6 +188,7 @@ type sendQueue struct {
 	broken   <-chan struct{}
 	onBroken func() error
 	timeout  time.Duration
+	bytes    *byteBound   // nil: bounded by number alone
 	epoch    time.Time    // the origin of progress
 	progress atomic.Int64 // when the consumer last made progress, as time since epoch
 }
@@ -175,12 +197,32 @@ func newSendQueue(closed <-chan struct{}, closedErr func() error, timeout time.D
 	return &sendQueue{ch: make(chan outgoing, writeQueueLen), closed: closed, closedErr: closedErr, timeout: timeout, epoch: time.Now()}
 }
 
-// put queues o, waiting for room until ctx is done, the transport closes,
+// put queues o, accounting its bytes when the queue is bounded in bytes;
+// see putSlot.
+func (q *sendQueue) put(ctx context.Context, o outgoing) error {
+	if q.bytes == nil || len(o.msg) == 0 {
+		return q.putSlot(ctx, o)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	o.size = int64(len(o.msg))
+	if err := q.bytes.reserve(ctx, q, o.size); err != nil {
+		return err
+	}
+	if err := q.putSlot(ctx, o); err != nil {
+		q.bytes.release(o.size)
+		return err
+	}
+	return nil
+}
+
+// putSlot queues o, waiting for room until ctx is done, the transport closes,
 // or the consumer has made no progress for the timeout. The timeout
 // measures the consumer's stall, not this writer's wait: behind a crowd of
 // writers and a peer that reads slowly but steadily, one writer may wait
 // longer than the timeout without the peer being at fault.
-func (q *sendQueue) put(ctx context.Context, o outgoing) error {
+func (q *sendQueue) putSlot(ctx context.Context, o outgoing) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -232,11 +274,27 @@ func (q *sendQueue) tryPut(o outgoing) bool {
 		return false
 	default:
 	}
+	if q.bytes != nil && len(o.msg) > 0 {
+		o.size = int64(len(o.msg))
+		if !q.bytes.tryReserve(o.size) {
+			return false
+		}
+	}
 	select {
 	case q.ch <- o:
 		return true
 	default:
+		if o.size > 0 {
+			q.bytes.release(o.size)
+		}
 		return false
+	}
+}
+
+// sent releases o's bytes once it has been handed on whole.
+func (q *sendQueue) sent(o outgoing) {
+	if o.size > 0 {
+		q.bytes.release(o.size)
 	}
 }
 

@@ -29,6 +29,9 @@ type PoolOptions struct {
 	StopGrace time.Duration
 	// MaxMessageBytes bounds one message from an upstream.
 	MaxMessageBytes int
+	// ReadStall is how long an upstream may leave part of a message
+	// unfinished before it is failed (DefaultReadStall if 0): lifecycle.go.
+	ReadStall time.Duration
 	// InitParams returns the params of the initialize request for a
 	// server's child of one key. It is called on every start, so an
 	// upstream always sees the current capabilities of its key.
@@ -229,9 +232,12 @@ func (p *Pool) Session(ctx context.Context, key, server string) (*Session, error
 			}
 		}
 		if now := time.Now(); now.Before(sl.retryAt) {
-			err := fmt.Errorf("upstream %q is unavailable (%v); next start attempt in %s", server, sl.lastErr, sl.retryAt.Sub(now).Round(100*time.Millisecond))
+			retryAt, lastErr := sl.retryAt, sl.lastErr
 			p.mu.Unlock()
-			return nil, err
+			if err := p.awaitRetry(ctx, server, retryAt, lastErr); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		a := &startAttempt{done: make(chan struct{})}
 		sl.starting = a
@@ -326,6 +332,11 @@ func (p *Pool) start(key string, cfg Config) (*Session, error) {
 		// fail with the reason) rather than let every caller queue behind
 		// it.
 		WriteTimeout: upstreamWriteTimeout,
+		// A line with no end, or part of a message and then silence, leaves
+		// every call to the server hanging: the transport ends instead
+		// (rpc.FramingError), and the server is restarted on next need.
+		MaxSkipBytes: endlessLine(p.opts.MaxMessageBytes),
+		ReadStall:    p.readStall(),
 	})
 	if err != nil {
 		return nil, err

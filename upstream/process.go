@@ -214,15 +214,36 @@ func (p *execProcess) describeExit(err error) error {
 	return errors.New(what)
 }
 
+// readStderr drains the child's stderr to its end, whatever it writes: a
+// child whose stderr is not read blocks on it, or dies of SIGPIPE once the
+// pipe is closed. What is kept is bounded (stderrCap): the head of each
+// line, and, for the debug log, so many lines per second.
 func (p *execProcess) readStderr(r io.ReadCloser, done chan<- struct{}) {
 	defer close(done)
 	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		line := sc.Text()
-		p.tail.add(line)
-		p.log.Debug("upstream stderr", "server", p.name, "line", line)
+	c := stderrCap{log: p.log, server: p.name, tail: p.tail}
+	br := bufio.NewReaderSize(r, 16<<10)
+	var line []byte
+	cut := 0 // bytes of the current line not kept
+	for {
+		frag, err := br.ReadSlice('\n')
+		if keep := stderrLineMax - len(line); keep > 0 {
+			line = append(line, frag[:min(len(frag), keep)]...)
+			cut += len(frag) - min(len(frag), keep)
+		} else {
+			cut += len(frag)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(line) > 0 || cut > 0 {
+			c.line(strings.TrimRight(string(line), "\r\n"), cut, time.Now())
+		}
+		line, cut = line[:0], 0
+		if err != nil {
+			c.flush()
+			return
+		}
 	}
 }
 

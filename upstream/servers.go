@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Transport types of a server entry.
@@ -33,6 +34,9 @@ type Config struct {
 	Cwd        string            // stdio: working directory (absolute; a relative one is resolved against the servers file)
 	URL        string            // http, sse
 	Headers    map[string]string // http, sse
+	// CallTimeout bounds one call forwarded to the server ("callTimeout";
+	// DefaultCallTimeout when zero): calltimeout.go.
+	CallTimeout time.Duration
 }
 
 // ServerKeyPattern is what a server key must look like. No '_', so a wire
@@ -51,6 +55,8 @@ type entry struct {
 	InheritEnv json.RawMessage   `json:"inheritEnv"`
 	URL        *string           `json:"url"`
 	Headers    map[string]string `json:"headers"`
+	// CallTimeout is a Go duration string (parseCallTimeout).
+	CallTimeout json.RawMessage `json:"callTimeout"`
 }
 
 // LoadServers reads and validates a servers file. lookupEnv resolves
@@ -189,6 +195,7 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 	default:
 		bad(`"type" is %q; expected "stdio", "http" or "sse"`, cfg.Type)
 	}
+	cfg.CallTimeout = parseCallTimeout(e.CallTimeout, bad)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}

@@ -58,9 +58,15 @@ type Session struct {
 // returned as *rpc.Error, unchanged; a dead upstream gives an error that
 // names it and says how it died.
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return s.CallAdmit(ctx, method, params, nil)
+}
+
+// CallAdmit is Call with a say over the result as soon as it is read
+// (rpc.Conn.CallAdmit): the proxy's per-session result budget.
+func (s *Session) CallAdmit(ctx context.Context, method string, params json.RawMessage, admit func(size int) error) (json.RawMessage, error) {
 	s.begin()
 	defer s.end()
-	res, err := s.conn.Call(ctx, method, params)
+	res, err := s.conn.CallAdmit(ctx, method, params, admit)
 	if err != nil && errors.Is(err, rpc.ErrClosed) {
 		return nil, &rpc.Error{
 			Code:    rpc.CodeInternalError,

@@ -32,6 +32,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
 		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
+		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +87,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
+		UpstreamStall:   *stallTO,
 		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,

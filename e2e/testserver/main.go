@@ -57,6 +57,8 @@ func main() {
 		err = runRaw(lenientHandlers(), ev)
 	case "remote":
 		err = runRemote(ev)
+	case "life":
+		err = runLife(ev, flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

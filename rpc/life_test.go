@@ -1,0 +1,207 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A Stream bounded in bytes holds at most its bound queued (one larger
+// message alone), lets as many bytes again wait, refuses a large message
+// beyond that at once, and stops reading its peer while full.
+func TestQueueBytesBound(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close()
+	w := newGatedWriter()
+	defer close(w.closed)
+	const bound = 64 << 10
+	s := NewStream(connR, w, nil, Limits{QueueBytes: bound})
+	defer s.Close()
+	ctx := context.Background()
+	big := func(n int) *Message {
+		return &Message{Method: "m", Params: json.RawMessage(`{"t":"` + strings.Repeat("x", n) + `"}`)}
+	}
+	// The first message larger than the bound goes alone (the writer takes
+	// it and blocks on the peer); the next fills the queue to the bound.
+	if err := s.Write(ctx, big(2*bound)); err != nil {
+		t.Fatal(err)
+	}
+	<-w.started
+	// Waits for room: the queue holds the first, being written.
+	waited := make(chan error, 1)
+	go func() { waited <- s.Write(ctx, big(bound/2)) }()
+	// Wait until it is counted as waiting.
+	deadline := time.Now().Add(hang)
+	for {
+		s.q.bytes.mu.Lock()
+		n := s.q.bytes.waiting
+		s.q.bytes.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second message did not wait for room")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// As many bytes again wait already: a large message is refused at once...
+	var qf *QueueFullError
+	if err := s.Write(ctx, big(bound)); !errors.As(err, &qf) {
+		t.Fatalf("Write past the waiting room = %v; want a *QueueFullError", err)
+	}
+	// ... a short one waits.
+	short := make(chan error, 1)
+	go func() { short <- s.Write(ctx, &Message{Method: "short"}) }()
+
+	// The Stream does not read its peer while full.
+	readCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	go func() { io.WriteString(peerW, `{"jsonrpc":"2.0","method":"n"}`+"\n") }()
+	if _, err := s.Read(readCtx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read while the queue is full = %v; want it to wait", err)
+	}
+	// The peer reads: everything waiting goes, and reading resumes.
+	close(w.tokens)
+	for _, c := range []chan error{waited, short} {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(hang):
+			t.Fatal("a waiting Write did not return once the peer read")
+		}
+	}
+	rctx, cancel2 := context.WithTimeout(ctx, hang)
+	defer cancel2()
+	if m, err := s.Read(rctx); err != nil || m.Method != "n" {
+		t.Fatalf("Read once the peer reads again = %v, %v", m, err)
+	}
+}
+
+// A Conn drops a large result its transport refuses, answering the
+// request with a short error instead, and says so (OnDropped).
+func TestResponseDroppedWhenQueueFull(t *testing.T) {
+	connR, peerW := io.Pipe()
+	defer peerW.Close()
+	w := newGatedWriter()
+	defer close(w.closed)
+	const bound = 16 << 10
+	dropped := make(chan int, 10)
+	result := json.RawMessage(`{"t":"` + strings.Repeat("r", 2*bound) + `"}`)
+	// The results come once all three requests are in (a full queue stops
+	// the reading of requests).
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	c := New(NewStream(connR, w, nil, Limits{QueueBytes: bound}), funcs{call: func(context.Context, *Message) (json.RawMessage, error) {
+		arrived.Done()
+		arrived.Wait()
+		return result, nil
+	}}, Options{Peer: "host", Logger: testLogger(t), ResponseWait: time.Minute, OnDropped: func(_ *Message, size int, _ error) { dropped <- size }})
+	go c.Run(context.Background())
+	defer c.Close()
+	// Three calls: the first result is written (and blocks on the peer),
+	// the second waits, the third finds the waiting room full.
+	for _, id := range []string{"1", "2", "3"} {
+		io.WriteString(peerW, `{"jsonrpc":"2.0","id":`+id+`,"method":"m"}`+"\n")
+	}
+	select {
+	case n := <-dropped:
+		if n != len(result) {
+			t.Errorf("dropped %d bytes; want %d", n, len(result))
+		}
+	case <-time.After(hang):
+		t.Fatal("no result was dropped")
+	}
+	close(w.tokens)
+	deadline := time.Now().Add(hang)
+	for strings.Count(w.written(), "\n") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every request was answered: %d lines", strings.Count(w.written(), "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out := w.written(); strings.Count(out, "because the host was not reading its input") != 1 {
+		t.Errorf("want exactly one request answered with the drop error; got %.300s", out)
+	}
+}
+
+// An upstream line with no end, and a partial message followed by silence,
+// end the Stream with a *FramingError; a Conn on it fails its calls.
+func TestFramingErrors(t *testing.T) {
+	t.Run("endless", func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		defer peerW.Close()
+		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
+		defer s.Close()
+		go func() {
+			io.WriteString(peerW, `{"jsonrpc":"2.0","id":1,"result":"`)
+			for {
+				if _, err := io.WriteString(peerW, strings.Repeat("x", 4096)); err != nil {
+					return
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		var fe *FramingError
+		if _, err := s.Read(ctx); !errors.As(err, &fe) || !strings.Contains(err.Error(), "endless") {
+			t.Fatalf("Read of an endless line = %v; want a *FramingError", err)
+		}
+		connR.Close()
+	})
+	t.Run("oversized but finite", func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		defer peerW.Close()
+		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
+		defer s.Close()
+		go io.WriteString(peerW, `{"jsonrpc":"2.0","id":1,"result":"`+strings.Repeat("x", 4<<10)+`"}`+"\n"+`{"jsonrpc":"2.0","method":"next"}`+"\n")
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		var me *MessageError
+		if _, err := s.Read(ctx); !errors.As(err, &me) {
+			t.Fatalf("Read of an oversized line = %v; want a *MessageError for it alone", err)
+		}
+		if m, err := s.Read(ctx); err != nil || m.Method != "next" {
+			t.Fatalf("Read after it = %v, %v", m, err)
+		}
+	})
+	t.Run("partial then silence", func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		defer peerW.Close()
+		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 200 * time.Millisecond})
+		defer s.Close()
+		c := New(s, funcs{}, Options{Peer: "upstream", Logger: testLogger(t)})
+		go c.Run(context.Background())
+		defer c.Close()
+		go io.WriteString(peerW, `{"jsonrpc":"2.0","method":"whole"}`+"\n"+`{"jsonrpc":"2.0","id":1,"res`)
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		_, err := c.Call(ctx, "m", nil)
+		if err == nil || !strings.Contains(err.Error(), "and then nothing for 200ms") {
+			t.Fatalf("Call pending on a stalled partial message = %v; want the stall named", err)
+		}
+		connR.Close()
+	})
+	t.Run("whole lines and silence", func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		defer peerW.Close()
+		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
+		defer s.Close()
+		go io.WriteString(peerW, `{"jsonrpc":"2.0","method":"whole"}`+"\n")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := s.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Silence after whole messages is an idle peer, not a stall.
+		if _, err := s.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Read of an idle peer = %v; want it still waiting", err)
+		}
+	})
+}
