@@ -89,6 +89,11 @@ func (g *Session) unknown(noun, name string) error {
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKey()
 	defer g.enter(key, server, g)()
+	if stripped, ok := stripTask(params); ok {
+		// The gate declares no tasks: the upstream answers normally (tasks.go).
+		g.log.Debug("task augmentation stripped", "server", server, "method", method)
+		params = stripped
+	}
 	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -92,6 +91,9 @@ type Gate struct {
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
+
+	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
+	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -336,24 +338,16 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "initialize: %v", err)
 	}
+	if err := checkInitialize(params); err != nil {
+		return nil, err
+	}
 	version := p.ProtocolVersion
 	if !slices.Contains(protocol.Known(), version) {
 		// MCP: answer with the latest version we support; the host decides.
 		version = protocol.Latest
 	}
 	caps, _ := rawjson.Get(params, "capabilities")
-	forUp := []byte("{}")
-	for _, k := range []string{"elicitation", "sampling", "roots"} {
-		if v, ok := rawjson.Get(caps, k); ok {
-			forUp, _ = rawjson.Set(forUp, k, v)
-		}
-	}
-	// Compacted, so that hosts declaring the same capabilities in other
-	// spacing share children (poolKey compares the bytes).
-	var compact bytes.Buffer
-	if json.Compact(&compact, forUp) == nil {
-		forUp = compact.Bytes()
-	}
+	forUp := upstreamFacing(caps) // compacted: poolKey compares the bytes
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
 	g.mu.Lock()
 	oldKey := g.hostInfo.poolKey
@@ -392,14 +386,8 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	}
 	res := map[string]any{
 		"protocolVersion": version,
-		"capabilities": map[string]any{
-			"tools":       map[string]any{"listChanged": true},
-			"prompts":     map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": true, "subscribe": true},
-			"completions": map[string]any{},
-			"logging":     map[string]any{},
-		},
-		"serverInfo": map[string]any{"name": "mcp-gate", "version": Version},
+		"capabilities":    g.advertised(),
+		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
 		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
 			"A tool's name starts with its server's name and two underscores. "+
 			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
@@ -438,6 +426,7 @@ func (g *Gate) upstreamInitParams(key, _ string) json.RawMessage {
 // level, and a fresh look at its lists if the host has seen them (a restart
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
+	g.known.note(s.Name, s.Caps)
 	g.mu.Lock()
 	level := g.upLevel[s.Key]
 	g.mu.Unlock()
