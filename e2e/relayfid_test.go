@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // everythingDirect starts server-everything alone, as a host would.
@@ -252,4 +253,79 @@ func TestRelayElicitationAnswerExempt(t *testing.T) {
 	if exempted == 0 {
 		t.Error("no exempted guard record in the audit log")
 	}
+}
+
+// waitNotification returns the next notification line of method carrying
+// want, or fails.
+func (h *rawHost) waitNotification(method, want string, d time.Duration) string {
+	h.t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case line := <-h.notify:
+			if strings.Contains(line, `"method":"`+method+`"`) && strings.Contains(line, want) {
+				return line
+			}
+		case <-deadline:
+			h.t.Fatalf("no %s with %s within %v", method, want, d)
+			return ""
+		}
+	}
+}
+
+// stripID is a response line without its id, to compare two peers'.
+func stripID(t *testing.T, line string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("not JSON: %s", line)
+	}
+	delete(m, "id")
+	if e, ok := m["error"]; ok {
+		return "error:" + string(e)
+	}
+	return "result:" + string(m["result"])
+}
+
+// Row 3, resources: a URI server-everything does not list and no template
+// of it produces goes to it, the one server with resources: a subscription
+// to it succeeds, its updates reach the host byte for byte, and reading it
+// returns the server's own error byte for byte.
+func TestRelayResourceRouting(t *testing.T) {
+	const uri = "test://watched-resource"
+	direct := everythingDirect(t)
+	initWith(direct, `{}`)
+	g := gateCommand(t, map[string]server{"everything": everything()})
+	h := startRaw(t, g)
+	initWith(h, `{}`)
+
+	for _, req := range []string{
+		`"method":"resources/read","params":{"uri":"` + uri + `"}`,
+		`"method":"resources/subscribe","params":{"uri":"` + uri + `"}`,
+	} {
+		d := stripID(t, direct.send("1", `{"jsonrpc":"2.0","id":1,`+req+`}`))
+		got := stripID(t, h.send("1", `{"jsonrpc":"2.0","id":1,`+req+`}`))
+		if got != d {
+			t.Errorf("%s:\n gate:   %s\n direct: %s", req, got, d)
+		}
+	}
+	rawResult(t, direct.send("2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"toggle-subscriber-updates","arguments":{}}}`))
+	rawResult(t, h.send("2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__toggle-subscriber-updates","arguments":{}}}`))
+	want := direct.waitNotification("notifications/resources/updated", uri, 20*time.Second)
+	// The envelope is each peer's own (the SDK writes jsonrpc last); the
+	// params are the server's.
+	got := h.waitNotification("notifications/resources/updated", uri, 20*time.Second)
+	if p, w := notificationParams(t, got), notificationParams(t, want); p != w {
+		t.Errorf("the update through the gate:\n got: %s\nwant: %s", got, want)
+	}
+	rawResult(t, h.send("3", `{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"`+uri+`"}}`))
+}
+
+func notificationParams(t *testing.T, line string) string {
+	t.Helper()
+	var m struct{ Params json.RawMessage }
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("not JSON: %s", line)
+	}
+	return string(m.Params)
 }

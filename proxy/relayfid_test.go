@@ -2,8 +2,16 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gate/mcp-gate/rpc"
 
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -95,5 +103,55 @@ func TestUpstreamFacing(t *testing.T) {
 	}
 	if got := string(upstreamFacing(json.RawMessage(`{"tasks":{"list":{}}}`))); got != `{}` {
 		t.Errorf("tasks without requests: %s", got)
+	}
+}
+
+// A URI no server lists and no template produces goes to the one server
+// with resources, whose own error comes back; with two such servers it is
+// refused as ambiguous and neither hears of it.
+func TestUnlistedURIRouting(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string][]string{}
+	server := func(name string) scripted {
+		return func(method string, id, params json.RawMessage, w func(string)) {
+			if id == nil {
+				return
+			}
+			switch method {
+			case "resources/list":
+				reply(w, id, `{"resources":[{"uri":"mem://`+name+`/listed","name":"l"}]}`)
+			case "resources/templates/list":
+				reply(w, id, `{"resourceTemplates":[{"uriTemplate":"mem://`+name+`/t/{x}","name":"t"}]}`)
+			case "tools/list":
+				reply(w, id, `{"tools":[]}`)
+			case "prompts/list":
+				reply(w, id, `{"prompts":[]}`)
+			default:
+				mu.Lock()
+				got[name] = append(got[name], method)
+				mu.Unlock()
+				w(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32002,"message":"no such resource at %s","data":{"x":1}}}`, id, name))
+			}
+		}
+	}
+	one := startScripted(t, map[string]scripted{"a": server("a")}, nil, static(t, allowAll), nil)
+	_, err := one.sess.ReadResource(ctx10(t), &mcp.ReadResourceParams{URI: "mem://elsewhere"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != -32002 || werr.Message != "no such resource at a" || string(werr.Data) != `{"x":1}` {
+		t.Errorf("one server: %v; want its own error", err)
+	}
+	two := startScripted(t, map[string]scripted{"b": server("b"), "c": server("c")}, nil, static(t, allowAll), nil)
+	_, err = two.sess.ReadResource(ctx10(t), &mcp.ReadResourceParams{URI: "mem://elsewhere"})
+	if !errors.As(err, &werr) || werr.Code != rpc.CodeInvalidParams || !strings.Contains(werr.Message, "servers b and c all have resources") {
+		t.Errorf("two servers: %v; want an ambiguity error naming both", err)
+	}
+	// Templates still route.
+	if _, err := two.sess.ReadResource(ctx10(t), &mcp.ReadResourceParams{URI: "mem://c/t/1"}); !errors.As(err, &werr) || werr.Message != "no such resource at c" {
+		t.Errorf("templated URI: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got["b"]) != 0 || len(got["a"]) != 1 || len(got["c"]) != 1 {
+		t.Errorf("requests the servers received: %v", got)
 	}
 }

@@ -38,6 +38,7 @@ type resourceIndex struct {
 
 type resourceList struct {
 	loaded    bool
+	capable   bool // the server declared the resources capability
 	resources []resourceEntry
 	templates []templateEntry
 }
@@ -209,7 +210,7 @@ func (g *Gate) resourceLister() *lister {
 }
 
 func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resourceList, error) {
-	l := &resourceList{loaded: true}
+	l := &resourceList{loaded: true, capable: s.Caps.Resources}
 	if !s.Caps.Resources {
 		return l, nil
 	}
@@ -299,7 +300,7 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		snap := g.catalog()
-		s, err := snap.resources.lookupOwner(uri, g.pool.Names())
+		s, err := snap.resources.route(uri, g.pool.Names(), attempt == 1)
 		if err != nil {
 			return "", nil, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error(), Data: mustJSON(map[string]string{"uri": uri})}
 		}
@@ -321,6 +322,6 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 // catalog, without listing anything: an upstream may only announce updates
 // of its own resources.
 func (g *Gate) ownsResource(key, server, uri string) bool {
-	s, err := g.catalogOf(key).resources.lookupOwner(uri, g.pool.Names())
+	s, err := g.catalogOf(key).resources.route(uri, g.pool.Names(), true)
 	return err == nil && s == server
 }
