@@ -481,12 +481,17 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 func upstreamError(server, method string, err error) error {
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
+		if werr.Raw != nil {
+			if e, ok := neutralRawError(werr); ok {
+				return e
+			}
+		}
 		msg, n := guard.Neutralize(werr.Message)
 		data, m, derr := guard.NeutralizeJSON(werr.Data)
 		if derr != nil {
 			data, m = nil, 1 // data it cannot pass whole is left out
 		}
-		if n+m == 0 {
+		if n+m == 0 && werr.Raw == nil {
 			return werr
 		}
 		return &rpc.Error{Code: werr.Code, Message: msg, Data: data}

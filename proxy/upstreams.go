@@ -339,6 +339,10 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 		serve(h, msg)
 		return
 	}
+	if relayUnknown(msg.Method) {
+		h.relayUnknownNotification(msg)
+		return
+	}
 	h.g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))
 }
 

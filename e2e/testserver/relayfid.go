@@ -35,10 +35,17 @@ func relayfidHandlers() rawHandlers {
 			c.result(id, `{"content":[`+text(`{"action":"accept","content":{"name":"Ada"}}`)+`]}`)
 		},
 	}
+	// A notification of no MCP method, during a call.
+	calls["notify_custom"] = func(c *rawConn, id, _ string) {
+		c.line(`{"jsonrpc":"2.0","method":"` + RelayfidNotification + `","params":` + RelayfidNotificationParams + `}`)
+		c.result(id, `{"content":[{"type":"text","text":"sent"}]}`)
+	}
+	// Never answers: its cancellation reaches the events file.
+	calls["silent"] = func(*rawConn, string, string) {}
 	for name, e := range RelayfidErrors {
 		calls[name] = func(c *rawConn, id, _ string) { c.errorResp(id, e) }
 	}
-	names := []string{"echo_answer", "echo_answer_forged", "unasked_answer"}
+	names := []string{"echo_answer", "echo_answer_forged", "unasked_answer", "notify_custom", "silent"}
 	for name := range RelayfidErrors {
 		names = append(names, name)
 	}
@@ -80,3 +87,9 @@ func jsonString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// The unknown notification notify_custom sends (e2e holds a copy).
+const (
+	RelayfidNotification       = "notifications/x-relayfid/custom"
+	RelayfidNotificationParams = `{"n":9007199254740993,"s":"\u00e9 ok","_meta":{"k":[1,2.50]}}`
+)
