@@ -212,6 +212,10 @@ func TestRelayInitializeWithoutVersion(t *testing.T) {
 		t.Errorf("tools/list after a refused initialize: %s", resp)
 	}
 	initWith(h, `{}`)
+	// Once initialized, a session stays as it was (issue 9 review R3).
+	if resp := h.send("3", `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`); !strings.Contains(resp, `"code":-32600`) || !strings.Contains(resp, "already initialized") {
+		t.Errorf("a second initialize: %s", resp)
+	}
 }
 
 // Row 5: the host's own answer to an upstream's elicitation, echoed in

@@ -341,6 +341,12 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	if err := checkInitialize(params); err != nil {
 		return nil, err
 	}
+	if g.hostCaps().initialized {
+		// Initialize is served on the host's read loop (Sequential), so
+		// two cannot race here. A second one would move the session to
+		// other children while its calls are in flight.
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "initialize: already initialized; an MCP session initializes once (a host that needs other capabilities starts a new session)")
+	}
 	version := p.ProtocolVersion
 	if !slices.Contains(protocol.Known(), version) {
 		// MCP: answer with the latest version we support; the host decides.
@@ -350,7 +356,6 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	forUp := upstreamFacing(caps) // compacted: poolKey compares the bytes
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
 	g.mu.Lock()
-	oldKey := g.hostInfo.poolKey
 	g.hostInfo = hostInfo{
 		initialized:     true,
 		protocolVersion: version,
@@ -379,11 +384,6 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
-	if oldKey != key {
-		// A host that initializes again with other capabilities moves to
-		// other children; the old ones go if nobody else has them.
-		g.releaseKey(oldKey)
-	}
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    g.advertised(),

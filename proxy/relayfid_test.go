@@ -155,3 +155,20 @@ func TestUnlistedURIRouting(t *testing.T) {
 		t.Errorf("requests the servers received: %v", got)
 	}
 }
+
+// A second initialize is refused, and the session keeps its children
+// (review R3 of issue 9).
+func TestSecondInitializeRefused(t *testing.T) {
+	l := &keyedLauncher{}
+	g := newKeyedGate(t, l)
+	s := g.NewSession(WithIdentity(alice))
+	h := serveRawHostWith(t, g, s.Serve, capsSampling)
+	key := s.childKey()
+	r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":`+capsNone+`,"clientInfo":{"name":"raw","version":"1"}}`)
+	if !strings.Contains(string(r), `"code":-32600`) || !strings.Contains(string(r), "already initialized") {
+		t.Fatalf("second initialize: %s", r)
+	}
+	if s.childKey() != key {
+		t.Error("the refused initialize moved the session to another pool key")
+	}
+}
