@@ -126,6 +126,12 @@ func TestRelayTasksStripped(t *testing.T) {
 	if string(got) != string(plain) {
 		t.Errorf("a task-augmented call through the gate:\n got: %s\nwant the plain result: %s", got, plain)
 	}
+	// A tool that requires a task: through the gate, which strips the task,
+	// it answers as directly to a host that asks without one.
+	want := stripID(t, direct.send("6", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"simulate-research-query","arguments":{"topic":"x"}}}`))
+	if got := stripID(t, h.send("6", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"everything__simulate-research-query","arguments":{"topic":"x"},"task":{"ttl":60000}}}`)); got != want {
+		t.Errorf("a task-required tool through the gate:\n got: %s\nwant: %s", got, want)
+	}
 	// The host has no task to ask about, and the gate says it serves none.
 	if resp := h.send("4", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"x"}}`); !strings.Contains(resp, `"code":-32601`) {
 		t.Errorf("tasks/get through the gate: %s", resp)
