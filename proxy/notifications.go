@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strings"
+
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -15,8 +17,10 @@ import (
 // (initialized, roots/list_changed, cancelled, which the message layer
 // handles per request) or about what the gate does not relay (tasks).
 //
-// A method name is relayed only if it is short printable ASCII: it is
-// written to the host as is, and shown in its logs.
+// A method name is relayed only if it is in MCP's notifications/ namespace
+// (a name such as "elicitation/create" is a request's, whatever its lack of
+// an id) and short printable ASCII: it is written to the host as is, and
+// shown in its logs.
 
 // mcpNotifications are MCP's own notification methods that an upstream's
 // notification is never relayed as.
@@ -37,7 +41,7 @@ var mcpNotifications = map[string]bool{
 // relayUnknown reports whether an upstream notification the gate does not
 // act on is relayed to the host.
 func relayUnknown(method string) bool {
-	if mcpNotifications[method] || len(method) > 128 {
+	if mcpNotifications[method] || len(method) > 128 || !strings.HasPrefix(method, "notifications/") {
 		return false
 	}
 	for i := 0; i < len(method); i++ {

@@ -172,3 +172,18 @@ func TestSecondInitializeRefused(t *testing.T) {
 		t.Error("the refused initialize moved the session to another pool key")
 	}
 }
+
+func TestRelayUnknownNames(t *testing.T) {
+	for m, want := range map[string]bool{
+		"notifications/x-vendor/thing":              true,
+		"notifications/tasks/status":                false,
+		"notifications/message":                     false,
+		"elicitation/create":                        false,
+		"notifications/x\u200b":                     false,
+		"notifications/" + strings.Repeat("x", 200): false,
+	} {
+		if relayUnknown(m) != want {
+			t.Errorf("relayUnknown(%q) = %v", m, !want)
+		}
+	}
+}
