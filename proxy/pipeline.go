@@ -120,7 +120,9 @@ var (
 			return t, err
 		},
 		send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-			defer g.Gate.answers.begin(g, t.server, t.answers)()
+			if h := g.hostCaps(); h.elicitForm || h.elicitURL { // else no answer can come
+				defer g.Gate.answers.begin(g, t.server, t.answers)()
+			}
 			return forwardTo(g, ctx, r, t)
 		},
 		guard: func(g *Session, pol *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
