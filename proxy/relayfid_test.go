@@ -187,3 +187,23 @@ func TestRelayUnknownNames(t *testing.T) {
 		}
 	}
 }
+
+// Whatever is passed upstream is part of the pool key: hosts that differ
+// only in experimental, extension or task capabilities get children of
+// their own; spacing makes no difference.
+func TestPoolKeyCoversUpstreamFacing(t *testing.T) {
+	key := func(caps string) string { return poolKey(alice, upstreamFacing(json.RawMessage(caps)), false, "s") }
+	base := key(`{"sampling":{}}`)
+	for _, c := range []string{
+		`{"sampling":{},"experimental":{"x":{}}}`,
+		`{"sampling":{},"extensions":{"io.x/y":{}}}`,
+		`{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}`,
+	} {
+		if key(c) == base {
+			t.Errorf("%s shares the key of a host without it", c)
+		}
+	}
+	if key(`{ "sampling" : { } , "tasks":{"list":{}} }`) != base {
+		t.Error("spacing, or a tasks capability not passed upstream, changed the key")
+	}
+}
