@@ -20,6 +20,7 @@ var relayfidErrors = map[string]string{
 const (
 	relayfidNotification       = "notifications/x-relayfid/custom"
 	relayfidNotificationParams = `{"n":9007199254740993,"s":"\u00e9 ok","_meta":{"k":[1,2.50]}}`
+	relayfidListMeta           = `{"x-vendor/generation":9007199254740993,"note":"\u00e9 1.50"}`
 )
 
 // errorMember is the "error" member of a response line, as written.
@@ -46,6 +47,16 @@ func TestRelayErrorsAndNotifications(t *testing.T) {
 	g := gateCommand(t, map[string]server{"fid": testserver("relayfid", "--events", gateEvents)})
 	h := startRaw(t, g)
 	initWith(h, `{}`)
+
+	// The list-level _meta of tools/list, byte for byte.
+	listMeta := func(h *rawHost) string {
+		var m struct{ Meta json.RawMessage `json:"_meta"` }
+		_ = json.Unmarshal(rawResult(t, h.send("9", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)), &m)
+		return string(m.Meta)
+	}
+	if d, g := listMeta(direct), listMeta(h); d != relayfidListMeta || g != d {
+		t.Errorf("tools/list _meta through the gate: %s; directly %s", g, d)
+	}
 
 	for name, want := range relayfidErrors {
 		d := errorMember(t, direct.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`))

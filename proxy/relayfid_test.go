@@ -207,3 +207,23 @@ func TestPoolKeyCoversUpstreamFacing(t *testing.T) {
 		t.Error("spacing, or a tasks capability not passed upstream, changed the key")
 	}
 }
+
+func TestMergeMeta(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{`{"a": 1 ,"b":"\u00e9"}`}, `{"a": 1 ,"b":"\u00e9"}`},
+		{[]string{`{"a":1,"b":2}`, `{"a":1,"b":3,"c":[1]}`}, `{"a":1,"c":[1]}`},
+		{[]string{`{"a":1}`, `{"a":2}`}, ``},
+		{nil, ``},
+	} {
+		var in []json.RawMessage
+		for _, s := range c.in {
+			in = append(in, json.RawMessage(s))
+		}
+		if got := string(mergeMeta(in)); got != c.want {
+			t.Errorf("mergeMeta(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -214,7 +214,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 	if !s.Caps.Resources {
 		return l, nil
 	}
-	err := upstream.Pages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
+	err := upstream.PagesMeta(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
@@ -223,11 +223,11 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 		if clean, ok := g.neutralizeEntry(s.Name, uri, "resource", item, "uri"); ok {
 			l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean})
 		}
-	})
+	}, g.listMetaOf(s, "resources/list"))
 	if err != nil {
 		return nil, err
 	}
-	err = upstream.Pages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+	err = upstream.PagesMeta(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
 		t, _ := rawjson.GetString(item, "uriTemplate")
 		re, err := templateRegexp(t)
 		if err != nil {
@@ -237,7 +237,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {
 			l.templates = append(l.templates, templateEntry{raw: clean, re: re})
 		}
-	})
+	}, g.listMetaOf(s, "resources/templates/list"))
 	var werr *rpc.Error
 	if errors.As(err, &werr) && werr.Code == rpc.CodeMethodNotFound {
 		err = nil // a server with resources but no templates
@@ -268,7 +268,7 @@ func (g *Session) listResources(ctx context.Context, params json.RawMessage) (js
 	g.mu.Lock()
 	g.listedByHost["resources/list"] = true
 	g.mu.Unlock()
-	return g.page("resources", items, params)
+	return g.withListMeta("resources/list")(g.page("resources", items, params))
 }
 
 func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -288,7 +288,7 @@ func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMess
 	g.mu.Lock()
 	g.listedByHost["resources/templates/list"] = true
 	g.mu.Unlock()
-	return g.page("resourceTemplates", items, params)
+	return g.withListMeta("resources/templates/list")(g.page("resourceTemplates", items, params))
 }
 
 // resourceOwner finds the server a URI belongs to, listing resources first

@@ -53,8 +53,12 @@ func relayfidHandlers() rawHandlers {
 	for i, n := range names {
 		tools[i] = `{"name":"` + n + `","inputSchema":{"type":"object"}}`
 	}
-	return rawHandlers{init: rawInit, toolsList: `{"tools":[` + strings.Join(tools, ",") + `]}`, calls: calls}
+	return rawHandlers{init: rawInit, toolsList: `{"tools":[` + strings.Join(tools, ",") + `],"_meta":` + RelayfidListMeta + `}`, calls: calls}
 }
+
+// RelayfidListMeta is the list-level _meta of its tools/list (e2e holds a
+// copy).
+const RelayfidListMeta = `{"x-vendor/generation":9007199254740993,"note":"\u00e9 1.50"}`
 
 // RelayfidErrors are error objects as an upstream may write them (e2e
 // holds a copy): escapes in the message, members JSON-RPC does not name,
