@@ -50,7 +50,9 @@ func TestRelayErrorsAndNotifications(t *testing.T) {
 
 	// The list-level _meta of tools/list, byte for byte.
 	listMeta := func(h *rawHost) string {
-		var m struct{ Meta json.RawMessage `json:"_meta"` }
+		var m struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
 		_ = json.Unmarshal(rawResult(t, h.send("9", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)), &m)
 		return string(m.Meta)
 	}
