@@ -312,7 +312,7 @@ func (c *Conn) peerCancelled(msg *Message) {
 	}
 	c.mu.Unlock()
 	if ok {
-		in.cancel(&PeerCancelled{Params: msg.Params})
+		in.cancel(&PeerCancelled{Params: append(json.RawMessage(nil), msg.Params...)})
 	}
 }
 
