@@ -339,3 +339,24 @@ func notificationParams(t *testing.T, line string) string {
 	}
 	return string(m.Params)
 }
+
+// Row 2, versions: each upstream is asked for 2025-11-25 and may answer an
+// older revision the gate knows; the gate speaks that one to it and relays
+// its messages as they are, while the host keeps the revision it asked for.
+func TestRelayUpstreamVersion(t *testing.T) {
+	g := gateCommand(t, map[string]server{"old": testserver("relayfid-old"), "new": testserver("relayfid")})
+	h := startRaw(t, g)
+	if init := initWith(h, `{}`); !strings.Contains(string(init), `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("initialize: %s", init)
+	}
+	for _, name := range []string{"old__err_unknown", "new__err_unknown"} {
+		resp := h.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`)
+		if got := errorMember(t, resp); got != relayfidErrors["err_unknown"] {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+	waitFor(t, "the upstreams' versions in the log", 10*time.Second, func() bool {
+		l := g.stderr.String()
+		return strings.Contains(l, "server=old") && strings.Contains(l, "protocol_version=2025-06-18") && strings.Contains(l, "protocol_version=2025-11-25")
+	})
+}

@@ -57,6 +57,8 @@ func main() {
 		err = runRaw(lenientHandlers(), ev)
 	case "relayfid":
 		err = runRaw(relayfidHandlers(), ev)
+	case "relayfid-old":
+		err = runRaw(relayfidOldHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

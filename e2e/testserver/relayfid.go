@@ -97,3 +97,11 @@ const (
 	RelayfidNotification       = "notifications/x-relayfid/custom"
 	RelayfidNotificationParams = `{"n":9007199254740993,"s":"\u00e9 ok","_meta":{"k":[1,2.50]}}`
 )
+
+// relayfidOldHandlers is the relay-fidelity server speaking an older
+// revision, 2025-06-18, for the version negotiation row.
+func relayfidOldHandlers() rawHandlers {
+	h := relayfidHandlers()
+	h.init = strings.Replace(rawInit, `"2025-11-25"`, `"2025-06-18"`, 1)
+	return h
+}
