@@ -226,9 +226,10 @@ func TestUpstreamRequestsRelayed(t *testing.T) {
 	needNode(t)
 	// server-everything's elicitation tool echoes the user's answer,
 	// {"action":"accept","content":...}, into its result: an elicitation
-	// result inside a tool result, which the result guard refuses (issue #5).
-	// Here the guard is set to log-only for that server, as a security team
-	// would for a server it trusts, and the audit must say so.
+	// result inside a tool result, which the result guard refuses (issue #5)
+	// unless it is the host's own answer to that server during the call,
+	// which the guard exempts and audits as such (issue 11; before it, this
+	// test needed the guard set to log-only for the server, which it keeps).
 	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\", \"sampling:**\"]\nguard:\n  log_only: [everything]\n")
 	g := gateCommand(t, map[string]server{"everything": everything()}, "--policy", pol)
 	var elicitMsg atomic.Value
@@ -258,10 +259,10 @@ func TestUpstreamRequestsRelayed(t *testing.T) {
 	}
 	logged := false
 	for _, l := range g.auditLines(t) {
-		logged = logged || (l["event"] == "guard" && l["outcome"] == "logged" && l["server"] == "everything")
+		logged = logged || (l["event"] == "guard" && l["outcome"] == "exempted" && l["server"] == "everything")
 	}
 	if !logged {
-		t.Errorf("the audit log has no log-only guard record for the elicitation result")
+		t.Errorf("the audit log has no exempted guard record for the elicitation result")
 	}
 	if got := resultText(call(t, sess, "everything__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5})); !strings.Contains(got, "e2e-model") {
 		t.Errorf("sampling result: %q", got)

@@ -183,9 +183,9 @@ func startRemoteHostile(t *testing.T, extra ...string) (string, string) {
 	return strings.TrimSpace(line), events
 }
 
-// callErr calls a tool and returns what the host sees: the error text of a
+// remoteCallErr calls a tool and returns what the host sees: the error text of a
 // JSON-RPC error or of an isError result, or "" for a success.
-func callErr(t *testing.T, sess *mcp.ClientSession, name string) (text string, failed bool) {
+func remoteCallErr(t *testing.T, sess *mcp.ClientSession, name string) (text string, failed bool) {
 	t.Helper()
 	res, err := sess.CallTool(ctxT(t, 60*time.Second), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
 	if err != nil {
@@ -231,7 +231,7 @@ func TestRemoteHostile(t *testing.T) {
 		{"crossorg__anything", "another origin", true},
 		{"legacy__echo", "echo over legacy sse", false},
 	} {
-		text, failed := callErr(t, sess, tc.tool)
+		text, failed := remoteCallErr(t, sess, tc.tool)
 		t.Logf("%s: %s", tc.tool, text)
 		if failed != tc.fails || !strings.Contains(text, tc.want) {
 			t.Errorf("%s: failed=%t %q; want failed=%t and %q", tc.tool, failed, text, tc.fails, tc.want)
@@ -239,7 +239,7 @@ func TestRemoteHostile(t *testing.T) {
 	}
 	// After the expiry, a new session serves the next call.
 	waitFor(t, "a new session after the expiry", 20*time.Second, func() bool {
-		text, failed := callErr(t, sess, "hostile__echo")
+		text, failed := remoteCallErr(t, sess, "hostile__echo")
 		return !failed && strings.Contains(text, "echo over http")
 	})
 	b, _ := os.ReadFile(events)

@@ -91,6 +91,11 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 	defer g.enter(key, server, g)()
 	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
 	defer cancel()
+	if stripped, ok := stripTask(params); ok {
+		// The gate declares no tasks: the upstream answers normally (tasks.go).
+		g.log.Debug("task augmentation stripped", "server", server, "method", method)
+		params = stripped
+	}
 	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)

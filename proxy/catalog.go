@@ -93,7 +93,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 	}
 	var out []entry
 	seen := map[string]bool{}
-	err := upstream.Pages(ctx, s, k.list, k.field, func(item json.RawMessage) {
+	err := upstream.PagesMeta(ctx, s, k.list, k.field, func(item json.RawMessage) {
 		name, ok := rawjson.GetString(item, "name")
 		if !ok || name == "" {
 			g.log.Warn("upstream listed an entry without a name; left out", "server", s.Name, "list", k.list)
@@ -117,7 +117,7 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 			return
 		}
 		out = append(out, entry{name: name, raw: clean})
-	})
+	}, g.listMetaOf(s, k.list))
 	return out, err
 }
 
@@ -350,7 +350,7 @@ func (g *Session) listNamed(ctx context.Context, c *catalog, hide policy.Kind, p
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%v", err)
 	}
-	return g.page(c.kind.field, items, params)
+	return g.withListMeta(c.kind.list)(g.page(c.kind.field, items, params))
 }
 
 // resolve maps a wire name from the host to its server and original name,

@@ -205,7 +205,7 @@ func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool 
 // it visible. A refused result becomes an isError result naming the server,
 // the tool and what was found.
 // snap is the catalog the call was resolved in.
-func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage) json.RawMessage {
+func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage, answers *elicitAnswers) json.RawMessage {
 	// The two passes read the result independently: for a large one, run
 	// the neutraliser on another core while the detector reads, which
 	// halves what the guard adds to the call's latency.
@@ -219,7 +219,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 			neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
 		}()
 	}
-	findings := guard.InspectResult(res)
+	findings := g.exemptAnswers(server, tool, res, guard.InspectResult(res), answers)
 	if done != nil {
 		<-done
 	}

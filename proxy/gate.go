@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,6 +97,9 @@ type Gate struct {
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
+
+	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
+	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -346,27 +348,24 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "initialize: %v", err)
 	}
+	if err := checkInitialize(params); err != nil {
+		return nil, err
+	}
+	if g.hostCaps().initialized {
+		// Initialize is served on the host's read loop (Sequential), so
+		// two cannot race here. A second one would move the session to
+		// other children while its calls are in flight.
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "initialize: already initialized; an MCP session initializes once (a host that needs other capabilities starts a new session)")
+	}
 	version := p.ProtocolVersion
 	if !slices.Contains(protocol.Known(), version) {
 		// MCP: answer with the latest version we support; the host decides.
 		version = protocol.Latest
 	}
 	caps, _ := rawjson.Get(params, "capabilities")
-	forUp := []byte("{}")
-	for _, k := range []string{"elicitation", "sampling", "roots"} {
-		if v, ok := rawjson.Get(caps, k); ok {
-			forUp, _ = rawjson.Set(forUp, k, v)
-		}
-	}
-	// Compacted, so that hosts declaring the same capabilities in other
-	// spacing share children (poolKey compares the bytes).
-	var compact bytes.Buffer
-	if json.Compact(&compact, forUp) == nil {
-		forUp = compact.Bytes()
-	}
+	forUp := upstreamFacing(caps) // compacted: poolKey compares the bytes
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
 	g.mu.Lock()
-	oldKey := g.hostInfo.poolKey
 	g.hostInfo = hostInfo{
 		initialized:     true,
 		protocolVersion: version,
@@ -395,21 +394,10 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
-	if oldKey != key {
-		// A host that initializes again with other capabilities moves to
-		// other children; the old ones go if nobody else has them.
-		g.releaseKey(oldKey)
-	}
 	res := map[string]any{
 		"protocolVersion": version,
-		"capabilities": map[string]any{
-			"tools":       map[string]any{"listChanged": true},
-			"prompts":     map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": true, "subscribe": true},
-			"completions": map[string]any{},
-			"logging":     map[string]any{},
-		},
-		"serverInfo": map[string]any{"name": "mcp-gate", "version": Version},
+		"capabilities":    g.advertised(),
+		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
 		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
 			"A tool's name starts with its server's name and two underscores. "+
 			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
@@ -449,6 +437,7 @@ func (g *Gate) upstreamInitParams(key, _ string) json.RawMessage {
 // may have changed them).
 func (g *Gate) upstreamStarted(s *upstream.Session) {
 	g.observeUpstreamStart(s)
+	g.known.note(s.Name, s.Caps)
 	g.mu.Lock()
 	level := g.upLevel[s.Key]
 	g.mu.Unlock()
@@ -506,12 +495,17 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 func upstreamError(server, method string, err error) error {
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
+		if werr.Raw != nil {
+			if e, ok := neutralRawError(werr); ok {
+				return e
+			}
+		}
 		msg, n := guard.Neutralize(werr.Message)
 		data, m, derr := guard.NeutralizeJSON(werr.Data)
 		if derr != nil {
 			data, m = nil, 1 // data it cannot pass whole is left out
 		}
-		if n+m == 0 {
+		if n+m == 0 && werr.Raw == nil {
 			return werr
 		}
 		return &rpc.Error{Code: werr.Code, Message: msg, Data: data}

@@ -64,8 +64,7 @@ func TestApprovalShapedResultsRefused(t *testing.T) {
 // roots, and its answer goes back unchanged.
 func TestRootsRelayedToDeclaringHost(t *testing.T) {
 	up := newPipelineUpstream()
-	h := startRawHost(t, map[string]scripted{"s": up.serve})
-	h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"raw","version":"1"}}`)
+	h := startRawHostInit(t, map[string]scripted{"s": up.serve}, `{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"raw","version":"1"}}`)
 	answer := string(h.call("tools/call", `{"name":"s__t","arguments":{"send":"roots/list"}}`))
 	h.next("roots/list")
 	if !strings.Contains(answer, `\"result\":{}`) {

@@ -37,6 +37,17 @@ type rawHost struct {
 
 func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Options)) *rawHost {
 	t.Helper()
+	return startRawHostInit(t, servers, defaultRawInit, opts...)
+}
+
+// defaultRawInit is the initialize params of a raw host that declares
+// nothing else: form elicitation and sampling.
+const defaultRawInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}`
+
+// startRawHostInit is startRawHost with the host's initialize params
+// given: a session initializes once.
+func startRawHostInit(t *testing.T, servers map[string]scripted, init string, opts ...func(*Options)) *rawHost {
+	t.Helper()
 	var cfgs []upstream.Config
 	for name := range servers {
 		cfgs = append(cfgs, upstream.Config{Name: name, Type: upstream.TypeStdio, Command: "scripted"})
@@ -52,12 +63,18 @@ func startRawHost(t *testing.T, servers map[string]scripted, opts ...func(*Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveRawHost(t, g, func(ctx context.Context, r io.Reader, w io.Writer) error { return g.Serve(ctx, r, w) })
+	return serveRawHostInit(t, g, func(ctx context.Context, r io.Reader, w io.Writer) error { return g.Serve(ctx, r, w) }, init)
 }
 
 // serveRawHost connects a raw host to serve (a Gate's or a Session's
 // Serve) and initializes it.
 func serveRawHost(t *testing.T, g *Gate, serve func(context.Context, io.Reader, io.Writer) error) *rawHost {
+	t.Helper()
+	return serveRawHostInit(t, g, serve, defaultRawInit)
+}
+
+// serveRawHostInit is serveRawHost initializing with init.
+func serveRawHostInit(t *testing.T, g *Gate, serve func(context.Context, io.Reader, io.Writer) error, init string) *rawHost {
 	t.Helper()
 	hostR, gateW := io.Pipe()
 	gateR, hostW := io.Pipe()
@@ -97,7 +114,7 @@ func serveRawHost(t *testing.T, g *Gate, serve func(context.Context, io.Reader, 
 			t.Error("Serve did not return after the host closed")
 		}
 	})
-	h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}`)
+	h.call("initialize", init)
 	h.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
 }

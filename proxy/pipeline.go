@@ -39,6 +39,9 @@ type target struct {
 	also []string
 	fwd  json.RawMessage // the params to send, names rewritten to the upstream's
 	snap *snapshot       // the catalog the target was resolved in (nil for sampling)
+	// answers (tools/call) collects the host's answers to the server's
+	// elicitations during the call, which the guard exempts (elicited.go).
+	answers *elicitAnswers
 }
 
 // relay describes one method of the pipeline.
@@ -117,13 +120,21 @@ var (
 	relayToolCall = &relay{
 		method: "tools/call",
 		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
-			return g.resolveNamed(ctx, "tools/call", &g.tools, policy.KindTool, params)
+			t, err := g.resolveNamed(ctx, "tools/call", &g.tools, policy.KindTool, params)
+			t.answers = &elicitAnswers{}
+			return t, err
+		},
+		send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+			if h := g.hostCaps(); h.elicitForm || h.elicitURL { // else no answer can come
+				defer g.Gate.answers.begin(g, t.server, t.answers)()
+			}
+			return forwardTo(g, ctx, r, t)
 		},
 		guard: func(g *Session, pol *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
 			if len(res) == 0 || res[0] != '{' {
 				return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered tools/call with a result that is not an object", t.server)
 			}
-			return g.guardResult(pol, t.snap, t.server, t.name, res), nil
+			return g.guardResult(pol, t.snap, t.server, t.name, res, t.answers), nil
 		},
 		refuse: func(_ target, reason string) (json.RawMessage, error) {
 			return refusal("mcp-gate denied this call: " + reason), nil

@@ -116,13 +116,10 @@ func serveAs(t *testing.T, g *Gate, id Identity, caps string) *rawHost {
 	return h
 }
 
-// serveRawHostWith is serveRawHost with the host's capabilities given:
-// it initializes again, which sets the session's capabilities anew.
+// serveRawHostWith is serveRawHost with the host's capabilities given.
 func serveRawHostWith(t *testing.T, g *Gate, serve func(context.Context, io.Reader, io.Writer) error, caps string) *rawHost {
 	t.Helper()
-	h := serveRawHost(t, g, serve)
-	h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}`)
-	return h
+	return serveRawHostInit(t, g, serve, `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}`)
 }
 
 var (

@@ -38,6 +38,7 @@ type resourceIndex struct {
 
 type resourceList struct {
 	loaded    bool
+	capable   bool // the server declared the resources capability
 	resources []resourceEntry
 	templates []templateEntry
 }
@@ -209,11 +210,11 @@ func (g *Gate) resourceLister() *lister {
 }
 
 func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resourceList, error) {
-	l := &resourceList{loaded: true}
+	l := &resourceList{loaded: true, capable: s.Caps.Resources}
 	if !s.Caps.Resources {
 		return l, nil
 	}
-	err := upstream.Pages(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
+	err := upstream.PagesMeta(ctx, s, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rawjson.GetString(item, "uri")
 		if !ok || uri == "" {
 			g.log.Warn("upstream listed a resource without a uri; left out", "server", s.Name)
@@ -222,11 +223,11 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 		if clean, ok := g.neutralizeEntry(s.Name, uri, "resource", item, "uri"); ok {
 			l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean})
 		}
-	})
+	}, g.listMetaOf(s, "resources/list"))
 	if err != nil {
 		return nil, err
 	}
-	err = upstream.Pages(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+	err = upstream.PagesMeta(ctx, s, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
 		t, _ := rawjson.GetString(item, "uriTemplate")
 		re, err := templateRegexp(t)
 		if err != nil {
@@ -236,7 +237,7 @@ func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resour
 		if clean, ok := g.neutralizeEntry(s.Name, t, "resource template", item, "uriTemplate"); ok {
 			l.templates = append(l.templates, templateEntry{raw: clean, re: re})
 		}
-	})
+	}, g.listMetaOf(s, "resources/templates/list"))
 	var werr *rpc.Error
 	if errors.As(err, &werr) && werr.Code == rpc.CodeMethodNotFound {
 		err = nil // a server with resources but no templates
@@ -267,7 +268,7 @@ func (g *Session) listResources(ctx context.Context, params json.RawMessage) (js
 	g.mu.Lock()
 	g.listedByHost["resources/list"] = true
 	g.mu.Unlock()
-	return g.page("resources", items, params)
+	return g.withListMeta("resources/list")(g.page("resources", items, params))
 }
 
 func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -287,7 +288,7 @@ func (g *Session) listResourceTemplates(ctx context.Context, params json.RawMess
 	g.mu.Lock()
 	g.listedByHost["resources/templates/list"] = true
 	g.mu.Unlock()
-	return g.page("resourceTemplates", items, params)
+	return g.withListMeta("resources/templates/list")(g.page("resourceTemplates", items, params))
 }
 
 // resourceOwner finds the server a URI belongs to, listing resources first
@@ -299,7 +300,7 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		snap := g.catalog()
-		s, err := snap.resources.lookupOwner(uri, g.pool.Names())
+		s, err := snap.resources.route(uri, g.pool.Names(), attempt == 1)
 		if err != nil {
 			return "", nil, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error(), Data: mustJSON(map[string]string{"uri": uri})}
 		}
@@ -321,6 +322,6 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 // catalog, without listing anything: an upstream may only announce updates
 // of its own resources.
 func (g *Gate) ownsResource(key, server, uri string) bool {
-	s, err := g.catalogOf(key).resources.lookupOwner(uri, g.pool.Names())
+	s, err := g.catalogOf(key).resources.route(uri, g.pool.Names(), true)
 	return err == nil && s == server
 }

@@ -82,6 +82,7 @@ func (n *named) withServer(server string, l *serverList, budget int, order []str
 type keyCatalog struct {
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex
+	meta listMetas // the list-level _meta of each server's lists (listmeta.go)
 }
 
 // catalog returns the snapshot in force for the session's key.

@@ -22,6 +22,7 @@ var envelopeMembers = []string{
 	"name", "arguments", "uri", "ref", "type", "_meta", "progressToken",
 	"cursor", "level", "argument", "value", "context",
 	"protocolVersion", "capabilities", "clientInfo",
+	"task", // stripped (tasks.go): a variant would reach the server as task augmentation
 }
 
 // envelopeObjects are the members whose own keys are envelope too; the

@@ -90,10 +90,10 @@ var upstreamMethods = map[string]upstreamMethod{
 		return s.askHost(ctx, req)
 	}},
 	"sampling/createMessage": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-		return s.run(ctx, relaySampling, server, req.Params)
+		return s.run(ctx, relaySampling, server, untasked(req).Params)
 	}},
 	"elicitation/create": {serve: func(s *Session, server string, ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
-		return s.relayElicitation(ctx, server, s.hostCaps(), req)
+		return s.relayElicitation(ctx, server, s.hostCaps(), untasked(req))
 	}},
 }
 
@@ -250,7 +250,11 @@ func (g *Session) relayElicitation(ctx context.Context, server string, host host
 		g.urlElicitations.add(server, id)
 	}
 	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
-	return g.host.Call(ctx, req.Method, params)
+	res, err := g.host.Call(ctx, req.Method, params)
+	if err == nil {
+		g.Gate.answers.record(g, server, res)
+	}
+	return res, err
 }
 
 // upstreamNotifications is every notification the gate acts on from an
@@ -333,6 +337,10 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 	if serve, ok := upstreamNotifications[msg.Method]; ok {
 		serve(h, msg)
+		return
+	}
+	if relayUnknown(msg.Method) {
+		h.relayUnknownNotification(msg)
 		return
 	}
 	h.g.log.Debug("upstream notification ignored", "server", h.server, "method", rpc.LogMethod(msg.Method))

@@ -122,7 +122,7 @@ type pendingCall struct {
 }
 
 type incomingCall struct {
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
 	cancelled bool
 }
 
@@ -333,7 +333,7 @@ func (c *Conn) peerCancelled(msg *Message) {
 	}
 	c.mu.Unlock()
 	if ok {
-		in.cancel()
+		in.cancel(&PeerCancelled{Params: append(json.RawMessage(nil), msg.Params...)})
 	}
 }
 
@@ -349,7 +349,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
 		return
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancelCause(ctx)
 	if r, ok := c.handler.(Router); ok {
 		cctx = r.Route(cctx, req)
 	}
@@ -369,7 +369,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 	c.handlers.Add(1)
 	run := func() {
 		defer c.handlers.Done()
-		defer cancel()
+		defer cancel(nil)
 		result, err := c.callHandler(cctx, req)
 		c.mu.Lock()
 		delete(c.incoming, key)
@@ -522,10 +522,7 @@ func (c *Conn) forget(id json.RawMessage) {
 // otherwise by a goroutine of its own, which ends when it is queued or the
 // Conn closes. Either way it follows the request, which was written before.
 func (c *Conn) cancelRequest(id json.RawMessage, cause error) {
-	params, err := json.Marshal(struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason,omitempty"`
-	}{id, cause.Error()})
+	params, err := cancelParams(id, cause)
 	if err != nil {
 		c.log.Warn("encoding a cancellation", "peer", c.opts.Peer, "id", LogID(id), "error", err)
 		return
@@ -628,7 +625,7 @@ func (c *Conn) CloseWithError(cause error) error {
 	c.mu.Unlock()
 	close(c.done)
 	for _, in := range incoming {
-		in.cancel()
+		in.cancel(nil)
 	}
 	return c.t.Close()
 }

@@ -28,6 +28,13 @@ type Error struct {
 	Message string `json:"message"`
 	// Data is optional structured data, relayed as raw JSON.
 	Data json.RawMessage `json:"data,omitempty"`
+	// Raw is the error object as the peer wrote it, set by Decode; when
+	// set, it is what is written, so that a relayed error keeps its
+	// escapes, its members JSON-RPC does not name, a missing message or a
+	// code that is not an integer, byte for byte. Code, Message and Data
+	// are then what the gate reads of it. An Error built by this program
+	// has none, and is written from Code, Message and Data.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Error returns the message, as JSON-RPC peers show it.
@@ -173,13 +180,42 @@ func Decode(line []byte) (*Message, error) {
 		return fail("a response must have exactly one of result and error")
 	}
 	if hasError {
-		var e Error
-		if err := json.Unmarshal(errRaw, &e); err != nil || errRaw[0] != '{' {
-			return fail(`"error" must be an object with a code and a message`)
+		e, ok := readError(errRaw)
+		if !ok {
+			return fail(`"error" must be an object with a numeric code and, if any, a string message`)
 		}
-		m.Error = &e
+		m.Error = e
 	}
 	return &m, nil
+}
+
+// readError reads an error object leniently, as peers write them: the
+// code must be a number, and one that is not an integer is read as an
+// internal error; the message, when present, must be a string. The object
+// is kept whole in Raw and relayed as it came.
+func readError(raw []byte) (*Error, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var w struct {
+		Code    *json.Number    `json:"code"`
+		Message *string         `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil || w.Code == nil {
+		return nil, false
+	}
+	e := &Error{Code: CodeInternalError, Data: w.Data, Raw: raw}
+	if n, err := w.Code.Int64(); err == nil {
+		e.Code = n
+	}
+	if w.Message != nil {
+		e.Message = *w.Message
+	}
+	if string(e.Data) == "null" {
+		e.Data = nil
+	}
+	return e, true
 }
 
 // kindOf names the kind and size of a JSON value for an error message.
@@ -414,6 +450,16 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	case m.Error != nil:
 		if m.ID == nil {
 			buf = append(buf, `,"id":null`...)
+		}
+		if m.Error.Raw != nil {
+			if !json.Valid(m.Error.Raw) {
+				return nil, fmt.Errorf("rpc: error object is not valid JSON (%s)", kindOf(m.Error.Raw))
+			}
+			// Validated when it was read (Decode), or the neutraliser's
+			// rewrite of such (valid JSON in, valid JSON out).
+			buf = append(buf, `,"error":`...)
+			buf = append(buf, m.Error.Raw...)
+			break
 		}
 		// By hand rather than json.Marshal, which would compact the data
 		// and HTML-escape it: a relayed error keeps its data byte for byte.

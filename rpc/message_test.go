@@ -102,7 +102,8 @@ func TestDecodeInvalid(t *testing.T) {
 		{"error string", `{"jsonrpc":"2.0","id":1,"error":"boom"}`, CodeInvalidRequest, "1", `"error" must be an object`},
 		{"error null", `{"jsonrpc":"2.0","id":1,"error":null}`, CodeInvalidRequest, "1", `"error" must be an object`},
 		{"error code string", `{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}`, CodeInvalidRequest, "1", `"error" must be an object`},
-		{"error code fraction", `{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}`, CodeInvalidRequest, "1", `"error" must be an object`},
+		{"error code missing", `{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}`, CodeInvalidRequest, "1", `"error" must be an object`},
+		{"error message number", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":5}}`, CodeInvalidRequest, "1", `"error" must be an object`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +227,7 @@ func FuzzDecode(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"s","result":{"content":[{"type":"text","text":"a\"b"}]}}`,
 		`{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32602,"message":"m","data": [1, {"x":null}]}}`,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000.5,"x":"QQQQ"}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"m"}`,
 		`{"result":1,"jsonrpc":"2.0","id":-1.5e3}`,
 		`{"jsonrpc":"2.0","id":1,"method":"m\u0000\ud800"}`,

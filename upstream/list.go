@@ -19,6 +19,12 @@ const maxListPages = 1000
 // than maxListPages pages, so a hostile server cannot keep the caller
 // listing forever; ctx bounds the time.
 func Pages(ctx context.Context, s *Session, method, field string, fn func(item json.RawMessage)) error {
+	return PagesMeta(ctx, s, method, field, fn, nil)
+}
+
+// PagesMeta is Pages that also hands meta the list-level "_meta" of the
+// first page (nil when it has none); meta may be nil.
+func PagesMeta(ctx context.Context, s *Session, method, field string, fn func(item json.RawMessage), meta func(json.RawMessage)) error {
 	cursor := ""
 	seen := map[string]bool{}
 	for range maxListPages {
@@ -47,6 +53,10 @@ func Pages(ctx context.Context, s *Session, method, field string, fn func(item j
 		}
 		if err := json.Unmarshal(res, &page); err != nil {
 			return fmt.Errorf("%s: bad nextCursor: %w", method, rpc.DescribeJSONError(err))
+		}
+		if meta != nil && cursor == "" {
+			m, _ := rawjson.Get(res, "_meta")
+			meta(m)
 		}
 		for _, it := range items {
 			if len(it) == 0 || it[0] != '{' {

@@ -59,6 +59,10 @@ func main() {
 		err = runRemote(ev)
 	case "life":
 		err = runLife(ev, flag.Args())
+	case "relayfid":
+		err = runRaw(relayfidHandlers(), ev)
+	case "relayfid-old":
+		err = runRaw(relayfidOldHandlers(), ev)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+)
+
+// The host's own answers to an upstream's elicitation, echoed in that
+// upstream's tool result, are not the upstream's doing. An elicitation
+// answer that accepts ({"action":"accept","content":{...}}) is exactly
+// what the result guard refuses as an approval-shaped payload, so a tool
+// that asks the user something and reports what was answered (the reference
+// server-everything's trigger-elicitation-request) would always be refused.
+//
+// So a tools/call records every answer the host gave to an elicitation
+// that the called server sent while the call was in flight, and the guard
+// exempts exactly those answers: a JSON value in the result (in a string,
+// whole or embedded in text, or in structuredContent) equal to an answer,
+// or to its content, after decoding, and a string equal to a string the
+// host answered. Whatever else the result holds is inspected as before: a
+// forged approval next to the echoed answer is still refused. The
+// exemption never edits what the host receives; it only decides which
+// findings stand, and each exempted finding is audited as "exempted".
+//
+// An answer is tied to the session and the server, and to every call of that
+// session to that server in flight when the host answered (the gate cannot
+// tell which of two concurrent calls to one server asked): what is exempted
+// is still only what this host itself answered to this server.
+
+// elicitAnswers collects the host's answers during one tools/call.
+type elicitAnswers struct {
+	mu      sync.Mutex
+	answers []json.RawMessage
+}
+
+func (a *elicitAnswers) add(res json.RawMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.answers) < maxElicitAnswers {
+		a.answers = append(a.answers, res)
+	}
+}
+
+func (a *elicitAnswers) list() []json.RawMessage {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.answers
+}
+
+// maxElicitAnswers bounds what one call records: a server that asks more
+// often gets no further exemptions.
+const maxElicitAnswers = 16
+
+// answerBook finds the calls in flight whose answers an elicitation adds to.
+type answerBook struct {
+	mu    sync.Mutex
+	calls map[answerKey]map[*elicitAnswers]struct{}
+}
+
+type answerKey struct {
+	s      *Session
+	server string
+}
+
+// begin registers a call of s to server; the returned function ends it.
+func (b *answerBook) begin(s *Session, server string, a *elicitAnswers) func() {
+	k := answerKey{s, server}
+	b.mu.Lock()
+	if b.calls == nil {
+		b.calls = map[answerKey]map[*elicitAnswers]struct{}{}
+	}
+	m := b.calls[k]
+	if m == nil {
+		m = map[*elicitAnswers]struct{}{}
+		b.calls[k] = m
+	}
+	m[a] = struct{}{}
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(m, a)
+		if len(m) == 0 {
+			delete(b.calls, k)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// record adds the host's answer to every call of s to server in flight.
+func (b *answerBook) record(s *Session, server string, res json.RawMessage) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for a := range b.calls[answerKey{s, server}] {
+		a.add(res)
+	}
+}
+
+// maxMaskTries bounds the embedded-JSON reads of one exemption; past it the
+// findings stand (fail closed).
+const maxMaskTries = 4096
+
+// exemptAnswers returns the findings that remain once the host's answers
+// are taken out of the result, auditing the ones that go.
+func (g *Session) exemptAnswers(server, tool string, res json.RawMessage, findings []guard.Finding, answers *elicitAnswers) []guard.Finding {
+	list := answers.list()
+	if len(findings) == 0 || len(list) == 0 {
+		return findings
+	}
+	masked, ok := maskAnswers(res, list)
+	if !ok {
+		return findings
+	}
+	rest := guard.InspectResult(masked)
+	for _, f := range findings {
+		if !containsFinding(rest, f) {
+			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "exempted", Kind: f.Kind,
+				Detail: f.Path + ": the host's own answer to this server's elicitation during the call"})
+		}
+	}
+	return rest
+}
+
+func containsFinding(fs []guard.Finding, f guard.Finding) bool {
+	for _, o := range fs {
+		if o.Kind == f.Kind && o.Path == f.Path {
+			return true
+		}
+	}
+	return false
+}
+
+// maskAnswers returns a copy of the result for inspection with the host's
+// answers replaced by null (a JSON value) or "" (a whole string); false
+// when it cannot be read unambiguously or within bounds, in which case
+// nothing is exempted.
+func maskAnswers(res json.RawMessage, answers []json.RawMessage) (json.RawMessage, bool) {
+	// One reading only: a result with duplicate keys could show the host
+	// one member and the masked copy another.
+	if rawjson.UniqueKeys(res) != nil {
+		return nil, false
+	}
+	var values []any // each answer, and its content
+	strs := map[string]bool{}
+	for _, a := range answers {
+		v, err := decodeNumber(a)
+		if err != nil {
+			continue
+		}
+		values = append(values, v)
+		if m, ok := v.(map[string]any); ok {
+			if c, ok := m["content"]; ok {
+				values = append(values, c)
+				collectStrings(c, strs)
+			}
+		}
+	}
+	if len(values) == 0 {
+		return nil, false
+	}
+	tree, err := decodeNumber(res)
+	if err != nil {
+		return nil, false
+	}
+	// An answer written out with indentation is longer than as sent; one
+	// over this window is not read, and its findings stand.
+	window := 1024
+	for _, a := range answers {
+		window = max(window, 8*len(a)+1024)
+	}
+	m := masker{window: window, values: values, strs: strs}
+	tree = m.walk(tree)
+	if m.tries > maxMaskTries {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil {
+		return nil, false
+	}
+	return bytes.TrimSpace(buf.Bytes()), true
+}
+
+func decodeNumber(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data")
+	}
+	return v, nil
+}
+
+func collectStrings(v any, into map[string]bool) {
+	switch x := v.(type) {
+	case string:
+		if x != "" {
+			into[x] = true
+		}
+	case map[string]any:
+		for _, e := range x {
+			collectStrings(e, into)
+		}
+	case []any:
+		for _, e := range x {
+			collectStrings(e, into)
+		}
+	}
+}
+
+type masker struct {
+	window int // the most bytes an answer can take written out
+	values []any
+	strs   map[string]bool
+	tries  int
+}
+
+func (m *masker) isAnswer(v any) bool {
+	for _, a := range m.values {
+		if reflect.DeepEqual(a, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *masker) walk(v any) any {
+	if m.isAnswer(v) {
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		if m.strs[x] {
+			return ""
+		}
+		return m.text(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = m.walk(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = m.walk(e)
+		}
+	}
+	return v
+}
+
+// text replaces each JSON object or array embedded in s that is an answer
+// with null; the prose around it is kept, and read as before.
+func (m *masker) text(s string) string {
+	var out []byte
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' && s[i] != '[' {
+			continue
+		}
+		if m.tries++; m.tries > maxMaskTries {
+			return s
+		}
+		end := min(len(s), i+m.window)
+		dec := json.NewDecoder(strings.NewReader(s[i:end]))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil || !m.isAnswer(v) {
+			continue
+		}
+		end = i + int(dec.InputOffset())
+		out = append(out, s[last:i]...)
+		out = append(out, "null"...)
+		last = end
+		i = end - 1
+	}
+	if out == nil {
+		return s
+	}
+	return string(append(out, s[last:]...))
+}
