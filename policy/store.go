@@ -95,6 +95,11 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
+	return followFile(ctx, abs, p, opts, logger, onChange, debounce)
+}
+
+// followFile follows the file at abs with p in force until ctx is done.
+func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), debounce time.Duration) (*Store, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)

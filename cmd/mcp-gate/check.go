@@ -38,7 +38,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "with --strict: how long a server may take to start and list its names")
 	)
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
@@ -253,7 +253,7 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		name       = fs.String("name", "gate", "the name the host gives the gate, to read mcp__NAME__ spellings")
 	)
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError(err)
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("expected exactly one TOOL, e.g. mcp:github:create_issue or mcp__gate__github__create_issue")}
