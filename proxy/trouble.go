@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -181,21 +182,27 @@ func (g *Session) afterList(ctx context.Context, method string, res json.RawMess
 // case-insensitive occurrence of each argument of the server's command
 // line, and the gate's arguments always include "serve": "server" and
 // "servers file" would show as "[redacted]r". So the host reads "upstream"
-// where stderr says "server"; a file path given as an argument is redacted
-// whatever the gate does, so messages name files by base name too.
-var hostWords = strings.NewReplacer(
-	"mcpServers", "mcpServers", // a key: kept as it is, even if redacted
-	"servers file", "file of upstreams",
-	"Servers file", "File of upstreams",
-	"servers", "upstreams", "Servers", "Upstreams",
-	"server", "upstream", "Server", "Upstream",
-	"serves", "offers", "serve", "offer",
+// where stderr says "server" (whole words: paths are left as they are); a
+// file path given as an argument is redacted whatever the gate does, so
+// messages name files by base name too.
+var (
+	hostTokens = regexp.MustCompile(`[\p{L}\p{N}_./\\-]+`)
+	hostWords  = map[string]string{
+		"server": "upstream", "servers": "upstreams", "Server": "Upstream", "Servers": "Upstreams",
+		"serve": "offer", "serves": "offers",
+	}
 )
 
 // hostText also makes hidden characters visible, as for every upstream
 // error the gate relays: a start failure carries the server's own stderr.
 func hostText(s string) string {
-	s, _ = guard.Neutralize(hostWords.Replace(s))
+	s = hostTokens.ReplaceAllStringFunc(s, func(w string) string {
+		if r, ok := hostWords[w]; ok {
+			return r // whole words only: a path or "testserver" is left alone
+		}
+		return w
+	})
+	s, _ = guard.Neutralize(s)
 	return s
 }
 

@@ -143,6 +143,10 @@ func stripForeign(where string, raw json.RawMessage) (clean json.RawMessage, dis
 				errs = append(errs, fmt.Errorf(`%s: "disabled" is %s; expected true or false`, where, jsonKind(bytes.TrimSpace(obj[k]))))
 			}
 		}
+		if k == "disabled" && disabled {
+			delete(obj, k) // Report.Disabled says it, once
+			continue
+		}
 		warnings = append(warnings, fmt.Sprintf("%s: %q is another host's key: %s", where, k, what))
 		delete(obj, k)
 	}

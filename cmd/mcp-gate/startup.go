@@ -124,7 +124,11 @@ func refuseNesting(servers []upstream.Config, serversPath string, log *slog.Logg
 	}
 	if slices.Contains(chain, self) || len(chain) >= maxNesting {
 		if tr.serversErr == nil {
-			tr.serversErr = fmt.Errorf("this gate was started by a gate reading the same servers file %s (or %d gates deep: %s): it would start itself again and again; remove the gate's own entry from that file", serversPath, len(chain), strings.Join(chain, " → "))
+			why := fmt.Sprintf("this gate was started by a gate reading the same servers file %s", serversPath)
+			if !slices.Contains(chain, self) {
+				why = fmt.Sprintf("this gate is %d gates deep (%s)", len(chain)+1, strings.Join(chain, " → "))
+			}
+			tr.serversErr = fmt.Errorf("%s: it would start gates again and again; remove the gate's own entry from that file", why)
 		}
 		log.Error("gate nested in itself: serving nothing", "servers_file", serversPath, "nested_in", strings.Join(chain, string(os.PathListSeparator)))
 		return nil

@@ -55,6 +55,10 @@ func main() {
 		err = runRaw(guard2Handlers(), ev)
 	case "lenient":
 		err = runRaw(lenientHandlers(), ev)
+	case "stubborn":
+		err = runStubborn(ev)
+	case "auditcheck":
+		err = runAuditCheck(flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
