@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -380,5 +382,103 @@ func TestHelpAndVersion(t *testing.T) {
 	out, err := exec.Command(gateBin, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "mcp-gate ") || !strings.Contains(string(out), "commit ") {
 		t.Fatalf("version: %v %q", err, out)
+	}
+}
+
+// Issue 10, measured with the real host: Claude Code's `claude mcp list`
+// (no API key needed) shows the gate's tools/list error, so a broken
+// policy reads as the policy's problem, not "Connection closed".
+func TestClaudeMcpListShowsConfigError(t *testing.T) {
+	claude := filepath.Join(nodeModules, ".bin", "claude")
+	if _, err := os.Stat(claude); err != nil {
+		t.Fatalf("the pinned claude CLI is not installed (npm ci in e2e/): %v", err)
+	}
+	home := t.TempDir()
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(pol, []byte("version: 1\nfallback: ask\nallwo: [mcp:honest:*]\n"), 0o600)
+	servers := writeServers(t, dir, map[string]server{"honest": testserver("honest")})
+	run := func(args ...string) string {
+		cmd := exec.Command(claude, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("mcp", "add", "gate", "--", gateBin, "serve", "--servers", servers, "--policy", pol)
+	out := run("mcp", "list")
+	if !strings.Contains(out, "tools fetch failed") || !strings.Contains(out, "allwo") || !strings.Contains(out, "policy file policy.yaml did not load") {
+		t.Fatalf("claude mcp list does not show the policy's problem:\n%s", out)
+	}
+	os.WriteFile(pol, []byte("version: 1\nfallback: ask\nallow: [mcp:honest:*]\n"), 0o600)
+	if out := run("mcp", "list"); !strings.Contains(out, "Connected") || strings.Contains(out, "failed") {
+		t.Fatalf("with the policy fixed:\n%s", out)
+	}
+}
+
+// Issue 10, measured with the real host: Codex marks the gate failed at
+// startup with the tools/list error's message (app-server's
+// mcpServer/startupStatus/updated, what its TUI prints), so a missing
+// servers file reads as that, not "connection closed".
+func TestCodexStartupShowsConfigError(t *testing.T) {
+	codex := filepath.Join(nodeModules, ".bin", "codex")
+	if _, err := os.Stat(codex); err != nil {
+		t.Fatalf("the pinned codex CLI is not installed (npm ci in e2e/): %v", err)
+	}
+	home, dir := t.TempDir(), t.TempDir()
+	missing := filepath.Join(dir, "missing.json")
+	conf := "[mcp_servers.gate]\ncommand = " + strconv.Quote(gateBin) + "\nargs = [\"serve\", \"--servers\", " + strconv.Quote(missing) + "]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(codex, "app-server")
+	cmd.Dir = dir
+	cmd.Env = []string{"CODEX_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"e2e","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"thread/start","params":{}}`,
+	} {
+		io.WriteString(stdin, m+"\n")
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name, Status string
+					Error        *string
+				} `json:"params"`
+			}
+			if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.Method == "mcpServer/startupStatus/updated" && msg.Params.Name == "gate" && msg.Params.Status != "starting" {
+				e := ""
+				if msg.Params.Error != nil {
+					e = *msg.Params.Error
+				}
+				found <- msg.Params.Status + ": " + e
+				return
+			}
+		}
+		close(found)
+	}()
+	select {
+	case got := <-found:
+		if !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "no such file") || !strings.Contains(got, "mcp-gate offers no tools") {
+			t.Fatalf("codex's startup status for the gate: %q; want it failed with the gate's message", got)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("codex reported no startup status for the gate")
 	}
 }
