@@ -53,6 +53,11 @@ func TestSIGHUPStopsChildren(t *testing.T) {
 	if len(kids) != 2 {
 		t.Fatalf("children before SIGHUP: %v", kids)
 	}
+	t.Cleanup(func() {
+		for _, k := range kids {
+			syscall.Kill(k, syscall.SIGKILL) // when the test fails
+		}
+	})
 	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +87,7 @@ func TestSIGKILLedGateLeavesNoChild(t *testing.T) {
 	if len(kids) != 1 {
 		t.Fatalf("children: %v", kids)
 	}
+	t.Cleanup(func() { syscall.Kill(kids[0], syscall.SIGKILL) }) // when the test fails
 	if err := g.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
