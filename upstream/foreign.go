@@ -141,6 +141,8 @@ func stripForeign(where string, raw json.RawMessage) (clean json.RawMessage, dis
 		if k == "disabled" {
 			if err := json.Unmarshal(obj[k], &disabled); err != nil {
 				errs = append(errs, fmt.Errorf(`%s: "disabled" is %s; expected true or false`, where, jsonKind(bytes.TrimSpace(obj[k]))))
+				delete(obj, k)
+				continue
 			}
 		}
 		if k == "disabled" && disabled {
