@@ -59,8 +59,20 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sp = defaultServersPath()
 	}
 	if sp != "" {
-		var err error
-		servers, err = upstream.LoadServers(sp, os.LookupEnv)
+		rep, err := upstream.ReadServers(sp, os.LookupEnv)
+		if err == nil && len(rep.Errors) > 0 {
+			// serve leaves these entries out and serves the rest; check
+			// fails, as it does for every problem.
+			err = errors.Join(rep.Errors...)
+		}
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(stdout, "warning: %s\n", w)
+			warnings++
+		}
+		for _, d := range rep.Disabled {
+			fmt.Fprintf(stdout, "%s: server %q is disabled; serve will not start it\n", sp, d)
+		}
+		servers = rep.Servers
 		if err != nil {
 			fail("%v", err)
 		} else {
