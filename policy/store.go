@@ -376,12 +376,16 @@ func (rl *reloader) check(now time.Time) time.Duration {
 // apply swaps in the policy of a settled content, or logs why not.
 func (rl *reloader) apply(obs *observation) {
 	old := rl.store.Current()
+	keep := "the last good policy " + old.Revision()
+	if old == FailClosed() {
+		keep = "the fail-closed policy, which allows nothing"
+	}
 	if obs.err != nil {
 		msg := obs.err.Error()
 		if errors.Is(obs.err, fs.ErrNotExist) {
-			msg = "the policy file is gone; keeping the last good policy " + old.Revision()
+			msg = "the policy file is gone; keeping " + keep
 		} else {
-			msg += "; keeping the last good policy " + old.Revision()
+			msg += "; keeping " + keep
 		}
 		rl.fail("gone:"+msg, old, "", msg, nil)
 		return
@@ -393,7 +397,7 @@ func (rl *reloader) apply(obs *observation) {
 	}
 	p, warnings, err := Parse(rl.path, obs.data, rl.opts)
 	if err != nil {
-		rl.fail("invalid:"+rev, old, rev, err.Error()+"\n(keeping the last good policy "+old.Revision()+")", warnings)
+		rl.fail("invalid:"+rev, old, rev, err.Error()+"\n(keeping "+keep+")", warnings)
 		return
 	}
 	rl.lastFailure = ""
