@@ -37,6 +37,7 @@ type config struct {
 	c          int
 	burst      int
 	gap        time.Duration
+	halfPause  time.Duration
 	gate, echo string
 }
 
@@ -46,6 +47,7 @@ func main() {
 	flag.IntVar(&cfg.c, "c", 4, "calls in flight")
 	flag.IntVar(&cfg.burst, "burst", 8, "policy writes per burst")
 	flag.DurationVar(&cfg.gap, "gap", 5*time.Millisecond, "pause between the writes of a burst")
+	flag.DurationVar(&cfg.halfPause, "half-pause", 20*time.Millisecond, "pause in the middle of a write in two halves (past the gate's settle time, 400ms, a half is taken for finished: the storm should then report mismatches)")
 	flag.StringVar(&cfg.gate, "gate", "", "mcp-gate binary (default: built from this checkout)")
 	flag.StringVar(&cfg.echo, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.Parse()
@@ -182,7 +184,7 @@ func run(cfg config) (result, error) {
 			allow := (gen+res.bursts)%2 == 0
 			b := content(gen, allow)
 			written[revision(b)] = map[bool]string{true: "allow", false: "deny"}[allow]
-			if err := writePolicy(policy, b, i%3); err != nil {
+			if err := writePolicy(policy, b, i%3, cfg.halfPause); err != nil {
 				close(stop)
 				return res, err
 			}
@@ -220,7 +222,7 @@ func run(cfg config) (result, error) {
 // writePolicy writes b over path: by rename (how editors save), in place
 // in one write, or in place in two halves with a pause, a writer caught
 // in the middle.
-func writePolicy(path string, b []byte, how int) error {
+func writePolicy(path string, b []byte, how int, halfPause time.Duration) error {
 	switch how {
 	case 0:
 		tmp := path + ".tmp"
@@ -240,7 +242,7 @@ func writePolicy(path string, b []byte, how int) error {
 			f.Close()
 			return err
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(halfPause)
 		if _, err := f.Write(b[half:]); err != nil {
 			f.Close()
 			return err
@@ -323,7 +325,9 @@ func check(res *result, path string, verdictOf map[string]string) error {
 				res.reloads++
 				if _, ok := verdictOf[l.Revision]; !ok {
 					res.badReloads++
-					res.samples = append(res.samples, "reload to "+l.Revision+", never written whole")
+					if len(res.samples) < 5 {
+						res.samples = append(res.samples, "reload to "+l.Revision+", never written whole")
+					}
 				}
 			}
 		case "decision":

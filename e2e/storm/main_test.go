@@ -11,7 +11,7 @@ import (
 // The test suite builds the tool and runs one short burst of it: the
 // storm itself is run by hand (it is not a timed test).
 func TestStormSmoke(t *testing.T) {
-	r, err := run(config{duration: time.Millisecond, c: 2, burst: 3, gap: time.Millisecond})
+	r, err := run(config{duration: time.Millisecond, c: 2, burst: 3, gap: time.Millisecond, halfPause: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
