@@ -25,7 +25,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		serversPath = fs.String("servers", "", "servers file in the mcpServers JSON format (default $XDG_CONFIG_HOME/mcp-gate/servers.json)")
 		policyPath  = fs.String("policy", "", "policy file (default $XDG_CONFIG_HOME/mcp-gate/policy.yaml if it exists, else the embedded default)")
 		name        = fs.String("name", "gate", "the name the host gives the gate; tool names must fit 64 - len(\"mcp__NAME__\")")
-		auditPath   = fs.String("audit-log", "", "append the decision audit (JSON lines) to this file (default: stderr)")
+		auditPath   = fs.String("audit-log", "", "append the decision audit (JSON lines) to this file (default: stderr, in --log-format)")
 		logLevel    = fs.String("log-level", "info", "operational log level on stderr: debug, info, warn or error (never filters the audit)")
 		logFormat   = fs.String("log-format", "text", "stderr log format, audit lines on stderr included: text or json")
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
@@ -84,9 +84,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		logger.Error("policy file did not load: serving nothing until it is fixed (the file is watched)", "error", err.Error())
 		trouble.policy = store
 		trouble.policyErr = err
-		trouble.policyPath = store.Current().Source()
-		if *policyPath != "" {
-			trouble.policyPath = *policyPath
+		trouble.policyPath = *policyPath
+		if trouble.policyPath == "" {
+			trouble.policyPath = defaultPolicyPath() // the file openPolicy read
 		}
 	}
 	g, err := proxy.New(proxy.Options{
