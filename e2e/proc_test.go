@@ -129,9 +129,17 @@ func TestSelfNestingRefused(t *testing.T) {
 			t.Errorf("tool %q from a nested gate", name)
 		}
 	}
-	if !strings.Contains(stderr.String(), "runs this gate on its own servers file") || !strings.Contains(stderr.String(), "started by a gate reading the same") {
-		t.Errorf("stderr does not say why:\n%s", stderr.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gate stderr:\n%s", stderr.String())
+		}
+	})
+	if !strings.Contains(stderr.String(), "runs this gate on its own servers file") {
+		t.Errorf("stderr does not say why the entry was refused")
 	}
+	waitFor(t, "the gate to log why the indirectly nested gate serves nothing", 30*time.Second, func() bool {
+		return strings.Contains(stderr.String(), "started by a gate reading the same")
+	})
 	waitFor(t, "the refusal to reach the host as a log message", 10*time.Second, func() bool { return logs.has(`"gate" runs this gate`) })
 	gates := 0
 	for _, p := range descendants(t, cmd.Process.Pid) {
