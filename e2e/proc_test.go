@@ -394,8 +394,23 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	out, err := exec.Command(gateBin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "mcp-gate ") || !strings.Contains(string(out), "commit ") {
+	if err != nil || !strings.HasPrefix(string(out), "mcp-gate ") {
 		t.Fatalf("version: %v %q", err, out)
+	}
+	// The commit the toolchain recorded (none when built with
+	// -buildvcs=false, as some CI environments set).
+	info, err := exec.Command("go", "version", "-m", gateBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "commit unknown"
+	for _, line := range strings.Split(string(info), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision=") {
+			want = "commit " + strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("version says %q; want %q", out, want)
 	}
 }
 

@@ -32,11 +32,15 @@ var version = "dev"
 // module version for `go install ...@v1.2.3`, the VCS revision and whether
 // the tree had changes for a build in a checkout.
 func versionString() string {
-	v := version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return version
 	}
+	return describeBuild(version, bi)
+}
+
+// describeBuild is versionString for given build information.
+func describeBuild(v string, bi *debug.BuildInfo) string {
 	if v == "dev" && bi.Main.Version != "" {
 		v = bi.Main.Version
 	}
