@@ -261,7 +261,8 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
              "timeout": 60, "description": "d", "transportType": "stdio", "disabled": false},
   "off":    {"command": "`+ts+`", "args": ["--mode", "honest"], "disabled": true},
   "typo":   {"command": "`+ts+`", "comand": "x", "argz": []},
-  "typo2":  {"command": "`+ts+`", "enviroment": {}}
+  "typo2":  {"command": "`+ts+`", "enviroment": {}},
+  "a-server-key-so-long-that-no-tool-name-would-fit-after-it": {"command": "`+ts+`"}
 }}`), 0o600)
 	wd, _ := os.Getwd()
 	cmd := exec.Command(gateBin, "serve", "--servers", path, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
@@ -280,7 +281,7 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
 		t.Fatalf("honest's tools: %v", keys(tools))
 	}
 	ins := sess.InitializeResult().Instructions
-	for _, k := range []string{`"comand"`, `"argz"`, `"enviroment"`} {
+	for _, k := range []string{`"comand"`, `"argz"`, `"enviroment"`, `"a-server-key-so-long-that-no-tool-name-would-fit-after-it" left out`} {
 		if !strings.Contains(ins, k) {
 			t.Errorf("instructions do not report %s: %q", k, ins)
 		}

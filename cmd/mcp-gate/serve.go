@@ -57,6 +57,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	servers, serversPathUsed := loadServersTrouble(*serversPath, logger, &trouble)
 	servers = stdioOnly(servers, logger)
 	servers = refuseNesting(servers, serversPathUsed, logger, &trouble)
+	servers = refuseLongKeys(servers, *name, logger, &trouble)
 	warnInheritAll(servers, logger)
 	if interactive && !trouble.empty() {
 		return trouble.err()

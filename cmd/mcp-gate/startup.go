@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -264,4 +265,25 @@ func flagError(err error) error {
 		return nil
 	}
 	return usageError{err}
+}
+
+// refuseLongKeys leaves out the servers whose key leaves no room for tool
+// names under the gate's name (proxy.New would refuse the whole gate),
+// saying so, as for any other bad entry.
+func refuseLongKeys(servers []upstream.Config, gateName string, log *slog.Logger, tr *startTrouble) []upstream.Config {
+	if naming.ValidateGateName(gateName) != nil {
+		return servers // a usage error proxy.New reports
+	}
+	budget := naming.Budget(gateName)
+	out := servers[:0:0]
+	for _, s := range servers {
+		if err := naming.ValidateServerKey(s.Name, budget); err != nil {
+			n := fmt.Sprintf("server %q left out: %v", s.Name, err)
+			tr.notes = append(tr.notes, n)
+			log.Error("servers file: entry left out", "server", s.Name, "error", err.Error())
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
