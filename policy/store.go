@@ -96,6 +96,11 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
+	return followFile(ctx, abs, p, opts, logger, onChange, debounce)
+}
+
+// followFile follows the file at abs with p in force until ctx is done.
+func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), debounce time.Duration) (*Store, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
@@ -372,12 +377,16 @@ func (rl *reloader) check(now time.Time) time.Duration {
 // apply swaps in the policy of a settled content, or logs why not.
 func (rl *reloader) apply(obs *observation) {
 	old := rl.store.Current()
+	keep := "the last good policy " + old.Revision()
+	if old == FailClosed() {
+		keep = "the fail-closed policy, which allows nothing"
+	}
 	if obs.err != nil {
 		msg := obs.err.Error()
 		if errors.Is(obs.err, fs.ErrNotExist) {
-			msg = "the policy file is gone; keeping the last good policy " + old.Revision()
+			msg = "the policy file is gone; keeping " + keep
 		} else {
-			msg += "; keeping the last good policy " + old.Revision()
+			msg += "; keeping " + keep
 		}
 		rl.fail("gone:"+msg, old, "", msg, nil)
 		return
@@ -389,7 +398,7 @@ func (rl *reloader) apply(obs *observation) {
 	}
 	p, warnings, err := Parse(rl.path, obs.data, rl.opts)
 	if err != nil {
-		rl.fail("invalid:"+rev, old, rev, err.Error()+"\n(keeping the last good policy "+old.Revision()+")", warnings)
+		rl.fail("invalid:"+rev, old, rev, err.Error()+"\n(keeping "+keep+")", warnings)
 		return
 	}
 	rl.lastFailure = ""

@@ -63,6 +63,9 @@ type Options struct {
 	// Observer is told of decisions, approvals, calls, guard refusals,
 	// sessions and upstream lives, for metrics; nil costs nothing (observe.go).
 	Observer Observer
+	// Trouble, when not nil, reports what keeps the gate from serving
+	// everything, read at every request (trouble.go).
+	Trouble func() Trouble
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
@@ -100,6 +103,9 @@ type Gate struct {
 
 	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
 	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
+	// startFailed: child → why its last start for a list failed
+	// (trouble.go). Guarded by mu.
+	startFailed map[child]error
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -208,9 +214,13 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
+	if err := g.refuseInTrouble(req.Method); err != nil {
+		return nil, err
+	}
 	ctx, release := g.holdResults(ctx)
 	defer release()
-	return m.serve(g, ctx, req.Params)
+	res, err := m.serve(g, ctx, req.Params)
+	return g.afterList(ctx, req.Method, res, err)
 }
 
 // hostMethod is how the gate serves one request from the host.
@@ -256,7 +266,7 @@ var hostMethods = map[string]hostMethod{
 // hostNotifications is every notification the gate acts on from the
 // host; others are dropped.
 var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
-	"notifications/initialized": func(*Session, *rpc.Message) {},
+	"notifications/initialized": func(g *Session, _ *rpc.Message) { g.reportTrouble() },
 	"notifications/roots/list_changed": func(g *Session, msg *rpc.Message) {
 		// The session's children (it has its own when it declared roots)
 		// that care will ask for roots again, and their request comes here.
@@ -400,7 +410,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
 		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
 			"A tool's name starts with its server's name and two underscores. "+
-			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
+			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) + g.troubleInstructions(),
 	}
 	return json.Marshal(res)
 }

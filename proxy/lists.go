@@ -106,6 +106,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
 		var apply func(*snapshot) *snapshot
 		s, err := g.pool.Session(ctx, key, server)
+		g.noteStart(key, server, err)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
 		}

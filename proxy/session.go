@@ -42,6 +42,7 @@ type Session struct {
 	logLevel     string          // the host's last logging/setLevel level; "" lets everything through
 	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
 	subs         map[string]int  // resource URIs this host subscribed to
+	reported     map[string]bool // start failures told to this host (trouble.go)
 }
 
 // NewSession returns a session of g, not yet serving.

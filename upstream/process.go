@@ -98,7 +98,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config, lim rpc.Limits) (
 	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	setProcessGroup(cmd)
-	startErr := cmd.Start()
+	startErr := startChild(cmd)
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -108,6 +108,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config, lim rpc.Limits) (
 		errR.Close()
 		return nil, fmt.Errorf("starting %q: %w", cfg.Command, startErr)
 	}
+	releaseGuard := orphanGuard(cmd)
 	p := &execProcess{
 		// No closer: closing the transport leaves the pipes to Stop, which
 		// closes the child's input first, as MCP's stdio shutdown asks.
@@ -131,6 +132,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config, lim rpc.Limits) (
 		case <-time.After(500 * time.Millisecond):
 		}
 		killGroup(cmd) // grandchildren (npx → node) must not outlive it
+		releaseGuard()
 		exitErr := p.describeExit(err)
 		p.mu.Lock()
 		p.exitErr = exitErr

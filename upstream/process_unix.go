@@ -7,12 +7,6 @@ import (
 	"syscall"
 )
 
-// setProcessGroup puts the child in its own process group, so that stopping
-// it also stops what it started (npx runs node as a grandchild).
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
-
 func terminate(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)

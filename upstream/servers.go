@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 )
@@ -73,41 +72,18 @@ func LoadServers(path string, lookupEnv func(string) (string, bool)) ([]Config, 
 // Claude Code's .mcp.json use. Within each server entry every key must be
 // known and every value well-typed; all problems are reported together, each
 // naming the file and the server. Other top-level keys (a desktop config has
-// many) are ignored. The result is sorted by server key.
+// many) are ignored, and so are, within an entry, the keys other hosts
+// carry (CheckServers reports them). The result is sorted by server key;
+// disabled entries are left out.
 func ParseServers(filename string, data []byte, lookupEnv func(string) (string, bool)) ([]Config, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %w", filename, describeJSONError(data, err))
+	r, err := CheckServers(filename, data, lookupEnv)
+	if err != nil {
+		return nil, err
 	}
-	raw, ok := top["mcpServers"]
-	if !ok {
-		return nil, fmt.Errorf(`%s: no "mcpServers" object; expected {"mcpServers": {"name": {"command": ...}}}`, filename)
+	if len(r.Errors) > 0 {
+		return nil, errors.Join(r.Errors...)
 	}
-	var servers map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &servers); err != nil || servers == nil {
-		return nil, fmt.Errorf(`%s: "mcpServers" must be an object mapping server names to entries`, filename)
-	}
-	names := make([]string, 0, len(servers))
-	for name := range servers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var (
-		errs []error
-		out  []Config
-	)
-	for _, name := range names {
-		cfg, err := parseEntry(filename, name, servers[name], lookupEnv)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, cfg)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return r.Servers, nil
 }
 
 func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(string) (string, bool)) (Config, error) {

@@ -39,7 +39,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "with --strict: how long a server may take to start and list its names")
 	)
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
@@ -60,8 +60,20 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sp = defaultServersPath()
 	}
 	if sp != "" {
-		var err error
-		servers, err = upstream.LoadServers(sp, os.LookupEnv)
+		rep, err := upstream.ReadServers(sp, os.LookupEnv)
+		if err == nil && len(rep.Errors) > 0 {
+			// serve leaves these entries out and serves the rest; check
+			// fails, as it does for every problem.
+			err = errors.Join(rep.Errors...)
+		}
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(stdout, "warning: %s\n", w)
+			warnings++
+		}
+		for _, d := range rep.Disabled {
+			fmt.Fprintf(stdout, "%s: server %q is disabled; serve will not start it\n", sp, d)
+		}
+		servers = rep.Servers
 		if err != nil {
 			fail("%v", err)
 		} else {
@@ -246,7 +258,7 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		name       = fs.String("name", "gate", "the name the host gives the gate, to read mcp__NAME__ spellings")
 	)
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError(err)
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("expected exactly one TOOL, e.g. mcp:github:create_issue or mcp__gate__github__create_issue")}

@@ -16,13 +16,52 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/mcp-gate/mcp-gate/proxy"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=...";
+// otherwise the module version the binary was built at serves
+// (versionString).
 var version = "dev"
+
+// versionString is the version and the commit the binary was built from,
+// as the Go toolchain recorded them (runtime/debug.ReadBuildInfo): the
+// module version for `go install ...@v1.2.3`, the VCS revision and whether
+// the tree had changes for a build in a checkout.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	return describeBuild(version, bi)
+}
+
+// describeBuild is versionString for given build information.
+func describeBuild(v string, bi *debug.BuildInfo) string {
+	if v == "dev" && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	var rev, modified, at string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		case "vcs.time":
+			at = ", " + s.Value
+		}
+	}
+	if rev == "" {
+		return fmt.Sprintf("%s (commit unknown, %s)", v, bi.GoVersion)
+	}
+	return fmt.Sprintf("%s (commit %s%s%s, %s)", v, rev, at, modified, bi.GoVersion)
+}
 
 func main() {
 	stopProfile := startCPUProfile()
@@ -47,11 +86,19 @@ const exitUsage = 2
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	proxy.Version = version
+	if proxy.Version == "dev" {
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			proxy.Version = bi.Main.Version
+		}
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) is a shutdown like SIGTERM: the
+	// upstreams are stopped, not left to the kernel's default of killing
+	// the gate alone.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cmd, rest := args[0], args[1:]
 	var err error
@@ -63,7 +110,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "explain":
 		err = explain(rest, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintf(stdout, "mcp-gate %s\n", version)
+		fmt.Fprintf(stdout, "mcp-gate %s\n", versionString())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -48,13 +48,18 @@ func (o *opsState) revision() string {
 // ready says why the gate cannot serve yet, or nil: a valid policy must be
 // in force (a file that fails to load at start is a refusal to start, and
 // a later invalid edit keeps the last good policy, which stays valid), and
-// a gate that is shutting down takes no new sessions.
+// a gate that is shutting down takes no new sessions. A gate serving the
+// fail-closed policy (its file did not load) is alive but not ready.
 func (o *opsState) ready() error {
 	switch {
 	case o.stopping.Load() || o.ctx.Err() != nil:
 		return errors.New("shutting down")
 	case o.store.Load() == nil || o.store.Load().Current() == nil:
 		return errors.New("no policy loaded yet")
+	case o.store.Load().Current() == policy.FailClosed():
+		// The policy file did not load: the gate serves nothing until it
+		// is fixed (startup.go), so it is not ready to take sessions.
+		return errors.New("the policy file does not load: serving nothing until it is fixed")
 	}
 	return nil
 }

@@ -145,6 +145,12 @@ func TestReadiness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A policy file that did not load: the fail-closed policy serves
+	// nothing, so the gate is alive but not ready.
+	o.policyLoaded(policy.NewStatic(policy.FailClosed()))
+	if err := o.ready(); err == nil || !strings.Contains(err.Error(), "does not load") {
+		t.Errorf("under the fail-closed policy: ready() = %v; want not ready", err)
+	}
 	o.policyLoaded(policy.NewStatic(p))
 	if err := o.ready(); err != nil {
 		t.Errorf("with a policy: ready() = %v", err)

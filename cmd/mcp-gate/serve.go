@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +26,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		serversPath = fs.String("servers", "", "servers file in the mcpServers JSON format (default $XDG_CONFIG_HOME/mcp-gate/servers.json)")
 		policyPath  = fs.String("policy", "", "policy file (default $XDG_CONFIG_HOME/mcp-gate/policy.yaml if it exists, else the embedded default)")
 		name        = fs.String("name", "gate", "the name the host gives the gate; tool names must fit 64 - len(\"mcp__NAME__\")")
-		auditPath   = fs.String("audit-log", "", "append the decision audit (JSON lines) to this file (default: stderr)")
-		logLevel    = fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+		auditPath   = fs.String("audit-log", "", "append the decision audit (JSON lines) to this file (default: stderr, in --log-format)")
+		logLevel    = fs.String("log-level", "info", "operational log level on stderr: debug, info, warn or error (never filters the audit)")
+		logFormat   = fs.String("log-format", "text", "stderr log format, audit lines on stderr included: text or json")
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
@@ -36,12 +37,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, stderrLog, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return usageError{err}
 	}
@@ -52,18 +53,26 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 		defer probes.close()
 	}
-	auditLog, closeAudit, err := openAudit(*auditPath, stderr)
+	auditLog, closeAudit, err := openAudit(*auditPath, stderrLog, *logFormat)
 	if err != nil {
 		return err
 	}
 	defer closeAudit()
 
-	servers, err := loadServers(*serversPath)
-	if err != nil {
-		return err
-	}
+	// A configuration error keeps the session up with nothing served and
+	// the error where hosts show it (proxy.Trouble); with a terminal on
+	// stdin nobody is there to show it to but the person at it, and the
+	// gate exits as any command would.
+	interactive := isTerminal(stdin)
+	var trouble startTrouble
+	servers, serversPathUsed := loadServersTrouble(*serversPath, logger, &trouble)
+	servers = refuseNesting(servers, serversPathUsed, logger, &trouble)
+	servers = refuseLongKeys(servers, *name, logger, &trouble)
 	warnInheritAll(servers, logger)
 	remote.WarnPlainHTTP(servers, logger)
+	if interactive && !trouble.empty() {
+		return trouble.err()
+	}
 	// Reloads are audit events and operator news: both logs get them (once,
 	// when the audit log is stderr itself).
 	reloadLog := auditLog.Slog()
@@ -74,10 +83,23 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	store, err := openPolicy(ctx, *policyPath, serverNames(servers), reloadLog, func(old, new *policy.Policy) {
 		if g := gate.Load(); g != nil {
 			g.PolicyChanged(old, new)
+			if old == policy.FailClosed() {
+				logger.Info("the policy file loads now: serving again", "revision", new.Revision())
+				g.TroubleCleared()
+			}
 		}
-	})
+	}, !interactive)
 	if err != nil {
-		return err
+		if interactive || store == nil {
+			return err
+		}
+		logger.Error("policy file did not load: serving nothing until it is fixed (the file is watched)", "error", err.Error())
+		trouble.policy = store
+		trouble.policyErr = err
+		trouble.policyPath = *policyPath
+		if trouble.policyPath == "" {
+			trouble.policyPath = defaultPolicyPath() // the file openPolicy read
+		}
 	}
 	probes.policyLoaded(store)
 	g, err := proxy.New(proxy.Options{
@@ -92,6 +114,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Logger:          logger,
 		Audit:           auditLog,
 		Observer:        probes.observer(),
+		Trouble:         trouble.report,
 	})
 	if err != nil {
 		return err
@@ -102,14 +125,25 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
 	in, out, closeStdio := rpc.Stdio(stdin, stdout)
 	defer closeStdio()
-	return g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser()))
+	if err := g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser())); err != nil {
+		return err
+	}
+	// The session is over: a configuration error still in force is the
+	// exit status, so a script or supervisor sees it too.
+	if t := trouble.report(); t.Fatal != "" {
+		return errors.New(t.Fatal)
+	}
+	return nil
 }
 
 // openPolicy loads the policy: the file given, else the default file if it
 // exists, else the embedded default. A file is watched and hot-reloaded; a
 // file that is missing or invalid at start-up is a refusal to start, with
 // every problem listed.
-func openPolicy(ctx context.Context, path string, known []string, log *slog.Logger, onChange func(old, new *policy.Policy)) (*policy.Store, error) {
+//
+// With failClosed, a file that does not load gives the fail-closed store
+// (nothing allowed, nothing listed), still watched, with the error.
+func openPolicy(ctx context.Context, path string, known []string, log *slog.Logger, onChange func(old, new *policy.Policy), failClosed bool) (*policy.Store, error) {
 	if path == "" {
 		if def := defaultPolicyPath(); fileExists(def) {
 			path = def
@@ -120,9 +154,13 @@ func openPolicy(ctx context.Context, path string, known []string, log *slog.Logg
 		log.Info("no policy file; the embedded default serves", "event", audit.EventPolicyLoad, "revision", p.Revision(), "fallback", p.Fallback().String())
 		return policy.NewStatic(p), nil
 	}
-	store, err := policy.Watch(ctx, path, policy.Options{KnownServers: known}, log, onChange)
+	watch := policy.Watch
+	if failClosed {
+		watch = policy.WatchFailClosed
+	}
+	store, err := watch(ctx, path, policy.Options{KnownServers: known}, log, onChange)
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, err)
+		return store, fmt.Errorf("policy %s: %w", path, err)
 	}
 	p := store.Current()
 	for _, w := range p.Warnings() {
@@ -149,38 +187,4 @@ func serverNames(servers []upstream.Config) []string {
 		names = append(names, s.Name)
 	}
 	return names
-}
-
-// loadServers reads the servers file: the one given, else the default one.
-// There is no embedded default: a gate with no servers would be a silent
-// no-op, so a missing file is an error that says where the gate looked.
-func loadServers(path string) ([]upstream.Config, error) {
-	if path == "" {
-		path = defaultServersPath()
-		if !fileExists(path) {
-			return nil, fmt.Errorf("no servers file: give --servers FILE (the mcpServers JSON of Claude Desktop or a .mcp.json), or create %s", path)
-		}
-	}
-	return upstream.LoadServers(path, os.LookupEnv)
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: expected debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
-// openAudit opens the audit destination: a file opened for appending, or
-// stderr. stdout is never used: it belongs to the protocol.
-func openAudit(path string, stderr io.Writer) (*audit.Logger, func(), error) {
-	if path == "" {
-		return audit.New(stderr), func() {}, nil
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--audit-log: %w", err)
-	}
-	return audit.New(f), func() { f.Close() }, nil
 }

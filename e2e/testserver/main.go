@@ -63,6 +63,10 @@ func main() {
 		err = runRaw(relayfidHandlers(), ev)
 	case "relayfid-old":
 		err = runRaw(relayfidOldHandlers(), ev)
+	case "stubborn":
+		err = runStubborn(ev)
+	case "auditcheck":
+		err = runAuditCheck(flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

@@ -1,0 +1,21 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package main
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether r is a terminal (not /dev/null, which is a
+// character device too).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
+	return err == nil
+}

@@ -1,0 +1,70 @@
+package loadgen
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Build compiles a package of this module (a path from the module root,
+// such as "cmd/mcp-gate"), found from the working directory up, into out:
+// the soak and storm tools build the binaries they drive with it.
+func Build(out, pkg string) error {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("finding the module: %w", err)
+	}
+	mod := strings.TrimSpace(string(gomod))
+	if mod == "" || mod == os.DevNull {
+		return fmt.Errorf("run inside the mcp-gate module")
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = filepath.Dir(mod)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
+// Snapshot is what a process holds at one moment (Linux /proc).
+type Snapshot struct {
+	RSSKB, HWMKB, FDs, Children int
+}
+
+func (s Snapshot) String() string {
+	return fmt.Sprintf("RSS %.1f MB (peak %.1f MB), %d fds, %d children", float64(s.RSSKB)/1024, float64(s.HWMKB)/1024, s.FDs, s.Children)
+}
+
+// Measure reads pid's memory, descriptors and number of child processes.
+func Measure(pid int) (Snapshot, error) {
+	var s Snapshot
+	var err error
+	if s.RSSKB, s.HWMKB, err = PeakRSS(pid); err != nil {
+		return s, err
+	}
+	if s.FDs, err = OpenFDs(pid); err != nil {
+		return s, err
+	}
+	s.Children = countChildren(pid)
+	return s, nil
+}
+
+// countChildren sums the children of every thread: a child belongs to
+// the thread that forked it (the gate forks from one locked thread).
+func countChildren(pid int) int {
+	tasks, err := readDirNames(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t))
+		if err == nil {
+			n += len(strings.Fields(string(data)))
+		}
+	}
+	return n
+}
