@@ -64,6 +64,13 @@ func (k *knownCaps) of(servers []string) ([]upstream.Capabilities, bool) {
 // them, since the gate cannot tell yet. listChanged is always declared:
 // the gate itself sends list_changed when an upstream restarts with other
 // lists, whether or not the upstream announces changes.
+//
+// tools and logging are always declared, whatever the upstreams have: they
+// are how the gate itself reaches the host when it cannot serve (trouble.go:
+// a servers file or policy that does not load answers tools/list with the
+// error, a refused entry or a failed start is a log notification). A gate
+// with nothing to serve that declared no tools would never be asked, and
+// its host would show a working server with no tools.
 func (g *Gate) advertised() map[string]any {
 	all := map[string]any{
 		"tools":       map[string]any{"listChanged": true},
@@ -76,14 +83,13 @@ func (g *Gate) advertised() map[string]any {
 	if !ok {
 		return all
 	}
-	var tools, prompts, resources, subscribe, completions, logging bool
+	tools, logging := true, true // the gate's own channels (above)
+	var prompts, resources, subscribe, completions bool
 	for _, c := range caps {
-		tools = tools || c.Tools
 		prompts = prompts || c.Prompts
 		resources = resources || c.Resources
 		subscribe = subscribe || c.ResourcesSubscribe
 		completions = completions || c.Completions
-		logging = logging || c.Logging
 	}
 	out := map[string]any{}
 	if tools {

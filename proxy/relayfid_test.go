@@ -88,8 +88,20 @@ func TestAdvertised(t *testing.T) {
 		t.Errorf("with one server of two known: %s", got)
 	}
 	g.known.note("b", upstream.Capabilities{Resources: true})
-	if got, want := show(), `{"resources":{"listChanged":true},"tools":{"listChanged":true}}`; got != want {
+	if got, want := show(), `{"logging":{},"resources":{"listChanged":true},"tools":{"listChanged":true}}`; got != want {
 		t.Errorf("with both known: %s, want %s", got, want)
+	}
+	// A gate with no server to serve (every entry refused, or none) still
+	// declares tools and logging: its tools/list and log notifications are
+	// how it tells the host why it serves nothing.
+	empty, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	b, _ := json.Marshal(empty.advertised())
+	if got, want := string(b), `{"logging":{},"tools":{"listChanged":true}}`; got != want {
+		t.Errorf("with no servers: %s, want %s", got, want)
 	}
 }
 
