@@ -24,8 +24,9 @@ import (
 // same name (mu) are the session's own.
 type Session struct {
 	*Gate
-	session  string   // identifies this host session in the audit log
-	identity Identity // who the session acts for (WithIdentity)
+	session  string    // identifies this host session in the audit log
+	identity Identity  // who the session acts for (WithIdentity)
+	audit    userAudit // the Gate's audit log, each record naming the identity's subject
 
 	host            *rpc.Conn // set by Serve before the first message is read
 	approver        elicitation.Approver
@@ -55,6 +56,7 @@ func (g *Gate) NewSession(opts ...SessionOption) *Session {
 	for _, o := range opts {
 		o(s)
 	}
+	s.audit = userAudit{Logger: g.audit, user: s.identity.Subject}
 	return s
 }
 

@@ -30,8 +30,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
+		httpOpts    = registerHTTPFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if err := httpOpts.validate(); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -83,6 +87,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	gate.Store(g)
+	if httpOpts.enabled() {
+		return serveHTTP(ctx, g, httpOpts, logger)
+	}
 	// stdin and stdout as non-blocking pipes where that changes no other
 	// process's view of them, so that a waiting read does not hold the
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
