@@ -90,6 +90,7 @@ type Handler struct {
 	log  *slog.Logger
 
 	draining atomic.Bool
+	inflight atomic.Int64 // requests being served (POSTs awaiting their response)
 	done     chan struct{}
 	stop     sync.Once
 
@@ -152,15 +153,22 @@ func (h *Handler) Sessions() int {
 	return len(h.sessions)
 }
 
-// Drain stops taking new sessions and ends every GET stream, so that an
-// http.Server's Shutdown waits only for the requests in flight.
-func (h *Handler) Drain() {
+// Drain stops taking new sessions and requests, and waits until no request
+// is being served (the calls in flight have answered) or ctx ends. The
+// streams stay open meanwhile: a client whose GET stream ended would take
+// its session for lost, and a call's question may still need its stream.
+func (h *Handler) Drain(ctx context.Context) error {
 	h.draining.Store(true)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, s := range h.sessions {
-		s.t.endGet()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for h.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d requests still in flight: %w", h.inflight.Load(), context.Cause(ctx))
+		case <-tick.C:
+		}
 	}
+	return nil
 }
 
 // Close ends every session and waits for them to stop.
@@ -530,6 +538,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if h.draining.Load() {
+		w.Header().Set("Retry-After", "5")
+		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "the gate is shutting down")
+		return
+	}
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
 	sse := streamsMethod(m.Method)
 	ex, err := s.t.open(m, sse)
 	if err != nil {

@@ -169,14 +169,21 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, log *slog.Logge
 	case <-ctx.Done():
 	}
 	log.Info("draining: no new connections; calls in flight get time to finish", "timeout", *f.drain)
-	front.Drain()
 	dctx, cancel := context.WithTimeout(context.Background(), *f.drain)
 	defer cancel()
-	if err := srv.Shutdown(dctx); err != nil {
+	// Shutdown closes the listener at once, then waits for every
+	// connection to be idle; the front end's drain meanwhile waits for the
+	// calls in flight, and closing it then ends the streams that would
+	// keep Shutdown waiting.
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(dctx) }()
+	if err := front.Drain(dctx); err != nil {
 		log.Warn("drain timed out; ending the calls still in flight", "error", err)
-		srv.Close()
 	}
 	front.Close()
+	if err := <-shut; err != nil {
+		srv.Close()
+	}
 	g.Close()
 	log.Info("stopped")
 	return nil
