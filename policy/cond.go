@@ -367,7 +367,7 @@ type evaluation struct {
 	args    []byte
 	server  string
 	tool    string
-	user    *User
+	user    User
 	act     *activation
 	argsErr error
 	done    bool
@@ -396,7 +396,7 @@ func (ev *evaluation) eval(c *condition) (bool, error) {
 		if err != nil {
 			ev.argsErr = err
 		} else {
-			ev.act = &activation{args: args, server: ev.server, tool: ev.tool, user: userValue(ev.user)}
+			ev.act = &activation{args: args, server: ev.server, tool: ev.tool, user: userValue(&ev.user)}
 		}
 	}
 	if ev.argsErr != nil {
