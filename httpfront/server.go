@@ -445,8 +445,10 @@ func (h *Handler) start(id proxy.Identity) (*httpSession, error) {
 			delete(h.sessions, s.id)
 		}
 		h.mu.Unlock()
-		if err != nil {
+		if err != nil && !errors.Is(err, rpc.ErrClosed) {
 			h.log.Info("HTTP session ended", "session", s.id, "error", err)
+		} else {
+			h.log.Info("HTTP session ended", "session", s.id)
 		}
 	}()
 	h.log.Info("HTTP session started", "session", s.id, "subject", id.Subject)

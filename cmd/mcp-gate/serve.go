@@ -88,7 +88,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	gate.Store(g)
 	if httpOpts.enabled() {
-		return serveHTTP(ctx, g, httpOpts, logger)
+		return serveHTTP(ctx, g, httpOpts, int64(*maxMsg), logger)
 	}
 	// stdin and stdout as non-blocking pipes where that changes no other
 	// process's view of them, so that a waiting read does not hold the

@@ -100,7 +100,7 @@ func isLoopbackAddr(addr string) bool {
 // serveHTTP serves g's sessions over Streamable HTTP until ctx ends (the
 // signal), then drains: it stops accepting, lets calls in flight finish
 // for up to the drain timeout, and ends every session.
-func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, maxBody int64, log *slog.Logger) error {
 	if !isLoopbackAddr(*f.addr) && *f.issuer == "" && *f.tokens == "" {
 		return fmt.Errorf("--http %s: refusing to serve a non-loopback address without authentication; give --oidc-issuer/--oidc-audience or --auth-tokens, or bind 127.0.0.1", *f.addr)
 	}
@@ -119,6 +119,7 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, log *slog.Logge
 		// The bound address itself is a name of the gate.
 		AllowedOrigins: *f.origins,
 		Resource:       *f.resource,
+		MaxBodyBytes:   maxBody,
 		MaxSessions:    *f.maxSessions,
 		IdleTimeout:    *f.sessionIdle,
 		TLS:            *f.tlsCert != "",
