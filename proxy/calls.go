@@ -88,7 +88,7 @@ func (g *Session) unknown(noun, name string) error {
 // may ask as soon as it is initialized.
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKey()
-	defer g.enter(key, server, g)()
+	defer g.enter(ctx, key, server, g)()
 	s, err := g.pool.Session(ctx, key, server)
 	if err != nil {
 		return nil, upstreamError(server, method, err)

@@ -33,6 +33,7 @@ type Session struct {
 	progress        progressRoutes
 	grants          elicitation.Grants // "approve for this session" answers
 	urlElicitations urlElicitations
+	hostCalls       hostCalls // the host requests in flight to each child
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo
@@ -183,8 +184,9 @@ type child struct{ key, server string }
 // enter records that s has a request in flight to server's child of key,
 // so that what that child asks meanwhile (sampling, elicitation, roots)
 // goes to s; the returned function ends it.
-func (g *Gate) enter(key, server string, s *Session) func() {
+func (g *Gate) enter(ctx context.Context, key, server string, s *Session) func() {
 	c := child{key, server}
+	leave := s.hostCalls.add(c, ctx)
 	g.mu.Lock()
 	m := g.inflight[c]
 	if m == nil {
@@ -194,6 +196,7 @@ func (g *Gate) enter(key, server string, s *Session) func() {
 	m[s]++
 	g.mu.Unlock()
 	return func() {
+		leave()
 		g.mu.Lock()
 		if m[s]--; m[s] == 0 {
 			delete(m, s)

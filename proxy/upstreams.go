@@ -111,6 +111,9 @@ type routedKey struct{}
 func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
 	if m, ok := upstreamMethods[req.Method]; ok && !m.outsideCall {
 		s, err := h.g.sessionFor(h.key, h.server, req.Method)
+		if s != nil {
+			ctx = s.hostCalls.markOnly(ctx, child{h.key, h.server})
+		}
 		return context.WithValue(ctx, routedKey{}, routed{s, err})
 	}
 	return ctx

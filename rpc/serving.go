@@ -55,3 +55,16 @@ func IDKey(id json.RawMessage) string { return idKey(id) }
 // DecodeError turns an error of Decode into the *MessageError a transport
 // reports for that message alone, keeping raw's head for the log.
 func DecodeError(err error, raw []byte) *MessageError { return messageError(err, raw) }
+
+// WithServingOf returns ctx marked as serving what from serves, if from
+// serves anything: its values only, not its deadline or cancellation. The
+// gate relays an upstream's question, asked during a host request, with
+// the host request's mark, so that the host's transport sends it on that
+// request's stream.
+func WithServingOf(ctx, from context.Context) context.Context {
+	s, ok := from.Value(servingKey{}).(serving)
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, servingKey{}, s)
+}
