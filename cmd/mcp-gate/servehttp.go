@@ -108,15 +108,24 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, maxBody int64, 
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", *f.addr)
+	if err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	// The address bound, when it is one address, is a name of the gate
+	// too: a client may well connect to http://10.0.0.5:8080/mcp.
+	allowed := *f.allowedHosts
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsUnspecified() {
+		allowed = append(allowed, tcp.String())
+	}
 	front, err := httpfront.New(httpfront.Options{
 		Path: *f.path,
 		Serve: func(ctx context.Context, id proxy.Identity, t rpc.Transport) error {
 			return g.NewSession(proxy.WithIdentity(id)).ServeTransport(ctx, t)
 		},
-		Auth:         authn,
-		Anonymous:    proxy.OSUser(),
-		AllowedHosts: *f.allowedHosts,
-		// The bound address itself is a name of the gate.
+		Auth:           authn,
+		Anonymous:      proxy.OSUser(),
+		AllowedHosts:   allowed,
 		AllowedOrigins: *f.origins,
 		Resource:       *f.resource,
 		MaxBodyBytes:   maxBody,
@@ -126,16 +135,13 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, maxBody int64, 
 		Logger:         log,
 	})
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	mux := http.NewServeMux()
 	front.Mount(mux)
 	// The operations endpoints (/metrics, /healthz, /readyz) are mounted
 	// here, on the same mux: mountOps(mux, ...).
-	ln, err := net.Listen("tcp", *f.addr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
