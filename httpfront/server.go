@@ -77,6 +77,10 @@ type Options struct {
 	// WriteTimeout is how long a stream may take nothing while a message
 	// waits for room before its session ends; default 30 s.
 	WriteTimeout time.Duration
+	// KeepAlive is how often an idle SSE stream gets a comment line, so
+	// that a client that vanished without closing its connection is
+	// noticed (the write fails) and its session can expire; default 25 s.
+	KeepAlive time.Duration
 	// TLS tells the derived resource identifier to use https.
 	TLS bool
 	// Logger receives what the front end refuses and why. Required.
@@ -132,6 +136,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 25 * time.Second
 	}
 	h := &Handler{opts: opts, log: opts.Logger, sessions: map[string]*httpSession{}, done: make(chan struct{})}
 	go h.sweep()
@@ -590,8 +597,20 @@ func (h *Handler) streamSSE(w http.ResponseWriter, r *http.Request, s *httpSessi
 	if err := rc.Flush(); err != nil {
 		return
 	}
+	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	defer keepAlive.Stop()
 	for {
 		select {
+		case <-keepAlive.C:
+			// A write deadline bounds a client that stopped reading.
+			rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			rc.SetWriteDeadline(time.Time{})
 		case it := <-out.q:
 			// An SSE event: "data:" lines; a message is one line of JSON
 			// (the encoder writes no raw line breaks: JSON strings escape

@@ -451,3 +451,18 @@ func TestDrain(t *testing.T) {
 	h.Close()
 	wg.Wait()
 }
+
+// An idle GET stream gets keep-alive comments, so a vanished client is
+// noticed.
+func TestKeepAlive(t *testing.T) {
+	_, url := newTestServer(t, func(o *Options) { o.KeepAlive = 20 * time.Millisecond })
+	c := &client{t: t, url: url}
+	c.init()
+	get := c.do("GET", "", nil)
+	defer get.Body.Close()
+	buf := make([]byte, len(": keep-alive\n\n"))
+	n, _ := io.ReadFull(get.Body, buf)
+	if !strings.HasPrefix(string(buf[:n]), ": keep-alive") {
+		t.Fatalf("GET stream: %q", buf[:n])
+	}
+}
