@@ -323,6 +323,31 @@ func TestHTTPConformance(t *testing.T) {
 			t.Logf("scenario %s now passes too: add it to mustPass and to the docs", s)
 		}
 	}
+	// Every failure is one of the names the suite calls and server-everything
+	// does not have: any other failure (a transport or protocol problem)
+	// fails the test, whichever scenario it is in.
+	nameOnly := regexp.MustCompile(`unknown (tool|prompt) "test_|no upstream server lists test://`)
+	files, _ := filepath.Glob(filepath.Join(outDir, "*", "checks.json"))
+	if len(files) < len(mustPass) {
+		t.Errorf("the suite wrote %d result files", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		if err := json.Unmarshal(b, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, c := range checks {
+			if c.Status == "FAILURE" && !nameOnly.MatchString(c.ErrorMessage) {
+				t.Errorf("%s: %s failed for a reason other than the suite's own names: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+			}
+		}
+	}
 	if len(results) < len(mustPass) || t.Failed() {
 		t.Logf("conformance output:\n%s", out.String())
 	}
