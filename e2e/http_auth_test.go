@@ -260,5 +260,41 @@ func TestHTTPTokenFile(t *testing.T) {
 	if status(aliceTok) != http.StatusOK {
 		t.Error("alice lost access when bob was revoked")
 	}
-	_ = mcp.Implementation{}
+}
+
+// Issue 12: an approval question goes to the session of the user whose
+// call it is, never to another user's, with both connected and able to
+// answer.
+func TestHTTPApprovalGoesToTheCaller(t *testing.T) {
+	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	file := filepath.Join(t.TempDir(), "tokens.yaml")
+	os.WriteFile(file, []byte(aliceTok+": {sub: alice}\n"+bobTok+": {sub: bob}\n"), 0o600)
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, askEchoPolicy), "--auth-tokens", file)
+	url := g.serveHTTP(t)
+	alice, bob := &asker{}, &asker{}
+	alice.set(reply("accept", map[string]any{"approve": true}))
+	bob.set(reply("accept", map[string]any{"approve": false}))
+	sa := connectHTTP(t, url, bearerClient(aliceTok), &mcp.ClientOptions{ElicitationHandler: alice.handler}, false)
+	sb := connectHTTP(t, url, bearerClient(bobTok), &mcp.ClientOptions{ElicitationHandler: bob.handler}, false)
+	if res := call(t, sa, "honest__echo", map[string]any{"text": "alice's"}); res.IsError {
+		t.Fatalf("alice's call: %q", resultText(res))
+	}
+	if alice.asked.Load() != 1 || bob.asked.Load() != 0 {
+		t.Fatalf("alice's call asked alice %d and bob %d times", alice.asked.Load(), bob.asked.Load())
+	}
+	if res := call(t, sb, "honest__echo", map[string]any{"text": "bob's"}); !res.IsError || !strings.Contains(resultText(res), "the user answered no") {
+		t.Fatalf("bob's call: %q", resultText(res))
+	}
+	if alice.asked.Load() != 1 || bob.asked.Load() != 1 {
+		t.Fatalf("bob's call asked alice %d and bob %d times in all", alice.asked.Load(), bob.asked.Load())
+	}
+	users := map[string]string{}
+	for _, l := range g.auditLines(t) {
+		if l["event"] == "approval" {
+			users[l["user"].(string)] = l["outcome"].(string)
+		}
+	}
+	if users["alice"] != "approved" || users["bob"] != "declined" {
+		t.Errorf("approval audit by user: %v", users)
+	}
 }
