@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,7 +162,10 @@ func TestHTTPOIDC(t *testing.T) {
 		}
 	}
 
-	sa := connectHTTP(t, url, bearerClient(alice), nil, false)
+	// Hosts without roots (a host with roots has children of its own
+	// whoever it is), so that separate processes come from identity alone.
+	noRoots := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	sa := connectHTTP(t, url, bearerClient(alice), noRoots, false)
 	if res := call(t, sa, "honest__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
 		t.Fatalf("alice (dev) echo: %q", resultText(res))
 	}
@@ -171,7 +175,7 @@ func TestHTTPOIDC(t *testing.T) {
 	// not seen), and alice's k1 token still is.
 	iss.publish(k1, k2)
 	bob := iss.token(t, k2, map[string]any{"sub": "bob", "aud": audience, "groups": []string{"ops"}})
-	sb := connectHTTP(t, url, bearerClient(bob), nil, false)
+	sb := connectHTTP(t, url, bearerClient(bob), noRoots, false)
 	if res := call(t, sb, "honest__echo", map[string]any{"text": "hi"}); !res.IsError || !strings.Contains(resultText(res), "fallback") {
 		t.Fatalf("bob (ops) echo: %q, want refused by the fallback", resultText(res))
 	}
@@ -297,4 +301,68 @@ func TestHTTPApprovalGoesToTheCaller(t *testing.T) {
 	if users["alice"] != "approved" || users["bob"] != "declined" {
 		t.Errorf("approval audit by user: %v", users)
 	}
+}
+
+// Issue 12: upstreams are per user unless their entry says "shared": true;
+// a shared server has one process for every user (of the same host
+// capabilities), and each user's calls to it are still decided for them.
+func TestHTTPSharedUpstream(t *testing.T) {
+	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	file := filepath.Join(t.TempDir(), "tokens.yaml")
+	os.WriteFile(file, []byte(aliceTok+": {sub: alice, groups: [dev]}\n"+bobTok+": {sub: bob, groups: [ops]}\n"), 0o600)
+	pol := writePolicy(t, `version: 1
+fallback: deny
+allow: [mcp:common:blob, mcp:own:blob]
+rules:
+  - name: devs-echo
+    match: [mcp:common:echo]
+    when: '"dev" in user.groups'
+    action: allow
+`)
+	g := gateCommand(t, map[string]server{"own": testserver("honest"), "common": testserver("honest")}, "--policy", pol, "--auth-tokens", file)
+	// The harness writes no "shared" key: write the servers file again.
+	i := slices.Index(g.cmd.Args, "--servers")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"own":    testserver("honest"),
+		"common": map[string]any{"command": testserverBin, "args": []string{"--mode", "honest"}, "shared": true},
+	}})
+	if err := os.WriteFile(g.cmd.Args[i+1], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := g.serveHTTP(t)
+	// Hosts without roots: a host with roots has children of its own.
+	noRoots := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	sa := connectHTTP(t, url, bearerClient(aliceTok), noRoots, false)
+	sb := connectHTTP(t, url, bearerClient(bobTok), noRoots, false)
+	for _, s := range []*mcp.ClientSession{sa, sb} {
+		for _, tool := range []string{"own__blob", "common__blob"} {
+			if res := call(t, s, tool, map[string]any{"bytes": 2}); res.IsError {
+				t.Fatalf("%s: %q", tool, resultText(res))
+			}
+		}
+	}
+	if res := call(t, sa, "common__echo", map[string]any{"text": "a"}); res.IsError {
+		t.Fatalf("alice's echo on the shared server: %q", resultText(res))
+	}
+	if res := call(t, sb, "common__echo", map[string]any{"text": "b"}); !res.IsError {
+		t.Fatalf("bob's echo on the shared server was allowed: %q", resultText(res))
+	}
+	// own: one per user; common: one for both.
+	if n := len(children(t, g.cmd.Process.Pid)); n != 3 {
+		t.Errorf("the gate runs %d upstream processes for two users of one per-user and one shared server, want 3", n)
+	}
+	// The shared child outlives one user's session, and ends with the last.
+	sa.Close()
+	waitFor(t, "alice's own child to stop", 10*time.Second, func() bool { return len(children(t, g.cmd.Process.Pid)) == 2 })
+	if res := call(t, sb, "common__blob", map[string]any{"bytes": 2}); res.IsError {
+		t.Fatalf("bob after alice left: %q", resultText(res))
+	}
+	if n := len(children(t, g.cmd.Process.Pid)); n != 2 {
+		t.Errorf("after alice left: %d upstream processes, want 2 (bob's own and the shared one, still running)", n)
+	}
+	if strings.Count(g.stderr.String(), `msg="upstream started" server=common`) != 1 {
+		t.Errorf("the shared server was started more than once:\n%s", g.stderr.String())
+	}
+	sb.Close()
+	waitFor(t, "the shared child to stop with its last session", 10*time.Second, func() bool { return len(children(t, g.cmd.Process.Pid)) == 0 })
 }

@@ -155,6 +155,7 @@ func (g *Gate) releaseKey(key string) {
 		}
 	}
 	g.pool.StopKey(key, "no host session uses it any more")
+	g.releaseSharedLocked(key)
 }
 
 // sessionsOf returns the live sessions whose children are key's.
@@ -167,7 +168,8 @@ func (g *Gate) sessionsOf(key string) []*Session {
 func (g *Gate) sessionsOfLocked(key string) []*Session {
 	var out []*Session
 	for _, s := range g.sessions {
-		if s.childKey() == key {
+		// A shared child's key (sharedPrefix) names every session sharing it.
+		if k := s.childKey(); k == key || k != "" && sharedKeyOf(k) == key {
 			out = append(out, s)
 		}
 	}
