@@ -250,7 +250,12 @@ var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
 		// that care will ask for roots again, and their request comes here.
 		// Each on its own goroutine: this runs on the host's read loop, and
 		// an upstream that stopped reading must not stall the host.
-		for _, s := range append(g.pool.RunningFor(g.childKey()), g.pool.RunningFor(sharedKeyOf(g.childKey()))...) {
+		running := g.pool.RunningFor(g.childKey())
+		if g.hostCaps().roots {
+			// Its shared children are its own too: its key names its session.
+			running = append(running, g.pool.RunningFor(sharedKeyOf(g.childKey()))...)
+		}
+		for _, s := range running {
 			go func() { _ = s.Notify(msg.Method, msg.Params) }()
 		}
 	},
