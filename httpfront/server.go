@@ -68,6 +68,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxSessions bounds the sessions held at once; default 1000.
 	MaxSessions int
+	// MaxSessionsPerUser bounds one identity's sessions, so that one user
+	// (or one stolen token) cannot take every session; default 200.
+	MaxSessionsPerUser int
 	// IdleTimeout ends a session that no request or stream has used for
 	// this long; default 30 minutes.
 	IdleTimeout time.Duration
@@ -127,6 +130,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 1000
+	}
+	if opts.MaxSessionsPerUser <= 0 {
+		opts.MaxSessionsPerUser = 200
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 30 * time.Minute
@@ -440,7 +446,16 @@ func (h *Handler) start(id proxy.Identity) (*httpSession, error) {
 	if len(h.sessions) >= h.opts.MaxSessions {
 		return nil, fmt.Errorf("the gate holds its limit of %d sessions", h.opts.MaxSessions)
 	}
-	s := &httpSession{id: newSessionID(), identity: id, key: id.Key(), t: newTransport(h.log, h.opts.QueueLen, h.opts.WriteTimeout)}
+	key, mine := id.Key(), 0
+	for _, o := range h.sessions {
+		if o.key == key {
+			mine++
+		}
+	}
+	if mine >= h.opts.MaxSessionsPerUser {
+		return nil, fmt.Errorf("%s holds the limit of %d sessions per user; end one (DELETE) or let it expire", id.Subject, h.opts.MaxSessionsPerUser)
+	}
+	s := &httpSession{id: newSessionID(), identity: id, key: key, t: newTransport(h.log, h.opts.QueueLen, h.opts.WriteTimeout)}
 	h.sessions[s.id] = s
 	h.wg.Add(1)
 	go func() {

@@ -386,6 +386,19 @@ func TestLimitsAndExpiry(t *testing.T) {
 	b.init() // room again
 }
 
+func TestSessionsPerUser(t *testing.T) {
+	_, url := newTestServer(t, func(o *Options) {
+		o.MaxSessionsPerUser = 1
+		o.Auth = fakeAuth{"tok-alice": {Subject: "alice"}, "tok-bob": {Subject: "bob"}}
+	})
+	(&client{t: t, url: url, token: "tok-alice"}).init()
+	again := &client{t: t, url: url, token: "tok-alice"}
+	if r := again.do("POST", initMsg, nil); r.StatusCode != 503 || !strings.Contains(readAll(r), "alice holds the limit of 1 sessions per user") {
+		t.Errorf("alice's second session: %d", r.StatusCode)
+	}
+	(&client{t: t, url: url, token: "tok-bob"}).init() // bob is not held back by alice
+}
+
 // Sessions are bound to the identity that created them; requests need a
 // valid bearer token and are refused with a challenge naming the metadata.
 func TestAuthAndIdentityBinding(t *testing.T) {

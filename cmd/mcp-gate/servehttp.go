@@ -24,7 +24,7 @@ type httpFlags struct {
 	tlsCert, tlsKey          *string
 	issuer, audience, groups *string
 	tokens, resource         *string
-	maxSessions              *int
+	maxSessions, perUser     *int
 	sessionIdle, drain       *time.Duration
 }
 
@@ -42,6 +42,7 @@ func registerHTTPFlags(fs *pflag.FlagSet) *httpFlags {
 		tokens:       fs.String("auth-tokens", "", "accept the bearer tokens of this YAML file (token or sha256:DIGEST → sub, email, groups); reloaded on change"),
 		resource:     fs.String("resource-url", "", "the resource identifier in the Protected Resource Metadata (default: derived from each request's Host)"),
 		maxSessions:  fs.Int("max-sessions", 1000, "most HTTP sessions held at once"),
+		perUser:      fs.Int("max-sessions-per-user", 200, "most HTTP sessions one identity may hold"),
 		sessionIdle:  fs.Duration("session-idle-timeout", 30*time.Minute, "end an HTTP session unused for this long"),
 		drain:        fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight get to finish"),
 	}
@@ -123,16 +124,17 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, maxBody int64, 
 		Serve: func(ctx context.Context, id proxy.Identity, t rpc.Transport) error {
 			return g.NewSession(proxy.WithIdentity(id)).ServeTransport(ctx, t)
 		},
-		Auth:           authn,
-		Anonymous:      proxy.OSUser(),
-		AllowedHosts:   allowed,
-		AllowedOrigins: *f.origins,
-		Resource:       *f.resource,
-		MaxBodyBytes:   maxBody,
-		MaxSessions:    *f.maxSessions,
-		IdleTimeout:    *f.sessionIdle,
-		TLS:            *f.tlsCert != "",
-		Logger:         log,
+		Auth:               authn,
+		Anonymous:          proxy.OSUser(),
+		AllowedHosts:       allowed,
+		AllowedOrigins:     *f.origins,
+		Resource:           *f.resource,
+		MaxBodyBytes:       maxBody,
+		MaxSessions:        *f.maxSessions,
+		MaxSessionsPerUser: *f.perUser,
+		IdleTimeout:        *f.sessionIdle,
+		TLS:                *f.tlsCert != "",
+		Logger:             log,
 	})
 	if err != nil {
 		ln.Close()
