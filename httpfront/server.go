@@ -184,6 +184,10 @@ func (h *Handler) Drain(ctx context.Context) error {
 	return nil
 }
 
+// Draining reports whether Drain was called (a readiness probe fails
+// then, so that a load balancer sends no new sessions).
+func (h *Handler) Draining() bool { return h.draining.Load() }
+
 // Close ends every session and waits for them to stop.
 func (h *Handler) Close() {
 	h.stop.Do(func() { close(h.done) })
