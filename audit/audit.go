@@ -28,6 +28,7 @@ const (
 	KeyEvent      = "event"
 	KeyDecisionID = "decision_id"
 	KeySession    = "session"
+	KeyUser       = "user" // the subject the session acts for (a token's sub, or uid:N in stdio mode)
 	KeyServer     = "server"
 	KeyTool       = "tool"
 	KeyWireName   = "wire_name"
@@ -140,6 +141,7 @@ func (h eventHandler) WithGroup(name string) slog.Handler {
 type Decision struct {
 	ID         string
 	Session    string
+	User       string
 	Server     string
 	Tool       string // tool or prompt name, resource URI, or empty for sampling
 	Kind       string // "tool", "prompt", "resource", "sampling"
@@ -160,6 +162,7 @@ func (a *Logger) Decision(d Decision) {
 	}
 	r.str(KeyDecisionID, d.ID)
 	r.str(KeySession, d.Session)
+	r.str(KeyUser, d.User)
 	r.str(KeyKind, d.Kind)
 	r.str(KeyServer, d.Server)
 	r.str(KeyTool, d.Tool)
@@ -177,6 +180,7 @@ func (a *Logger) Decision(d Decision) {
 type Approval struct {
 	DecisionID string
 	Session    string
+	User       string
 	Server     string
 	Tool       string
 	ArgsDigest string
@@ -193,6 +197,7 @@ func (a *Logger) Approval(ap Approval) {
 	}
 	r.str(KeyDecisionID, ap.DecisionID)
 	r.str(KeySession, ap.Session)
+	r.str(KeyUser, ap.User)
 	r.str(KeyServer, ap.Server)
 	r.str(KeyTool, ap.Tool)
 	r.str(KeyArgsDigest, ap.ArgsDigest)
@@ -206,6 +211,7 @@ func (a *Logger) Approval(ap Approval) {
 type Guard struct {
 	DecisionID string
 	Session    string
+	User       string
 	Server     string
 	Tool       string
 	Outcome    string // "refused", "logged" (log-only mode), "neutralised"
@@ -222,6 +228,7 @@ func (a *Logger) Guard(g Guard) {
 	}
 	r.str(KeyDecisionID, g.DecisionID)
 	r.str(KeySession, g.Session)
+	r.str(KeyUser, g.User)
 	r.str(KeyServer, g.Server)
 	r.str(KeyTool, g.Tool)
 	r.str(KeyOutcome, g.Outcome)
@@ -234,6 +241,7 @@ func (a *Logger) Guard(g Guard) {
 // Elicitation is an upstream's request to ask the user something.
 type Elicitation struct {
 	Session string
+	User    string
 	Server  string
 	Outcome string // "relayed", "refused"
 	Kind    string
@@ -247,6 +255,7 @@ func (a *Logger) Elicitation(e Elicitation) {
 		return
 	}
 	r.str(KeySession, e.Session)
+	r.str(KeyUser, e.User)
 	r.str(KeyServer, e.Server)
 	r.str(KeyOutcome, e.Outcome)
 	r.str(KeyKind, e.Kind)

@@ -17,6 +17,9 @@ import (
 	"github.com/google/cel-go/interpreter"
 )
 
+// userFields are the fields of the user variable.
+var userFields = []string{"sub", "email", "groups"}
+
 // costLimit bounds one condition's evaluation, in CEL's abstract cost units
 // (about one per operation, one per ten bytes a string function reads). A
 // sensible condition costs tens of units; a comprehension over 100 paths
@@ -74,6 +77,10 @@ func newEnv(r reading) (*cel.Env, error) {
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("server", cel.StringType),
 		cel.Variable("tool", cel.StringType),
+		// A map rather than a declared type: a native type would link
+		// cel-go's extension library (a tenth of the binary); the field
+		// names are checked at load instead (checkUserFields).
+		cel.Variable("user", cel.MapType(cel.StringType, cel.DynType)),
 		// JSON has one number type; the decoder makes integers int and
 		// the rest double, so a condition must be able to compare them.
 		cel.CrossTypeNumericComparisons(true),
@@ -159,7 +166,7 @@ func compileCondition(text string) (c *condition, always bool, problems []celPro
 			out = append(out, celProblem{
 				line: ce.Location.Line(),
 				col:  ce.Location.Column() + 1,
-				msg:  fmt.Sprintf("the condition does not compile: %s; expected a CEL expression over args, server and tool", ce.Message),
+				msg:  fmt.Sprintf("the condition does not compile: %s; expected a CEL expression over args, server, tool and user", ce.Message),
 			})
 		}
 		return nil, false, out
@@ -167,7 +174,7 @@ func compileCondition(text string) (c *condition, always bool, problems []celPro
 	if !ast.OutputType().IsExactType(cel.BoolType) {
 		return nil, false, []celProblem{{msg: fmt.Sprintf("the condition is of type %s; expected a boolean (write e.g. args.flag == true for a dynamic value)", ast.OutputType())}}
 	}
-	if out := checkSegmentPatterns(ast); len(out) > 0 {
+	if out := append(checkUserFields(ast), checkSegmentPatterns(ast)...); len(out) > 0 {
 		return nil, false, out
 	}
 	c = &condition{text: text, paths: callsAny(ast, pathOverloads)}
@@ -179,16 +186,16 @@ func compileCondition(text string) (c *condition, always bool, problems []celPro
 			c.prg[r], err = re.Program(ast, cel.CostLimit(costLimit))
 		}
 		if err != nil {
-			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition does not build into a program (%v); expected a CEL expression over args, server and tool", err)}}
+			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition does not build into a program (%v); expected a CEL expression over args, server, tool and user", err)}}
 		}
 	}
 	if !readsVariables(ast) {
 		v, _, err := c.prg[readKernel].Eval(interpreter.EmptyActivation())
 		switch {
 		case err != nil:
-			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition reads no variable and always fails (%v); expected a condition over args, server or tool", err)}}
+			return nil, false, []celProblem{{msg: fmt.Sprintf("the condition reads no variable and always fails (%v); expected a condition over args, server, tool or user", err)}}
 		case v != types.True:
-			return nil, false, []celProblem{{msg: "the condition reads no variable and is always false, so the rule can never match; expected a condition over args, server or tool"}}
+			return nil, false, []celProblem{{msg: "the condition reads no variable and is always false, so the rule can never match; expected a condition over args, server, tool or user"}}
 		}
 		return c, true, nil
 	}
@@ -200,7 +207,7 @@ func compileCondition(text string) (c *condition, always bool, problems []celPro
 func readsVariables(ast *cel.Ast) bool {
 	for _, r := range ast.NativeRep().ReferenceMap() {
 		switch r.Name {
-		case "args", "server", "tool":
+		case "args", "server", "tool", "user":
 			return true
 		}
 	}
@@ -254,6 +261,55 @@ func checkSegmentPatterns(a *cel.Ast) []celProblem {
 	return out
 }
 
+// checkUserFields refuses a condition that reads a field of user other
+// than sub, email and groups (user.grups, user["mail"]): user is a map to
+// CEL, and such a read would fail on every call instead of at load.
+func checkUserFields(a *cel.Ast) []celProblem {
+	native := a.NativeRep()
+	info := native.SourceInfo()
+	var out []celProblem
+	isUser := func(e celast.Expr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == "user"
+	}
+	check := func(id int64, field string) {
+		if !slices.Contains(userFields, field) {
+			loc := info.GetStartLocation(id)
+			out = append(out, celProblem{line: loc.Line(), col: loc.Column() + 1, msg: fmt.Sprintf("user has no field %q; expected user.sub, user.email or user.groups", field)})
+		}
+	}
+	celast.PostOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isUser(sel.Operand()) {
+				check(e.ID(), sel.FieldName())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() == "_[_]" && len(c.Args()) == 2 && isUser(c.Args()[0]) {
+				if s, ok := segmentLiteral(c.Args()[1]); ok {
+					check(e.ID(), s)
+				} else {
+					loc := info.GetStartLocation(e.ID())
+					out = append(out, celProblem{line: loc.Line(), col: loc.Column() + 1, msg: "user is indexed by a computed key; expected user.sub, user.email or user.groups"})
+				}
+			}
+		}
+	}))
+	return out
+}
+
+// userValue is the user variable of one evaluation.
+func userValue(u *User) ref.Val {
+	if u == nil {
+		u = &User{}
+	}
+	groups := u.Groups
+	if groups == nil {
+		groups = []string{}
+	}
+	return types.DefaultTypeAdapter.NativeToValue(map[string]any{"sub": u.Sub, "email": u.Email, "groups": groups})
+}
+
 func segmentLiteral(e celast.Expr) (string, bool) {
 	if e.Kind() != celast.LiteralKind {
 		return "", false
@@ -283,6 +339,7 @@ type activation struct {
 	args   traits.Mapper
 	server string
 	tool   string
+	user   ref.Val
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -293,6 +350,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.server, true
 	case "tool":
 		return a.tool, true
+	case "user":
+		return a.user, true
 	}
 	return nil, false
 }
@@ -308,6 +367,7 @@ type evaluation struct {
 	args    []byte
 	server  string
 	tool    string
+	user    User
 	act     *activation
 	argsErr error
 	done    bool
@@ -336,7 +396,7 @@ func (ev *evaluation) eval(c *condition) (bool, error) {
 		if err != nil {
 			ev.argsErr = err
 		} else {
-			ev.act = &activation{args: args, server: ev.server, tool: ev.tool}
+			ev.act = &activation{args: args, server: ev.server, tool: ev.tool, user: userValue(&ev.user)}
 		}
 	}
 	if ev.argsErr != nil {

@@ -325,7 +325,7 @@ func (p *Policy) Decide(c Call) Decision {
 	if c.Kind == KindResource {
 		return p.decideResource(c)
 	}
-	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
+	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name, user: c.User}
 	d := p.decideReadings(c, &ev)
 	if ev.keys == nil || !ev.keys.inexact {
 		return d
@@ -381,7 +381,7 @@ func (p *Policy) decideReadings(c Call, ev *evaluation) Decision {
 // most restrictive decision, the first form's on a tie.
 func (p *Policy) decideResource(c Call) Decision {
 	ix := &p.decide[KindResource]
-	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name}
+	ev := evaluation{args: c.Args, server: c.Server, tool: c.Name, user: c.User}
 	if ix.empty() {
 		return p.decideOnce(KindResource, c.Server, c.Name, &ev)
 	}

@@ -86,6 +86,19 @@ type Call struct {
 	// JSON null all mean "no arguments". It is decoded only when a rule with
 	// a condition matches the call's name.
 	Args json.RawMessage
+	// User is who the call is made for, as conditions read it (user.sub,
+	// user.email, user.groups).
+	User User
+}
+
+// User is who a call is made for: the subject, email and groups of an HTTP
+// session's token; in stdio mode the OS user (sub "uid:N"), with no email
+// and no groups. Conditions read it as user.sub, user.email and
+// user.groups; a typo in a field name is a load error.
+type User struct {
+	Sub    string   `cel:"sub"`
+	Email  string   `cel:"email"`
+	Groups []string `cel:"groups"`
 }
 
 // PolicyName returns the name the policy's globs match, such as

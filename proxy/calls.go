@@ -71,7 +71,7 @@ func (p callParams) withName(params json.RawMessage, name string) json.RawMessag
 // needs to hear.
 func (g *Session) unknown(noun, name string) error {
 	if server, _, ok := strings.Cut(name, "__"); ok && g.pool.Has(server) {
-		if err := g.pool.LastError(g.childKey(), server); err != nil {
+		if err := g.pool.LastError(g.childKeyFor(g.childKey(), server), server); err != nil {
 			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: its server %q is unavailable: %v", noun, name, server, err)
 		}
 	}
@@ -87,8 +87,8 @@ func (g *Session) unknown(noun, name string) error {
 // (sessionFor); it counts from before the child is started, since a server
 // may ask as soon as it is initialized.
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
-	key := g.childKey()
-	defer g.enter(key, server, g)()
+	key := g.childKeyFor(g.childKey(), server)
+	defer g.enter(ctx, key, server, g)()
 	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
 	defer cancel()
 	if stripped, ok := stripTask(params); ok {

@@ -254,7 +254,9 @@ func sameEntries(a, b []entry) bool {
 // just (re)started: a restart may have changed it.
 func (g *Gate) refreshAfterRestart(s *upstream.Session) {
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
-		g.refresh(l, s.Key, s.Name)
+		for _, k := range g.keysServed(s.Key) {
+			g.refresh(l, k, s.Name)
+		}
 	}
 }
 

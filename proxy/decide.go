@@ -36,6 +36,7 @@ type verdict struct {
 // holds once the human has answered.
 func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
 	start := time.Now()
+	call.User = g.policyUser()
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) {

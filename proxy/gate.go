@@ -272,7 +272,12 @@ var hostNotifications = map[string]func(g *Session, msg *rpc.Message){
 		// that care will ask for roots again, and their request comes here.
 		// Each on its own goroutine: this runs on the host's read loop, and
 		// an upstream that stopped reading must not stall the host.
-		for _, s := range g.pool.RunningFor(g.childKey()) {
+		running := g.pool.RunningFor(g.childKey())
+		if g.hostCaps().roots {
+			// Its shared children are its own too: its key names its session.
+			running = append(running, g.pool.RunningFor(sharedKeyOf(g.childKey()))...)
+		}
+		for _, s := range running {
 			go func() { _ = s.Notify(msg.Method, msg.Params) }()
 		}
 	},
@@ -398,6 +403,10 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	g.Gate.mu.Lock()
 	g.upCaps[key] = forUp
 	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
+	if g.Gate.anyShared() {
+		g.upCaps[sharedKeyOf(key)] = forUp
+		g.pool.OpenKey(sharedKeyOf(key))
+	}
 	if g.cats[key] == nil {
 		c := &keyCatalog{}
 		c.snap.Store(g.empty)
@@ -474,8 +483,11 @@ func (g *Session) setLogLevel(params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKey()
 	g.Gate.mu.Lock()
 	g.upLevel[key] = params
+	if g.Gate.anyShared() {
+		g.upLevel[sharedKeyOf(key)] = params
+	}
 	g.Gate.mu.Unlock()
-	for _, s := range g.pool.RunningFor(key) {
+	for _, s := range append(g.pool.RunningFor(key), g.pool.RunningFor(sharedKeyOf(key))...) {
 		if s.Caps.Logging {
 			go func() {
 				if _, err := s.Call(context.Background(), "logging/setLevel", params); err != nil {

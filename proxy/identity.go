@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"os/user"
 	"slices"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/policy"
 )
 
 // An Identity is who a host session acts for. The stdio command's session
@@ -74,4 +77,39 @@ func poolKey(id Identity, caps json.RawMessage, roots bool, session string) stri
 	}
 	sum := sha256.Sum256([]byte(profile))
 	return id.Key() + "-" + hex.EncodeToString(sum[:8])
+}
+
+// policyUser is the user the policy's conditions read for the session's
+// calls.
+func (s *Session) policyUser() policy.User {
+	return policy.User{Sub: s.identity.Subject, Email: s.identity.Email, Groups: s.identity.Groups}
+}
+
+// userAudit is a session's view of the audit log: every record it writes
+// names the user the session acts for. It shadows the Gate's logger in the
+// session's methods, so that no record of a session can leave the user
+// out, whoever adds one.
+type userAudit struct {
+	*audit.Logger
+	user string
+}
+
+func (a userAudit) Decision(d audit.Decision) {
+	d.User = a.user
+	a.Logger.Decision(d)
+}
+
+func (a userAudit) Approval(ap audit.Approval) {
+	ap.User = a.user
+	a.Logger.Approval(ap)
+}
+
+func (a userAudit) Guard(g audit.Guard) {
+	g.User = a.user
+	a.Logger.Guard(g)
+}
+
+func (a userAudit) Elicitation(e audit.Elicitation) {
+	e.User = a.user
+	a.Logger.Elicitation(e)
 }

@@ -105,7 +105,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		// for it, and one that gives up must not cut it short for others.
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
 		var apply func(*snapshot) *snapshot
-		s, err := g.pool.Session(ctx, key, server)
+		s, err := g.pool.Session(ctx, g.childKeyFor(key, server), server)
 		g.noteStart(key, server, err)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)

@@ -25,8 +25,9 @@ import (
 // same name (mu) are the session's own.
 type Session struct {
 	*Gate
-	session  string   // identifies this host session in the audit log
-	identity Identity // who the session acts for (WithIdentity)
+	session  string    // identifies this host session in the audit log
+	identity Identity  // who the session acts for (WithIdentity)
+	audit    userAudit // the Gate's audit log, each record naming the identity's subject
 
 	host            *rpc.Conn // set by Serve before the first message is read
 	approver        elicitation.Approver
@@ -36,6 +37,7 @@ type Session struct {
 	// pendingResults counts the bytes of upstream results being served to
 	// this host and not yet handed to its queue (backpressure.go).
 	pendingResults atomic.Int64
+	hostCalls      hostCalls // the host requests in flight to each child
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo
@@ -60,6 +62,7 @@ func (g *Gate) NewSession(opts ...SessionOption) *Session {
 	for _, o := range opts {
 		o(s)
 	}
+	s.audit = userAudit{Logger: g.audit, user: s.identity.Subject}
 	return s
 }
 
@@ -166,6 +169,7 @@ func (g *Gate) releaseKey(key string) {
 		}
 	}
 	g.pool.StopKey(key, "no host session uses it any more")
+	g.releaseSharedLocked(key)
 }
 
 // sessionsOf returns the live sessions whose children are key's.
@@ -178,7 +182,8 @@ func (g *Gate) sessionsOf(key string) []*Session {
 func (g *Gate) sessionsOfLocked(key string) []*Session {
 	var out []*Session
 	for _, s := range g.sessions {
-		if s.childKey() == key {
+		// A shared child's key (sharedPrefix) names every session sharing it.
+		if k := s.childKey(); k == key || k != "" && sharedKeyOf(k) == key {
 			out = append(out, s)
 		}
 	}
@@ -195,8 +200,9 @@ type child struct{ key, server string }
 // enter records that s has a request in flight to server's child of key,
 // so that what that child asks meanwhile (sampling, elicitation, roots)
 // goes to s; the returned function ends it.
-func (g *Gate) enter(key, server string, s *Session) func() {
+func (g *Gate) enter(ctx context.Context, key, server string, s *Session) func() {
 	c := child{key, server}
+	leave := s.hostCalls.add(c, ctx)
 	g.mu.Lock()
 	m := g.inflight[c]
 	if m == nil {
@@ -206,6 +212,7 @@ func (g *Gate) enter(key, server string, s *Session) func() {
 	m[s]++
 	g.mu.Unlock()
 	return func() {
+		leave()
 		g.mu.Lock()
 		if m[s]--; m[s] == 0 {
 			delete(m, s)

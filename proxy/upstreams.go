@@ -111,6 +111,9 @@ type routedKey struct{}
 func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.Context {
 	if m, ok := upstreamMethods[req.Method]; ok && !m.outsideCall {
 		s, err := h.g.sessionFor(h.key, h.server, req.Method)
+		if s != nil {
+			ctx = s.hostCalls.markOnly(ctx, child{h.key, h.server})
+		}
 		return context.WithValue(ctx, routedKey{}, routed{s, err})
 	}
 	return ctx
@@ -267,7 +270,7 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 		g := h.g.progressSession(tok)
 		var hostTok json.RawMessage
-		if g != nil && g.childKey() != h.key {
+		if g != nil && g.childKeyFor(g.childKey(), h.server) != h.key {
 			g = nil // a token of a session this child does not serve
 		}
 		if g != nil {
@@ -301,7 +304,7 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 	"notifications/resources/updated": func(h *upstreamHandler, msg *rpc.Message) {
 		// An upstream speaks only for its own resources.
 		// Each session of the child's key that subscribed to it hears of it.
-		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResource(h.key, h.server, uri) {
+		if uri, _ := rawjson.GetString(msg.Params, "uri"); h.g.ownsResourceServed(h.key, h.server, uri) {
 			for _, s := range h.g.sessionsOf(h.key) {
 				if s.isSubscribed(uri) {
 					s.relayNotification(h.server, msg.Method, msg.Params)
@@ -324,13 +327,19 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		h.g.log.Warn("elicitation completion for an elicitation the server did not start; dropped", "server", h.server, "elicitation_id", audit.PayloadString(id))
 	},
 	"notifications/tools/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.tools.lister, h.key, h.server)
+		for _, k := range h.g.keysServed(h.key) {
+			h.g.refresh(h.g.tools.lister, k, h.server)
+		}
 	},
 	"notifications/prompts/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.prompts.lister, h.key, h.server)
+		for _, k := range h.g.keysServed(h.key) {
+			h.g.refresh(h.g.prompts.lister, k, h.server)
+		}
 	},
 	"notifications/resources/list_changed": func(h *upstreamHandler, _ *rpc.Message) {
-		h.g.refresh(h.g.resLister, h.key, h.server)
+		for _, k := range h.g.keysServed(h.key) {
+			h.g.refresh(h.g.resLister, k, h.server)
+		}
 	},
 }
 

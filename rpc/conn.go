@@ -349,7 +349,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
 		return
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(withServing(ctx, c.t, req.ID))
 	if r, ok := c.handler.(Router); ok {
 		cctx = r.Route(cctx, req)
 	}

@@ -36,6 +36,11 @@ type Config struct {
 	// CallTimeout bounds one call forwarded to the server ("callTimeout";
 	// DefaultCallTimeout when zero): calltimeout.go.
 	CallTimeout time.Duration
+	// Shared (`"shared": true`) says the server keeps nothing of one user
+	// that another could see (no login, no per-user files or cache), so
+	// one child may serve every user of the same upstream-facing
+	// capabilities. By default each identity gets children of its own.
+	Shared bool
 }
 
 // ServerKeyPattern is what a server key must look like. No '_', so a wire
@@ -56,6 +61,7 @@ type entry struct {
 	Headers    map[string]string `json:"headers"`
 	// CallTimeout is a Go duration string (parseCallTimeout).
 	CallTimeout json.RawMessage `json:"callTimeout"`
+	Shared      *bool           `json:"shared"`
 }
 
 // LoadServers reads and validates a servers file. lookupEnv resolves
@@ -96,17 +102,20 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		bad("the key must match %s (lowercase letters, digits and '-'); rename it, e.g. %q", ServerKeyPattern, suggestKey(name))
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		bad("the entry is %s; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse)", jsonKind(t))
+		bad("the entry is %s; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse), and shared", jsonKind(t))
 		return Config{}, errors.Join(errs...)
 	}
 	var e entry
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		bad("%v; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse)", describeJSONError(raw, err))
+		bad("%v; expected an object with type, command, args, env, inheritEnv, cwd (stdio) or url, headers (http, sse), and shared", describeJSONError(raw, err))
 		return Config{}, errors.Join(errs...)
 	}
 	cfg := Config{Name: name, Type: TypeStdio}
+	if e.Shared != nil {
+		cfg.Shared = *e.Shared
+	}
 	if e.Type != nil {
 		cfg.Type = *e.Type
 	}

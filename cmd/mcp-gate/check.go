@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/upstream"
 	"github.com/mcp-gate/mcp-gate/upstream/remote"
 )
@@ -256,9 +257,15 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		policyPath = fs.String("policy", "", "policy file (default $XDG_CONFIG_HOME/mcp-gate/policy.yaml if it exists, else the embedded default)")
 		argsJSON   = fs.String("args", "", "the call's arguments, a JSON object")
 		name       = fs.String("name", "gate", "the name the host gives the gate, to read mcp__NAME__ spellings")
+		userSub    = fs.String("user", "", "decide for this user (user.sub in conditions; default: the OS user, as in stdio mode)")
+		userGroups = fs.StringSlice("groups", nil, "the user's groups (user.groups), comma-separated; only with --user")
+		userEmail  = fs.String("email", "", "the user's email (user.email); only with --user")
 	)
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if *userSub == "" && (len(*userGroups) > 0 || *userEmail != "") {
+		return usageError{errors.New("--groups and --email describe the user given with --user; give --user SUB too")}
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("expected exactly one TOOL, e.g. mcp:github:create_issue or mcp__gate__github__create_issue")}
@@ -277,6 +284,11 @@ func explain(args []string, stdout, stderr io.Writer) error {
 	pol, _, err := loadPolicyForCheck(*policyPath, policy.Options{}, io.Discard, stderr)
 	if err != nil {
 		return err
+	}
+	if *userSub != "" {
+		call.User = policy.User{Sub: *userSub, Email: *userEmail, Groups: *userGroups}
+	} else {
+		call.User = policy.User{Sub: proxy.OSUser().Subject}
 	}
 	d := pol.Decide(call)
 	enc := json.NewEncoder(stdout)

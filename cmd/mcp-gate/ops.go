@@ -75,6 +75,21 @@ func (o *opsState) policyLoaded(s *policy.Store) {
 	o.store.Store(s)
 }
 
+// mount serves /healthz, /readyz and /metrics on the HTTP front end's
+// mux. A front end that is draining (SIGTERM) is not ready, so that the
+// load balancer sends new sessions elsewhere while calls finish.
+func (o *opsState) mount(mux *http.ServeMux, draining func() bool) {
+	if o == nil {
+		return
+	}
+	ops.Mount(mux, o.m, func() error {
+		if draining() {
+			return errors.New("draining: finishing the calls in flight")
+		}
+		return o.ready()
+	})
+}
+
 // observer is the gate's observer: nil, not a nil *Metrics, when off.
 func (o *opsState) observer() proxy.Observer {
 	if o == nil || o.m == nil {

@@ -34,10 +34,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
 		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
 		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
+		httpOpts    = registerHTTPFlags(fs)
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if err := httpOpts.validate(); err != nil {
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
@@ -52,6 +56,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			return err
 		}
 		defer probes.close()
+	} else if httpOpts.enabled() {
+		// The HTTP front end serves the operations endpoints on its own
+		// port (servehttp.go); nothing of them runs in stdio mode.
+		probes = newOps(ctx)
 	}
 	auditLog, closeAudit, err := openAudit(*auditPath, stderrLog, *logFormat)
 	if err != nil {
@@ -120,6 +128,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	gate.Store(g)
+	if httpOpts.enabled() {
+		return serveHTTP(ctx, g, httpOpts, int64(*maxMsg), logger, probes)
+	}
 	// stdin and stdout as non-blocking pipes where that changes no other
 	// process's view of them, so that a waiting read does not hold the
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).

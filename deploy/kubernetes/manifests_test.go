@@ -344,13 +344,10 @@ func TestDeploymentFlagsAreServeFlags(t *testing.T) {
 	known := func(f string) bool {
 		return strings.Contains(help.String(), f+" ") || strings.Contains(help.String(), f+"=")
 	}
-	frontEnd := known("--http")
 	for file, d := range load(t).deployments {
 		for f := range args(t, &d.Spec.Template.Spec.Containers[0]) {
 			switch {
 			case known(f):
-			case !frontEnd && slices.Contains([]string{"--http", "--auth-tokens", "--oidc-issuer", "--oidc-audience"}, f):
-				t.Logf("%s: %s belongs to the HTTP front end, which this binary does not have yet", file, f)
 			default:
 				t.Errorf("%s: serve has no flag %s", file, f)
 			}
