@@ -148,6 +148,9 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	}
 	args = append(args, flags...)
 	g.cmd = exec.Command(gateBin, args...)
+	// The catalog cache and the pins are per user: each gate of a test
+	// has its own, unless the test shares them on purpose (lazy_test.go).
+	g.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/protocol"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -58,6 +60,11 @@ type Options struct {
 	// Approver asks the human when the policy says ask; nil means ask the
 	// host through MCP elicitation (elicitation.HostApprover).
 	Approver elicitation.Approver
+	// CatalogCache, when set, seeds each key's catalog with the servers'
+	// last catalogs, so listing starts nothing (persist.go).
+	CatalogCache *catalogcache.Store
+	// Pins, when set, holds every definition to its pin (pinning.go).
+	Pins *pins.Store
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
@@ -92,6 +99,8 @@ type Gate struct {
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
+
+	persist persistState // the catalog cache and the pins (persist.go)
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -151,6 +160,7 @@ func New(opts Options) (*Gate, error) {
 		upCaps:   map[string]json.RawMessage{},
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
+		persist:  persistState{written: map[string][32]byte{}},
 	}
 	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
@@ -355,6 +365,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		forUp = compact.Bytes()
 	}
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
+	seed := g.seedCatalog(forUp)
 	g.mu.Lock()
 	oldKey := g.hostInfo.poolKey
 	g.hostInfo = hostInfo{
@@ -381,7 +392,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
 	if g.cats[key] == nil {
 		c := &keyCatalog{}
-		c.snap.Store(g.empty)
+		c.snap.Store(seed.snap)
 		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
@@ -402,7 +413,8 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		"serverInfo": map[string]any{"name": "mcp-gate", "version": Version},
 		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
 			"A tool's name starts with its server's name and two underscores. "+
-			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
+			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) +
+			g.relayedInstructions(key, seed.instructions),
 	}
 	return json.Marshal(res)
 }

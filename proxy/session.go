@@ -144,6 +144,7 @@ func (g *Gate) releaseKey(key string) {
 	delete(g.upCaps, key)
 	delete(g.upLevel, key)
 	delete(g.cats, key)
+	g.forgetLive(key)
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
 		for c, st := range l.state {
 			if c.key == key && st.running == nil {

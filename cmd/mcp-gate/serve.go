@@ -30,6 +30,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
+		noCache     = fs.Bool("no-catalog-cache", false, "list every server live at each session instead of from the catalog cache")
 	)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -68,7 +69,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	g, err := proxy.New(proxy.Options{
+	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
 		Launcher:        &upstream.ExecLauncher{Logger: logger},
@@ -78,7 +79,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,
-	})
+		Pins:            openPins(logger),
+	}
+	if !*noCache {
+		opts.CatalogCache = openCatalogCache(logger)
+	}
+	g, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,8 @@ func main() {
 		err = runRaw(guard2Handlers(), ev)
 	case "lenient":
 		err = runRaw(lenientHandlers(), ev)
+	case "lazy":
+		err = runLazy(ev, flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/catalogcache"
+	"github.com/mcp-gate/mcp-gate/guard"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/pins"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// What the gate keeps between runs (issue #11): the catalog cache, which
+// lets a session list every tool while no upstream runs, and the pins,
+// which hold every definition to the one first seen.
+//
+// A key's catalog snapshot is seeded from the cache when its first session
+// initializes: the cached lists count as loaded, so listing starts
+// nothing, and a call starts only its own server. When a server starts,
+// its lists are fetched live (refreshAfterRestart) and replace the cached
+// ones; a list that differs is announced to the sessions that listed it,
+// as any changed list is. Every successful live fetch writes the server's
+// entry back and shows the pins what the server lists now.
+
+// persistState is the gate's side of the cache and the pins.
+type persistState struct {
+	mu sync.Mutex
+	// live records, per lister and child, the upstream session whose
+	// live listing the snapshot holds: a list seeded from the cache, or
+	// fetched from a process that has since been replaced, is not live.
+	live map[liveKey]*upstream.Session
+	// written is the digest of each cache file as last written or read,
+	// so an unchanged catalog is not written again.
+	written map[string][sha256.Size]byte
+}
+
+type liveKey struct {
+	l *lister
+	c child
+}
+
+// configOf returns the configuration entry of server.
+func (g *Gate) configOf(server string) (upstream.Config, bool) {
+	for _, c := range g.opts.Servers {
+		if c.Name == server {
+			return c, true
+		}
+	}
+	return upstream.Config{}, false
+}
+
+// cacheKey is server's catalog cache key for children started with caps.
+func (g *Gate) cacheKey(server string, caps json.RawMessage) (string, bool) {
+	c, ok := g.configOf(server)
+	if !ok {
+		return "", false
+	}
+	return catalogcache.Key(catalogcache.Config{
+		Name: c.Name, Type: c.Type, Command: c.Command, Args: c.Args, Env: c.Env,
+		InheritEnv: c.InheritEnv, InheritAll: c.InheritAll, Cwd: c.Cwd, URL: c.URL, Headers: c.Headers,
+	}, caps), true
+}
+
+// seeded is what the cache gave a key's first session.
+type seeded struct {
+	snap         *snapshot
+	instructions map[string]string // server → its instructions, neutralised
+}
+
+// seedCatalog builds a catalog snapshot from the cached entries of every
+// server for children started with caps. An unreadable entry is reported
+// and left out: that server is listed live. Everything from the cache
+// passes the checks a live listing passes (admitNamed, neutralizeEntry,
+// the template's pattern).
+func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
+	out := seeded{snap: g.empty, instructions: map[string]string{}}
+	store := g.opts.CatalogCache
+	if store == nil {
+		return out
+	}
+	order := g.pool.Names()
+	tools := map[string]*serverList{}
+	prompts := map[string]*serverList{}
+	res := map[string]*resourceList{}
+	for _, server := range order {
+		key, ok := g.cacheKey(server, caps)
+		if !ok {
+			continue
+		}
+		e, err := store.Load(key, server)
+		if err != nil {
+			if !errors.Is(err, catalogcache.ErrNotCached) {
+				g.log.Warn("catalog cache entry ignored; the server will be listed live", "server", server, "error", err)
+			}
+			continue
+		}
+		if e.Instructions != "" {
+			out.instructions[server] = e.Instructions
+		}
+		for _, k := range []struct {
+			kind  *kind
+			items []json.RawMessage
+			into  map[string]*serverList
+		}{{kindTool, e.Tools, tools}, {kindPrompt, e.Prompts, prompts}} {
+			if k.items == nil {
+				continue
+			}
+			l := &serverList{loaded: true}
+			seen := map[string]bool{}
+			for _, it := range k.items {
+				if en, ok := g.admitNamed(server, k.kind, it, seen); ok {
+					l.entries = append(l.entries, en)
+				}
+			}
+			k.into[server] = l
+		}
+		if e.Resources != nil && e.ResourceTemplates != nil {
+			l := &resourceList{loaded: true}
+			for _, it := range e.Resources {
+				uri, ok := rawjson.GetString(it, "uri")
+				if !ok || uri == "" {
+					continue
+				}
+				if clean, ok := g.neutralizeEntry(server, uri, "resource", it, "uri"); ok {
+					l.resources = append(l.resources, resourceEntry{uri: uri, raw: clean})
+				}
+			}
+			for _, it := range e.ResourceTemplates {
+				t, _ := rawjson.GetString(it, "uriTemplate")
+				re, err := templateRegexp(t)
+				if err != nil {
+					continue
+				}
+				if clean, ok := g.neutralizeEntry(server, t, "resource template", it, "uriTemplate"); ok {
+					l.templates = append(l.templates, templateEntry{raw: clean, re: re})
+				}
+			}
+			res[server] = l
+		}
+		g.persist.mu.Lock()
+		if data, err := json.Marshal(e); err == nil {
+			g.persist.written[key] = sha256.Sum256(data)
+		}
+		g.persist.mu.Unlock()
+	}
+	if len(tools)+len(prompts)+len(res) == 0 {
+		return out
+	}
+	snap := &snapshot{
+		tools:     buildNamed(tools, order, g.budget),
+		prompts:   buildNamed(prompts, order, g.budget),
+		resources: newResourceIndex(),
+	}
+	if len(res) > 0 {
+		snap.resources.servers = res
+		snap.resources.reindex(order)
+	}
+	out.snap = snap
+	return out
+}
+
+func buildNamed(servers map[string]*serverList, order []string, budget int) *named {
+	var keys []naming.Key
+	for _, s := range order {
+		if sl := servers[s]; sl != nil {
+			for _, e := range sl.entries {
+				keys = append(keys, naming.Key{Server: s, Name: e.name})
+			}
+		}
+	}
+	return &named{servers: servers, table: naming.Build(budget, keys)}
+}
+
+// fetched is told of every successful live fetch of l's list of s: the
+// list is live from now on, the pins see what the server lists, and its
+// cache entry is written back.
+func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
+	g.persist.mu.Lock()
+	if g.persist.live == nil {
+		g.persist.live = map[liveKey]*upstream.Session{}
+	}
+	g.persist.live[liveKey{l, child{key, s.Name}}] = s
+	g.persist.mu.Unlock()
+	snap := g.catalogOf(key)
+	if p := g.opts.Pins; p != nil {
+		defs := map[string]json.RawMessage{}
+		switch l {
+		case g.tools.lister, g.prompts.lister:
+			k, kind := g.tools.kind, pins.KindTool
+			if l == g.prompts.lister {
+				k, kind = g.prompts.kind, pins.KindPrompt
+			}
+			if sl := snap.of(k).servers[s.Name]; sl != nil {
+				for _, e := range sl.entries {
+					defs[pins.Key(kind, e.name)] = e.raw
+				}
+			}
+		case g.resLister:
+			if rl := snap.resources.servers[s.Name]; rl != nil {
+				for _, t := range rl.templates {
+					u, _ := rawjson.GetString(t.raw, "uriTemplate")
+					defs[pins.Key(pins.KindTemplate, u)] = t.raw
+				}
+			}
+		}
+		if changed, err := p.Observe(s.Name, defs); err != nil {
+			g.log.Warn("pins not updated", "server", s.Name, "error", err)
+		} else if len(changed) > 0 {
+			g.log.Warn("upstream lists definitions that differ from the ones pinned; calls to them are held back", "server", s.Name, "changed", len(changed))
+		}
+	}
+	g.writeCache(key, s, snap)
+}
+
+// isLive reports whether l's list of server, in key's catalog, was fetched
+// from s.
+func (g *Gate) isLive(l *lister, key string, s *upstream.Session) bool {
+	g.persist.mu.Lock()
+	defer g.persist.mu.Unlock()
+	return g.persist.live[liveKey{l, child{key, s.Name}}] == s
+}
+
+// forgetLive drops what is recorded of key's children (releaseKey).
+func (g *Gate) forgetLive(key string) {
+	g.persist.mu.Lock()
+	defer g.persist.mu.Unlock()
+	for k := range g.persist.live {
+		if k.c.key == key {
+			delete(g.persist.live, k)
+		}
+	}
+}
+
+// writeCache writes server's entry for key's capabilities from snap: the
+// lists it holds (loaded ones only) and what s declared.
+func (g *Gate) writeCache(key string, s *upstream.Session, snap *snapshot) {
+	store := g.opts.CatalogCache
+	if store == nil {
+		return
+	}
+	g.mu.Lock()
+	caps := g.upCaps[key]
+	g.mu.Unlock()
+	if caps == nil {
+		return // the key was released meanwhile
+	}
+	ck, ok := g.cacheKey(s.Name, caps)
+	if !ok {
+		return
+	}
+	e := &catalogcache.Entry{Version: 1, Key: ck, Server: s.Name, ProtocolVersion: s.ProtocolVersion}
+	if c, ok := rawjson.Get(s.InitResult, "capabilities"); ok && len(c) > 0 && c[0] == '{' {
+		e.Capabilities = c
+	}
+	if ins, ok := rawjson.GetString(s.InitResult, "instructions"); ok {
+		e.Instructions = boundInstructions(ins, catalogcache.MaxInstructionsBytes)
+	}
+	items := func(l *serverList) []json.RawMessage {
+		if l == nil || !l.loaded {
+			return nil
+		}
+		out := make([]json.RawMessage, 0, len(l.entries))
+		for _, en := range l.entries {
+			out = append(out, en.raw)
+		}
+		return out
+	}
+	e.Tools = items(snap.tools.servers[s.Name])
+	e.Prompts = items(snap.prompts.servers[s.Name])
+	if rl := snap.resources.servers[s.Name]; rl != nil && rl.loaded {
+		e.Resources = make([]json.RawMessage, 0, len(rl.resources))
+		for _, r := range rl.resources {
+			e.Resources = append(e.Resources, r.raw)
+		}
+		e.ResourceTemplates = make([]json.RawMessage, 0, len(rl.templates))
+		for _, t := range rl.templates {
+			e.ResourceTemplates = append(e.ResourceTemplates, t.raw)
+		}
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	sum := sha256.Sum256(data)
+	g.persist.mu.Lock()
+	defer g.persist.mu.Unlock() // serialises this gate's writers of one file
+	if g.persist.written[ck] == sum {
+		return
+	}
+	e.Written = time.Now().UTC().Truncate(time.Second)
+	if err := store.Save(e); err != nil {
+		g.log.Warn("catalog cache not written", "server", s.Name, "error", err)
+		return
+	}
+	g.persist.written[ck] = sum
+}
+
+// boundInstructions cuts s to at most n bytes on a character boundary.
+func boundInstructions(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// Bounds of the upstream instructions relayed in the gate's own.
+const (
+	maxServerInstructions = 2000
+	maxAllInstructions    = 8000
+)
+
+// relayedInstructions is what the gate adds to its initialize
+// instructions: each server's own, from its running child of key or from
+// the cache, neutralised, one line, bounded and labelled with the server's
+// name, so that no server's text reads as the gate's or another's.
+func (g *Gate) relayedInstructions(key string, cached map[string]string) string {
+	have := map[string]string{}
+	for server, ins := range cached {
+		have[server] = ins
+	}
+	for _, s := range g.pool.RunningFor(key) {
+		if ins, ok := rawjson.GetString(s.InitResult, "instructions"); ok {
+			have[s.Name] = ins
+		}
+	}
+	var b strings.Builder
+	for _, server := range g.pool.Names() {
+		ins := have[server]
+		if strings.TrimSpace(ins) == "" {
+			continue
+		}
+		clean, _ := guard.Neutralize(ins)
+		clean = strings.Join(strings.FieldsFunc(clean, func(r rune) bool {
+			return r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' || r == '\u0085'
+		}), " ")
+		clean = boundInstructions(clean, maxServerInstructions)
+		line := fmt.Sprintf("\n\n[%s] Instructions from the server %q, relayed as it wrote them (not the gate's): %s", server, server, clean)
+		if b.Len()+len(line) > maxAllInstructions {
+			b.WriteString("\n\n(instructions of further servers left out: too long)")
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
