@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
 )
@@ -31,15 +33,21 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	if store == nil {
 		return verdict{allow: true}
 	}
-	var c *catalog
-	var pk string
+	var l *lister
+	var noun string
 	switch t.kind {
 	case policy.KindTool:
-		c, pk = &g.tools, pins.KindTool
+		l, noun = g.tools.lister, "tool"
 	case policy.KindPrompt:
-		c, pk = &g.prompts, pins.KindPrompt
+		l, noun = g.prompts.lister, "prompt"
+	case policy.KindResource:
+		l, noun = g.resLister, "resource template"
 	default:
 		return verdict{allow: true}
+	}
+	def, pinKey, found := pinnedDef(t.snap, t)
+	if t.kind == policy.KindResource && !found {
+		return verdict{allow: true} // a listed resource, not one a template makes
 	}
 	if pol.Decide(policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}).Verdict == policy.Deny {
 		return verdict{allow: true} // decide refuses it, and audits why
@@ -49,43 +57,38 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	if err != nil {
 		return verdict{allow: true} // the forward fails with why
 	}
-	if !g.isLive(c.lister, key, s) {
+	if !g.isLive(l, key, s) {
 		g.Gate.mu.Lock()
-		w := g.startFetchLocked(c.lister, key, t.server, true)
+		w := g.startFetchLocked(l, key, t.server, true)
 		g.Gate.mu.Unlock()
 		select {
 		case <-w:
 		case <-ctx.Done():
 			return verdict{reason: "the call was cancelled"}
 		}
-		if !g.isLive(c.lister, key, s) {
-			return verdict{reason: fmt.Sprintf("mcp-gate could not list the %ss of server %q to check %q against the definition approved before, so it does not run it", c.kind.noun, t.server, t.name)}
+		if !g.isLive(l, key, s) {
+			return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
 		}
 		t.snap = g.catalog()
-	}
-	var def *entry
-	if l := t.snap.of(c.kind).servers[t.server]; l != nil {
-		for i := range l.entries {
-			if l.entries[i].name == t.name {
-				def = &l.entries[i]
-				break
-			}
+		def, pinKey, found = pinnedDef(t.snap, t)
+		if t.kind == policy.KindResource && !found {
+			return verdict{allow: true}
 		}
 	}
-	if def == nil {
-		return verdict{reason: fmt.Sprintf("server %q no longer lists the %s %q", t.server, c.kind.noun, t.name)}
+	if !found {
+		return verdict{reason: fmt.Sprintf("server %q no longer lists the %s %q", t.server, noun, t.name)}
 	}
-	pinKey := pins.Key(pk, t.name)
 	state, pin, err := store.Check(t.server, pinKey, def.raw, def.digest)
 	if err != nil {
 		g.log.Error("pins unreadable; call refused", "server", t.server, "error", err)
-		return verdict{reason: fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %q is the %s that was approved; fix or remove the file", t.server, err, t.name, c.kind.noun)}
+		return verdict{reason: fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun)}
 	}
 	if state != pins.Changed {
 		return verdict{allow: true}
 	}
+	_, defName, _ := strings.Cut(pinKey, ":")
 	change := definitionChange(pin, def)
-	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", c.kind.noun, t.name, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
+	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
 	id := g.decisionID()
 	logDecision := func(v policy.Verdict, reason string) {
 		g.audit.Decision(audit.Decision{
@@ -100,7 +103,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	refuse := func(why string) verdict {
 		return verdict{reason: what + "; " + why + ". What changed:\n" + elicitation.ChangesView(change) +
-			"\nTo accept it: mcp-gate pins accept " + t.server + ":" + t.name}
+			"\nTo accept it: mcp-gate pins accept " + t.server + ":" + defName}
 	}
 	switch pol.PinAction(t.server) {
 	case policy.Allow:
@@ -113,10 +116,10 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	logDecision(policy.Ask, what)
 	req := elicitation.Request{
-		Server: t.server, Tool: t.name, Title: g.itemTitle(t.kind, t.server, t.name),
+		Server: t.server, Tool: defName, Title: g.itemTitle(t.kind, t.server, t.name),
 		Args: t.args, ArgsDigest: audit.Digest(t.args),
 		Rule:    pinRule,
-		Reason:  "the " + c.kind.noun + "'s definition changed since it was approved; approving accepts the new definition",
+		Reason:  "the " + noun + "'s definition changed since it was approved; approving accepts the new definition",
 		Titled:  g.hostCaps().protocolVersion >= "2025-11-25",
 		Changed: change,
 	}
@@ -130,6 +133,44 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	accept()
 	return verdict{allow: true}
+}
+
+// pinnedDef finds, in snap, the definition a call reaches and its pin key:
+// the tool or prompt it names, or the resource template that makes the URI
+// it reads (found is false for a URI the server lists itself, and for one
+// no template of the server makes).
+func pinnedDef(snap *snapshot, t *target) (def *entry, key string, found bool) {
+	switch t.kind {
+	case policy.KindTool, policy.KindPrompt:
+		kind, pk := kindTool, pins.KindTool
+		if t.kind == policy.KindPrompt {
+			kind, pk = kindPrompt, pins.KindPrompt
+		}
+		if l := snap.of(kind).servers[t.server]; l != nil {
+			for i := range l.entries {
+				if l.entries[i].name == t.name {
+					return &l.entries[i], pins.Key(pk, t.name), true
+				}
+			}
+		}
+		return nil, "", false
+	}
+	l := snap.resources.servers[t.server]
+	if l == nil {
+		return nil, "", false
+	}
+	for _, r := range l.resources {
+		if r.uri == t.name {
+			return nil, "", false
+		}
+	}
+	for _, tm := range l.templates {
+		if tm.re.MatchString(t.name) {
+			u, _ := rawjson.GetString(tm.raw, "uriTemplate")
+			return &entry{name: u, raw: tm.raw, digest: pins.Digest(tm.raw)}, pins.Key(pins.KindTemplate, u), true
+		}
+	}
+	return nil, "", false
 }
 
 // definitionChange is what the human is shown of a change: the pinned

@@ -16,6 +16,7 @@ type lazyDef struct {
 	Required     bool   `json:"required"`     // the tool gains a required argument "target"
 	Destructive  bool   `json:"destructive"`  // readOnlyHint false, destructiveHint true
 	Instructions string `json:"instructions"` // the server's initialize instructions
+	Template     string `json:"template"`     // the description of the weather://{city} template
 }
 
 func readLazyDef(path string) lazyDef {
@@ -73,5 +74,14 @@ func runLazy(ev *eventLog, args []string) error {
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets."}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
 	})
+	tdesc := d.Template
+	if tdesc == "" {
+		tdesc = "The weather of a city."
+	}
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "weather", URITemplate: "weather://{city}", Description: tdesc},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			ev.add("read %s", req.Params.URI)
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "sunny"}}}, nil
+		})
 	return srv.Run(context.Background(), &mcp.StdioTransport{})
 }
