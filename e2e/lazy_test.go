@@ -395,3 +395,26 @@ func TestPinsHoldChangedTemplate(t *testing.T) {
 		t.Fatalf("read after accept: %v", err)
 	}
 }
+
+// mcp-gate warm fills the cache ahead of the host: the host's first
+// session lists without starting anything.
+func TestLazyWarmCommand(t *testing.T) {
+	u := newLazyUser(t, "alpha", "beta")
+	servers := writeServers(t, t.TempDir(), u.servers)
+	// The go-sdk client's capabilities: roots with listChanged.
+	out, err := u.cli(t, "warm", "--servers", servers, "--capabilities", `{"roots":{"listChanged":true}}`)
+	if err != nil || !strings.Contains(out, "2 servers listed") {
+		t.Fatalf("warm: %v\n%s", err, out)
+	}
+	if u.starts("alpha") != 1 || u.starts("beta") != 1 {
+		t.Fatalf("warm started alpha %d, beta %d times", u.starts("alpha"), u.starts("beta"))
+	}
+	g := u.gate(t)
+	sess := g.connect(t, nil)
+	if n := len(toolNames(t, sess)); n != 6 {
+		t.Fatalf("%d tools listed after warm; want 6", n)
+	}
+	if kids := children(t, g.cmd.Process.Pid); len(kids) != 0 || u.starts("alpha") != 1 || u.starts("beta") != 1 {
+		t.Fatalf("listing after warm started servers: %d children", len(kids))
+	}
+}
