@@ -227,6 +227,25 @@ func (g *Gate) isLive(l *lister, key string, s *upstream.Session) bool {
 	return g.persist.live[liveKey{l, child{key, s.Name}}] == s
 }
 
+// liveSession returns the running child of key whose live listing of
+// server l's snapshot holds, or nil. A session that has not ended is still
+// the one the pool hands out: the pool retires a session only once it has
+// ended.
+func (g *Gate) liveSession(l *lister, key, server string) *upstream.Session {
+	g.persist.mu.Lock()
+	s := g.persist.live[liveKey{l, child{key, server}}]
+	g.persist.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	select {
+	case <-s.Done():
+		return nil
+	default:
+		return s
+	}
+}
+
 // forgetLive drops what is recorded of key's children (releaseKey).
 func (g *Gate) forgetLive(key string) {
 	g.persist.mu.Lock()
