@@ -219,6 +219,32 @@ func TestLazyCorruptCacheIgnored(t *testing.T) {
 	if !strings.Contains(g.stderr.String(), "catalog cache entry ignored") {
 		t.Errorf("no warning about the corrupt cache entry:\n%s", g.stderr.String())
 	}
+	sess.Close()
+	_ = g.cmd.Wait()
+
+	// A well-formed entry is still not trusted: what it holds passes the
+	// checks of a live listing. A hidden character in a description is
+	// made visible, a tool whose name holds one is left out.
+	data, _ = os.ReadFile(p) // rewritten by the live listing above
+	planted := strings.Replace(string(data), `"description":"Reads the weather."`, `"description":"Reads the weather.\u202e"`, 1)
+	planted = strings.Replace(planted, `"name":"announce"`, `"name":"announce\u200b"`, 1)
+	if planted == string(data) || strings.Count(planted, `\u`) < 2 {
+		t.Fatalf("cache file not as expected: %s", data)
+	}
+	os.WriteFile(p, []byte(planted), 0o600)
+	before := u.starts("alpha")
+	g = u.gate(t)
+	sess = g.connect(t, nil)
+	tools := toolNames(t, sess)
+	if u.starts("alpha") != before {
+		t.Fatal("a well-formed cache entry was not used")
+	}
+	if d := tools["alpha__drifty"].Description; d != "Reads the weather.[U+202E]" {
+		t.Errorf("cached description %q reached the host without the neutraliser", d)
+	}
+	if _, ok := tools["alpha__announce\u200b"]; ok || len(tools) != 2 {
+		t.Errorf("a cached tool whose name holds a hidden character was listed: %v", keys(tools))
+	}
 }
 
 // rugPull is the definition a server swaps in after its tool was approved:
