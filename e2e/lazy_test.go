@@ -189,6 +189,11 @@ func TestLazyCacheInvalidationAndListChanged(t *testing.T) {
 	if u.starts("alpha") != before+1 {
 		t.Fatalf("a changed server entry was served from the old cache (starts %d → %d)", before, u.starts("alpha"))
 	}
+	// The pins are keyed by server name and survive the entry's change:
+	// drifty is still held to the definition first seen.
+	if res := call(t, sess, "alpha__drifty", nil); !res.IsError || !strings.Contains(resultText(res), "changed since it was approved") {
+		t.Fatalf("a changed entry reset the pins: %v %s", res.IsError, resultText(res))
+	}
 }
 
 // A corrupt cache file is ignored with a warning: the server is listed live.
@@ -289,6 +294,15 @@ func TestPinsHoldChangedDefinition(t *testing.T) {
 			t.Errorf("the refusal does not show %q:\n%s", want, resultText(res))
 		}
 	}
+	var audited bool
+	for _, l := range g.auditLines(t) {
+		if l["rule"] == "pins" && l["verdict"] == "ask" && l["tool"] == "drifty" {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Error("no audit line for the changed definition")
+	}
 	sess.Close()
 	_ = g.cmd.Wait()
 
@@ -317,6 +331,12 @@ func TestPinsHoldChangedDefinition(t *testing.T) {
 	}
 	sess.Close()
 	_ = g.cmd.Wait()
+
+	// explain shows the pins setting of the tool's server.
+	pol := writePolicy(t, "version: 1\nfallback: deny\npins: {servers: {alpha: deny}}\n")
+	if out, err := u.cli(t, "explain", "--policy", pol, "mcp:alpha:drifty"); err != nil || !strings.Contains(out, `"pins_changed_definition":"deny"`) {
+		t.Errorf("explain: %v\n%s", err, out)
+	}
 
 	// The CLI lists the pending change and accepts it.
 	out, err := u.cli(t, "pins")

@@ -182,6 +182,12 @@ func buildNamed(servers map[string]*serverList, order []string, budget int) *nam
 // list is live from now on, the pins see what the server lists, and its
 // cache entry is written back.
 func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
+	g.mu.Lock()
+	held := g.cats[key] != nil
+	g.mu.Unlock()
+	if !held {
+		return // released meanwhile: nothing of it is kept (releaseKey)
+	}
 	g.persist.mu.Lock()
 	if g.persist.live == nil {
 		g.persist.live = map[liveKey]*upstream.Session{}
