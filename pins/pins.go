@@ -149,7 +149,15 @@ type cached struct {
 	f       *File
 	modTime time.Time
 	size    int64
+	checked time.Time // when the file was last seen unchanged
 }
+
+// revalidate is how long a read of a pins file answers "the pin matches"
+// before the file is looked at again (a stat): what another gate writes
+// is seen within it. Anything but a match is always checked against the
+// file as it is, so an accept from the command line counts at once, and
+// this store's own writes are seen at once.
+const revalidate = 500 * time.Millisecond
 
 // DefaultDir is $XDG_STATE_HOME/mcp-gate/pins, or
 // ~/.local/state/mcp-gate/pins.
@@ -173,9 +181,19 @@ func (s *Store) path(server string) string { return filepath.Join(s.dir, server+
 // cannot be read whole, is too large, or does not decode strictly is an
 // error: the caller must not take an unreadable file for "nothing pinned",
 // which would pin whatever the server lists now.
-func (s *Store) Load(server string) (*File, error) {
+func (s *Store) Load(server string) (*File, error) { return s.load(server, false) }
+
+// load is Load; a recent read (within revalidate) serves unless fresh.
+func (s *Store) load(server string, fresh bool) (*File, error) {
 	if !serverKey.MatchString(server) {
 		return nil, fmt.Errorf("pins: %q is not a server key", server)
+	}
+	s.mu.Lock()
+	c, ok := s.cache[server]
+	s.mu.Unlock()
+	now := time.Now()
+	if ok && !fresh && now.Sub(c.checked) < revalidate {
+		return c.f, nil
 	}
 	p := s.path(server)
 	fi, err := os.Stat(p)
@@ -185,10 +203,10 @@ func (s *Store) Load(server string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pins of %q: %w", server, err)
 	}
-	s.mu.Lock()
-	c, ok := s.cache[server]
-	s.mu.Unlock()
 	if ok && c.modTime.Equal(fi.ModTime()) && c.size == fi.Size() {
+		s.mu.Lock()
+		s.cache[server] = cached{f: c.f, modTime: c.modTime, size: c.size, checked: now}
+		s.mu.Unlock()
 		return c.f, nil
 	}
 	f, err := s.read(server)
@@ -196,7 +214,7 @@ func (s *Store) Load(server string) (*File, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.cache[server] = cached{f: f, modTime: fi.ModTime(), size: fi.Size()}
+	s.cache[server] = cached{f: f, modTime: fi.ModTime(), size: fi.Size(), checked: now}
 	s.mu.Unlock()
 	return f, nil
 }
@@ -371,6 +389,12 @@ func changedKeys(f *File, digests map[string]string) []string {
 // now and is New.
 func (s *Store) Check(server, key string, def json.RawMessage, digest string) (State, Item, error) {
 	f, err := s.Load(server)
+	if err == nil {
+		if p, ok := f.Pinned[key]; ok && p.Digest == digest {
+			return Same, p, nil
+		}
+	}
+	f, err = s.load(server, true)
 	if err != nil {
 		return Changed, Item{}, err
 	}

@@ -211,3 +211,20 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheckSame is what the pin check adds to a call whose definition
+// matches its pin: a stat of the server's file and a map lookup.
+func BenchmarkCheckSame(b *testing.B) {
+	s := Open(b.TempDir())
+	def := json.RawMessage(`{"name":"t","description":"d","inputSchema":{"type":"object"}}`)
+	d := Digest(def)
+	if _, err := s.Observe("srv", map[string]json.RawMessage{"tool:t": def}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, _, err := s.Check("srv", "tool:t", def, d); err != nil || st != Same {
+			b.Fatal(st, err)
+		}
+	}
+}
