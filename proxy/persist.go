@@ -39,7 +39,13 @@ type persistState struct {
 	// written is the digest of each cache file as last written or read,
 	// so an unchanged catalog is not written again.
 	written map[string][sha256.Size]byte
+
+	diskMu  sync.Mutex     // one writer of the files at a time
+	pending sync.WaitGroup // writes queued by fetched
 }
+
+// flush waits for the files being written.
+func (g *Gate) flushPersist() { g.persist.pending.Wait() }
 
 type liveKey struct {
 	l *lister
@@ -144,11 +150,15 @@ func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
 			}
 			res[server] = l
 		}
-		g.persist.mu.Lock()
-		if data, err := json.Marshal(e); err == nil {
+		// Remembered as written, so an unchanged live listing does not
+		// write it again (the digest leaves out when it was written).
+		same := *e
+		same.Written = time.Time{}
+		if data, err := json.Marshal(&same); err == nil {
+			g.persist.mu.Lock()
 			g.persist.written[key] = sha256.Sum256(data)
+			g.persist.mu.Unlock()
 		}
-		g.persist.mu.Unlock()
 	}
 	if len(tools)+len(prompts)+len(res) == 0 {
 		return out
@@ -194,7 +204,30 @@ func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
 	}
 	g.persist.live[liveKey{l, child{key, s.Name}}] = s
 	g.persist.mu.Unlock()
+	if g.opts.Pins == nil && g.opts.CatalogCache == nil {
+		return
+	}
+	// The files are written off the fetch's path, one writer at a time:
+	// whoever waits for the list (a first call) does not wait for a disk.
+	// Gate.Close waits for what is queued.
+	// What to write is taken now: the key may be released before the
+	// writer runs.
 	snap := g.catalogOf(key)
+	g.mu.Lock()
+	caps := g.upCaps[key]
+	g.mu.Unlock()
+	g.persist.pending.Add(1)
+	go func() {
+		defer g.persist.pending.Done()
+		g.persist.diskMu.Lock()
+		defer g.persist.diskMu.Unlock()
+		g.persistFetched(l, snap, caps, s)
+	}()
+}
+
+// persistFetched shows the pins what s lists in snap and writes its cache
+// entry for children started with caps.
+func (g *Gate) persistFetched(l *lister, snap *snapshot, caps json.RawMessage, s *upstream.Session) {
 	if p := g.opts.Pins; p != nil {
 		defs := map[string]json.RawMessage{}
 		switch l {
@@ -222,7 +255,7 @@ func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
 			g.log.Warn("upstream lists definitions that differ from the ones pinned; calls to them are held back", "server", s.Name, "changed", len(changed))
 		}
 	}
-	g.writeCache(key, s, snap)
+	g.writeCache(caps, s, snap)
 }
 
 // isLive reports whether l's list of server, in key's catalog, was fetched
@@ -263,18 +296,12 @@ func (g *Gate) forgetLive(key string) {
 	}
 }
 
-// writeCache writes server's entry for key's capabilities from snap: the
+// writeCache writes server's entry for children started with caps from snap: the
 // lists it holds (loaded ones only) and what s declared.
-func (g *Gate) writeCache(key string, s *upstream.Session, snap *snapshot) {
+func (g *Gate) writeCache(caps json.RawMessage, s *upstream.Session, snap *snapshot) {
 	store := g.opts.CatalogCache
-	if store == nil {
+	if store == nil || caps == nil {
 		return
-	}
-	g.mu.Lock()
-	caps := g.upCaps[key]
-	g.mu.Unlock()
-	if caps == nil {
-		return // the key was released meanwhile
 	}
 	ck, ok := g.cacheKey(s.Name, caps)
 	if !ok {
@@ -314,9 +341,11 @@ func (g *Gate) writeCache(key string, s *upstream.Session, snap *snapshot) {
 		return
 	}
 	sum := sha256.Sum256(data)
+	// The caller holds persist.diskMu: this gate's one writer.
 	g.persist.mu.Lock()
-	defer g.persist.mu.Unlock() // serialises this gate's writers of one file
-	if g.persist.written[ck] == sum {
+	same := g.persist.written[ck] == sum
+	g.persist.mu.Unlock()
+	if same {
 		return
 	}
 	e.Written = time.Now().UTC().Truncate(time.Second)
@@ -324,7 +353,9 @@ func (g *Gate) writeCache(key string, s *upstream.Session, snap *snapshot) {
 		g.log.Warn("catalog cache not written", "server", s.Name, "error", err)
 		return
 	}
+	g.persist.mu.Lock()
 	g.persist.written[ck] = sum
+	g.persist.mu.Unlock()
 }
 
 // boundInstructions cuts s to at most n bytes on a character boundary.
