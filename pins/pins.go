@@ -385,8 +385,9 @@ func changedKeys(f *File, digests map[string]string) []string {
 }
 
 // Check says whether def, listed by server under key, matches its pin,
-// and returns the pin (for a diff). A definition never pinned is pinned
-// now and is New.
+// and returns the pin (for a diff). A definition never pinned is New and
+// is not pinned here: the gate pins what it lists (Observe), and a call
+// need not wait for a disk.
 func (s *Store) Check(server, key string, def json.RawMessage, digest string) (State, Item, error) {
 	f, err := s.Load(server)
 	if err == nil {
@@ -398,35 +399,18 @@ func (s *Store) Check(server, key string, def json.RawMessage, digest string) (S
 	if err != nil {
 		return Changed, Item{}, err
 	}
-	if p, ok := f.Pinned[key]; ok {
-		if p.Digest == digest {
-			return Same, p, nil
-		}
-		if f.Pending[key].Digest != digest {
-			// Seen for the first time at a call: record it, so the CLI
-			// shows it.
-			_, _ = s.Observe(server, map[string]json.RawMessage{key: def})
-		}
-		return Changed, p, nil
+	p, ok := f.Pinned[key]
+	switch {
+	case !ok:
+		return New, Item{}, nil
+	case p.Digest == digest:
+		return Same, p, nil
 	}
-	var state State = New
-	var pin Item
-	err = s.update(server, func(f *File) bool {
-		if p, ok := f.Pinned[key]; ok { // pinned meanwhile, by another gate
-			pin = p
-			if p.Digest == digest {
-				state = Same
-				return false
-			}
-			state = Changed
-			f.Pending[key] = item(def, digest, time.Now())
-			return true
-		}
-		pin = item(def, digest, time.Now())
-		f.Pinned[key] = pin
-		return true
-	})
-	return state, pin, err
+	if f.Pending[key].Digest != digest {
+		// Seen for the first time at a call: record it, so the CLI shows it.
+		_, _ = s.Observe(server, map[string]json.RawMessage{key: def})
+	}
+	return Changed, p, nil
 }
 
 // Accept pins def (its digest) for key, clearing any pending change.

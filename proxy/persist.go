@@ -40,8 +40,9 @@ type persistState struct {
 	// so an unchanged catalog is not written again.
 	written map[string][sha256.Size]byte
 
-	diskMu  sync.Mutex     // one writer of the files at a time
-	pending sync.WaitGroup // writes queued by fetched
+	queue   []func()       // writes not yet done, in order (enqueue)
+	writing bool           // the writer goroutine runs
+	pending sync.WaitGroup // writes queued and not done
 }
 
 // flush waits for the files being written.
@@ -216,12 +217,36 @@ func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
 	g.mu.Lock()
 	caps := g.upCaps[key]
 	g.mu.Unlock()
-	g.persist.pending.Add(1)
+	g.persist.enqueue(func() { g.persistFetched(l, snap, caps, s) })
+}
+
+// enqueue runs write after every write queued before it, on the one
+// writer goroutine: the pins see a server's listings in the order they
+// were fetched, so an older one never overrides a newer.
+func (p *persistState) enqueue(write func()) {
+	p.pending.Add(1)
+	p.mu.Lock()
+	p.queue = append(p.queue, write)
+	start := !p.writing
+	p.writing = true
+	p.mu.Unlock()
+	if !start {
+		return
+	}
 	go func() {
-		defer g.persist.pending.Done()
-		g.persist.diskMu.Lock()
-		defer g.persist.diskMu.Unlock()
-		g.persistFetched(l, snap, caps, s)
+		for {
+			p.mu.Lock()
+			if len(p.queue) == 0 {
+				p.writing = false
+				p.mu.Unlock()
+				return
+			}
+			w := p.queue[0]
+			p.queue = p.queue[1:]
+			p.mu.Unlock()
+			w()
+			p.pending.Done()
+		}
 	}()
 }
 
@@ -341,7 +366,7 @@ func (g *Gate) writeCache(caps json.RawMessage, s *upstream.Session, snap *snaps
 		return
 	}
 	sum := sha256.Sum256(data)
-	// The caller holds persist.diskMu: this gate's one writer.
+	// The caller is the gate's one writer (enqueue).
 	g.persist.mu.Lock()
 	same := g.persist.written[ck] == sum
 	g.persist.mu.Unlock()
