@@ -78,7 +78,11 @@ func (g *Gate) cacheKey(server string, caps json.RawMessage) (string, bool) {
 // seeded is what the cache gave a key's first session.
 type seeded struct {
 	snap         *snapshot
-	instructions map[string]string // server → its instructions, neutralised
+	instructions map[string]string // server → its instructions, as cached
+	// capabilities is what each cached server declared in initialize (an
+	// object, checked by catalogcache.Decode): what the gate can advertise
+	// before any upstream runs.
+	capabilities map[string]json.RawMessage
 }
 
 // seedCatalog builds a catalog snapshot from the cached entries of every
@@ -87,7 +91,7 @@ type seeded struct {
 // passes the checks a live listing passes (admitNamed, neutralizeEntry,
 // the template's pattern).
 func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
-	out := seeded{snap: g.empty, instructions: map[string]string{}}
+	out := seeded{snap: g.empty, instructions: map[string]string{}, capabilities: map[string]json.RawMessage{}}
 	store := g.opts.CatalogCache
 	if store == nil {
 		return out
@@ -110,6 +114,9 @@ func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
 		}
 		if e.Instructions != "" {
 			out.instructions[server] = e.Instructions
+		}
+		if len(e.Capabilities) > 0 {
+			out.capabilities[server] = e.Capabilities
 		}
 		for _, k := range []struct {
 			kind  *kind
