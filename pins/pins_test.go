@@ -228,3 +228,17 @@ func BenchmarkCheckSame(b *testing.B) {
 		}
 	}
 }
+
+func FuzzDiff(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":2}],"c":"x"}`), []byte(`{"a":[1,{"b":3}],"d":null}`))
+	f.Add([]byte(`not json`), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		changes, more := Diff(a, b)
+		if len(changes) > MaxChanges || more < 0 {
+			t.Fatalf("%d changes, %d more", len(changes), more)
+		}
+		if len(changes) > 0 && Digest(a) == Digest(b) {
+			t.Fatalf("a diff between definitions of one digest: %v", changes)
+		}
+	})
+}
