@@ -464,3 +464,21 @@ func TestLazyWarmCommand(t *testing.T) {
 		t.Fatalf("listing after warm started servers: %d children", len(kids))
 	}
 }
+
+// A host may call a tool it listed in an earlier session (hosts cache
+// lists) that the gate's cache does not have yet: the server is listed
+// live, not refused as unknown from a stale cache.
+func TestLazyToolAddedSinceTheCache(t *testing.T) {
+	u := newLazyUser(t, "alpha", "beta")
+	u.firstRun(t)
+	u.setDef(t, "alpha", map[string]any{"extra": "fresh"})
+	g := u.gate(t)
+	sess := g.connect(t, nil)
+	res := call(t, sess, "alpha__fresh", map[string]any{"text": "x"})
+	if res.IsError || resultText(res) != "fresh:x" {
+		t.Fatalf("a tool added since the cache was written: %v %s", res.IsError, resultText(res))
+	}
+	if u.starts("beta") != 1 {
+		t.Fatal("calling alpha started beta")
+	}
+}

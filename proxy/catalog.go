@@ -386,7 +386,7 @@ func (g *Session) resolve(ctx context.Context, c *catalog, wire string) (naming.
 	if !found || !g.pool.Has(server) {
 		return naming.Key{}, snap, false // no wire name can be outside its server's prefix
 	}
-	g.ensure(ctx, c.lister, server)
+	g.ensureLive(ctx, c.lister, server)
 	snap = g.catalog()
 	k, ok := snap.of(c.kind).table.Lookup(wire)
 	return k, snap, ok

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -314,6 +315,39 @@ func (g *Gate) liveSession(l *lister, key, server string) *upstream.Session {
 		return nil
 	default:
 		return s
+	}
+}
+
+// ensureLive is ensure for a name the catalog does not know: the lists of
+// the given servers (all when none is given) that are not live (seeded from
+// the cache, or fetched from a child that has ended) are fetched live,
+// which starts those servers, so a tool or resource added since the cache
+// was written is found. Without a cache it is ensure.
+func (s *Session) ensureLive(ctx context.Context, l *lister, only ...string) {
+	g, key := s.Gate, s.childKey()
+	if g.opts.CatalogCache == nil {
+		s.ensure(ctx, l, only...)
+		return
+	}
+	names := only
+	if len(names) == 0 {
+		names = g.pool.Names()
+	}
+	snap := g.catalogOf(key)
+	var waits []chan struct{}
+	g.mu.Lock()
+	for _, server := range names {
+		if !l.loaded(snap, server) || g.liveSession(l, key, server) == nil {
+			waits = append(waits, g.startFetchLocked(l, key, server, true))
+		}
+	}
+	g.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

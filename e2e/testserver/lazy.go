@@ -17,6 +17,7 @@ type lazyDef struct {
 	Destructive  bool   `json:"destructive"`  // readOnlyHint false, destructiveHint true
 	Instructions string `json:"instructions"` // the server's initialize instructions
 	Template     string `json:"template"`     // the description of the weather://{city} template
+	Extra        string `json:"extra"`        // the name of one more echo tool
 }
 
 func readLazyDef(path string) lazyDef {
@@ -61,6 +62,12 @@ func runLazy(ev *eventLog, args []string) error {
 			ev.add("echo %s", in.Text)
 			return text(in.Text), nil, nil
 		})
+	if d.Extra != "" {
+		mcp.AddTool(srv, &mcp.Tool{Name: d.Extra, Description: "Echoes its text too."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+				return text(d.Extra + ":" + in.Text), nil, nil
+			})
+	}
 	drifty := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ev.add("drifty called")
 		return text("sunny"), nil
