@@ -45,6 +45,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
+	// The gate keeps a catalog cache and pins per user: no gate of the
+	// suite reads or writes the real user's (gateCommand gives each gate
+	// its own; this covers any other way a test starts one).
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
 	gateBin = filepath.Join(dir, "mcp-gate")
 	testserverBin = filepath.Join(dir, "testserver")
 	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
