@@ -45,11 +45,6 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	// The gate keeps a catalog cache and pins per user: no gate of the
-	// suite reads or writes the real user's (gateCommand gives each gate
-	// its own; this covers any other way a test starts one).
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
-	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
 	gateBin = filepath.Join(dir, "mcp-gate")
 	testserverBin = filepath.Join(dir, "testserver")
 	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
@@ -66,6 +61,17 @@ func run(m *testing.M) int {
 	}
 	wd, _ := os.Getwd()
 	nodeModules = filepath.Join(wd, "node_modules")
+	// The gate keeps a catalog cache and pins per user: no gate of the
+	// suite reads or writes the real user's (gateCommand gives each gate
+	// its own; this covers any other way a test starts one). Set after the
+	// builds, and GOCACHE kept, so a test that runs go keeps its cache.
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
 	return m.Run()
 }
 
