@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -109,7 +110,7 @@ func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
 		e, err := store.Load(key, server)
 		if err != nil {
 			if !errors.Is(err, catalogcache.ErrNotCached) {
-				g.log.Warn("catalog cache entry ignored; the server will be listed live", "server", server, "error", err)
+				g.log.Warn("catalog cache entry ignored; the server will be listed live", "server", server, "error", audit.Redact(err.Error()))
 			}
 			continue
 		}
@@ -283,7 +284,7 @@ func (g *Gate) persistFetched(l *lister, snap *snapshot, caps json.RawMessage, s
 			}
 		}
 		if changed, err := p.Observe(s.Name, defs); err != nil {
-			g.log.Warn("pins not updated", "server", s.Name, "error", err)
+			g.log.Warn("pins not updated", "server", s.Name, "error", audit.Redact(err.Error()))
 		} else if len(changed) > 0 {
 			g.log.Warn("upstream lists definitions that differ from the ones pinned; calls to them are held back", "server", s.Name, "changed", len(changed))
 		}
@@ -416,7 +417,7 @@ func (g *Gate) writeCache(caps json.RawMessage, s *upstream.Session, snap *snaps
 	}
 	e.Written = time.Now().UTC().Truncate(time.Second)
 	if err := store.Save(e); err != nil {
-		g.log.Warn("catalog cache not written", "server", s.Name, "error", err)
+		g.log.Warn("catalog cache not written", "server", s.Name, "error", audit.Redact(err.Error()))
 		return
 	}
 	g.persist.mu.Lock()

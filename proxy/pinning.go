@@ -85,7 +85,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	state, pin, err := store.Check(t.server, pinKey, def.raw, def.digest)
 	if err != nil {
-		g.log.Error("pins unreadable; call refused", "server", t.server, "error", err)
+		g.log.Error("pins unreadable; call refused", "server", t.server, "error", audit.Redact(err.Error()))
 		return verdict{reason: fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun)}
 	}
 	if state != pins.Changed {
@@ -103,7 +103,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	accept := func() {
 		if err := store.Accept(t.server, pinKey, def.raw, def.digest); err != nil {
-			g.log.Warn("pin not updated", "server", t.server, "error", err)
+			g.log.Warn("pin not updated", "server", t.server, "error", audit.Redact(err.Error()))
 		}
 	}
 	refuse := func(why string) verdict {
