@@ -482,3 +482,50 @@ func TestLazyToolAddedSinceTheCache(t *testing.T) {
 		t.Fatal("calling alpha started beta")
 	}
 }
+
+// Two gates of one user listing at once write the same cache entries and
+// pins files (three tools and a template each): both stay whole, and the
+// next session lists from them.
+func TestLazyTwoGatesOfOneUser(t *testing.T) {
+	u := newLazyUser(t, "alpha", "beta")
+	var gates []*gate
+	var sessions []*mcp.ClientSession
+	for range 2 {
+		g := u.gate(t)
+		gates = append(gates, g)
+		sessions = append(sessions, g.connect(t, nil))
+	}
+	done := make(chan struct{}, 2)
+	for _, s := range sessions {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 5 {
+				if _, err := s.ListTools(ctxT(t, 60*time.Second), nil); err != nil {
+					t.Error(err)
+				}
+				if _, err := s.ListResources(ctxT(t, 60*time.Second), nil); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	for i, s := range sessions {
+		s.Close()
+		_ = gates[i].cmd.Wait()
+	}
+	out, err := u.cli(t, "pins")
+	if err != nil || !strings.Contains(out, "server alpha: 4 pinned, 0 changed") || !strings.Contains(out, "server beta: 4 pinned, 0 changed") {
+		t.Fatalf("pins after two gates: %v\n%s", err, out)
+	}
+	before := u.starts("alpha") + u.starts("beta")
+	g := u.gate(t)
+	sess := g.connect(t, nil)
+	if n := len(toolNames(t, sess)); n != 6 {
+		t.Fatalf("%d tools from the cache two gates wrote", n)
+	}
+	if u.starts("alpha")+u.starts("beta") != before || strings.Contains(g.stderr.String(), "catalog cache entry ignored") {
+		t.Fatalf("the cache two gates wrote was not used:\n%s", g.stderr.String())
+	}
+}
