@@ -61,6 +61,17 @@ func run(m *testing.M) int {
 	}
 	wd, _ := os.Getwd()
 	nodeModules = filepath.Join(wd, "node_modules")
+	// The gate keeps a catalog cache and pins per user: no gate of the
+	// suite reads or writes the real user's (gateCommand gives each gate
+	// its own; this covers any other way a test starts one). Set after the
+	// builds, and GOCACHE kept, so a test that runs go keeps its cache.
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
 	return m.Run()
 }
 
@@ -148,6 +159,9 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	}
 	args = append(args, flags...)
 	g.cmd = exec.Command(gateBin, args...)
+	// The catalog cache and the pins are per user: each gate of a test
+	// has its own, unless the test shares them on purpose (lazy_test.go).
+	g.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -94,6 +94,9 @@ type Request struct {
 	// Titled selects the 2025-11-25 form of a titled enum (oneOf/const);
 	// older hosts get enum with enumNames.
 	Titled bool
+	// Changed, when set, is what differs from the definition the human
+	// approved before: the question is whether to accept it.
+	Changed *DefinitionChange
 }
 
 // Outcome is how a question ended.
@@ -283,6 +286,8 @@ const (
 //	Server: "<server>"
 //	Tool: "<tool>"
 //	Title: "<title>"                                (when the tool has one)
+//	Its definition changed since it was approved (pinned <digest>, now <digest>):
+//	  "<key>"."<key>"[<index>]: <before> → <after>  (when asked about a change)
 //	Why you are asked: <policy text> (policy rule <rule>)
 //	Arguments (<digest>):
 //	  "<key>"."<key>"[<index>]: <value>             (one per value)
@@ -301,6 +306,14 @@ func Message(req Request) string {
 	if req.Title != "" {
 		b.WriteString("\nTitle: ")
 		b.WriteString(quote(req.Title, maxNameView))
+	}
+	if c := req.Changed; c != nil {
+		b.WriteString("\nIts definition changed since it was approved (pinned ")
+		b.WriteString(bounded(oneLine(c.Pinned), 24))
+		b.WriteString(", now ")
+		b.WriteString(bounded(oneLine(c.Now), 24))
+		b.WriteString("):\n")
+		b.WriteString(ChangesView(c))
 	}
 	b.WriteString("\nWhy you are asked: ")
 	if req.Reason != "" {

@@ -119,7 +119,7 @@ func parseInto(ps *problems, data []byte, opts Options) *Policy {
 		}
 	}
 	pol := &Policy{revision: revisionOf(data), timeout: defaultApprovalTimeout}
-	fs := fields(ps, root, "the policy", "version", "fallback", "approval", "deny", "ask", "allow", "rules", "guard")
+	fs := fields(ps, root, "the policy", "version", "fallback", "approval", "deny", "ask", "allow", "rules", "guard", "pins")
 
 	if f, ok := fs["version"]; !ok {
 		ps.errorf(root.Line, root.Column, "the policy has no version; expected version: 1")
@@ -158,6 +158,9 @@ func parseInto(ps *problems, data []byte, opts Options) *Policy {
 	}
 	if f, ok := fs["guard"]; ok {
 		pol.logOnly = pr.guard(f.value)
+	}
+	if f, ok := fs["pins"]; ok {
+		pol.pins = pr.pinsSection(f.value)
 	}
 	if len(ps.errs) > 0 {
 		return nil

@@ -23,6 +23,7 @@ type Policy struct {
 	fallback Verdict
 	timeout  time.Duration
 	logOnly  []*glob.Pattern
+	pins     pinPolicy
 	rules    []*rule
 	warnings []Warning
 

@@ -42,6 +42,22 @@ func (k *knownCaps) note(server string, c upstream.Capabilities) {
 	k.server[server] = c
 }
 
+// noteCached records what a catalog cache entry says server declared,
+// unless a child of it has started in this process (note), whose live
+// answer is newer: so a session whose lists come from the cache is told
+// only of capabilities some upstream has, as one after the starts is.
+func (k *knownCaps) noteCached(server string, c upstream.Capabilities) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, live := k.server[server]; live {
+		return
+	}
+	if k.server == nil {
+		k.server = map[string]upstream.Capabilities{}
+	}
+	k.server[server] = c
+}
+
 // of returns the capabilities of every one of servers, and false when any
 // of them is not known yet.
 func (k *knownCaps) of(servers []string) ([]upstream.Capabilities, bool) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -56,6 +57,9 @@ type serverList struct {
 type entry struct {
 	name string          // the upstream's name
 	raw  json.RawMessage // the upstream's definition, byte for byte
+	// digest is the pins digest of raw (pins.Digest): what a pin and a
+	// session grant are bound to.
+	digest string
 }
 
 // namedLister keeps a catalog of tools or prompts in step with the
@@ -94,31 +98,40 @@ func (g *Gate) fetchNamed(ctx context.Context, s *upstream.Session, k *kind) ([]
 	var out []entry
 	seen := map[string]bool{}
 	err := upstream.PagesMeta(ctx, s, k.list, k.field, func(item json.RawMessage) {
-		name, ok := rawjson.GetString(item, "name")
-		if !ok || name == "" {
-			g.log.Warn("upstream listed an entry without a name; left out", "server", s.Name, "list", k.list)
-			return
+		if e, ok := g.admitNamed(s.Name, k, item, seen); ok {
+			out = append(out, e)
 		}
-		if seen[name] {
-			g.log.Warn("upstream listed a name twice; the first is kept", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
-			return
-		}
-		// A name is shown to the human (in approval questions) and to the
-		// model: one carrying control, line-breaking or invisible
-		// characters is a trick, not a tool.
-		if hiddenName(name) {
-			g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", s.Name, "list", k.list, "name", audit.PayloadString(name))
-			g.guardAudit(audit.Guard{Session: g.id, Server: s.Name, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
-			return
-		}
-		seen[name] = true
-		clean, ok := g.neutralizeEntry(s.Name, name, k.noun+" definition", item, "name")
-		if !ok {
-			return
-		}
-		out = append(out, entry{name: name, raw: clean})
 	}, g.listMetaOf(s, k.list))
 	return out, err
+}
+
+// admitNamed is how one listed tool or prompt, live or from the catalog
+// cache, enters the catalog: named, once, with no hidden characters in its
+// name, and neutralised. seen holds the names admitted so far.
+func (g *Gate) admitNamed(server string, k *kind, item json.RawMessage, seen map[string]bool) (entry, bool) {
+	name, ok := rawjson.GetString(item, "name")
+	if !ok || name == "" {
+		g.log.Warn("upstream listed an entry without a name; left out", "server", server, "list", k.list)
+		return entry{}, false
+	}
+	if seen[name] {
+		g.log.Warn("upstream listed a name twice; the first is kept", "server", server, "list", k.list, "name", audit.PayloadString(name))
+		return entry{}, false
+	}
+	// A name is shown to the human (in approval questions) and to the
+	// model: one carrying control, line-breaking or invisible
+	// characters is a trick, not a tool.
+	if hiddenName(name) {
+		g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", server, "list", k.list, "name", audit.PayloadString(name))
+		g.guardAudit(audit.Guard{Session: g.id, Server: server, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+		return entry{}, false
+	}
+	seen[name] = true
+	clean, ok := g.neutralizeEntry(server, name, k.noun+" definition", item, "name")
+	if !ok {
+		return entry{}, false
+	}
+	return entry{name: name, raw: clean, digest: pins.Digest(clean)}, true
 }
 
 // hiddenName reports a name, URI or argument name that holds a control,
@@ -375,7 +388,7 @@ func (g *Session) resolve(ctx context.Context, c *catalog, wire string) (naming.
 	if !found || !g.pool.Has(server) {
 		return naming.Key{}, snap, false // no wire name can be outside its server's prefix
 	}
-	g.ensure(ctx, c.lister, server)
+	g.ensureLive(ctx, c.lister, server)
 	snap = g.catalog()
 	k, ok := snap.of(c.kind).table.Lookup(wire)
 	return k, snap, ok

@@ -70,7 +70,9 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	// A session yes answers the question the human read, which names the
 	// rule and gives its reason: it covers later asks of this tool by the
 	// same rule, not an ask by another rule they were never shown.
-	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule
+	// It is bound to the definition the tool had (its pins digest), too: a
+	// tool that changed is not the one the human approved.
+	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule + "\x00def:" + g.defDigest(call.Kind, call.Server, call.Name)
 	if g.grants.Granted(d.Revision, call.Server, grantName) {
 		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
 		return verdict{allow: true}

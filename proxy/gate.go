@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/naming"
+	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/protocol"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -66,6 +68,11 @@ type Options struct {
 	// Trouble, when not nil, reports what keeps the gate from serving
 	// everything, read at every request (trouble.go).
 	Trouble func() Trouble
+	// CatalogCache, when set, seeds each key's catalog with the servers'
+	// last catalogs, so listing starts nothing (persist.go).
+	CatalogCache *catalogcache.Store
+	// Pins, when set, holds every definition to its pin (pinning.go).
+	Pins *pins.Store
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
@@ -106,6 +113,7 @@ type Gate struct {
 	// startFailed: child → why its last start for a list failed
 	// (trouble.go). Guarded by mu.
 	startFailed map[child]error
+	persist     persistState // the catalog cache and the pins (persist.go)
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -165,6 +173,7 @@ func New(opts Options) (*Gate, error) {
 		upCaps:   map[string]json.RawMessage{},
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
+		persist:  persistState{written: map[string][32]byte{}},
 	}
 	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
@@ -380,6 +389,12 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	caps, _ := rawjson.Get(params, "capabilities")
 	forUp := upstreamFacing(caps) // compacted: poolKey compares the bytes
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
+	seed := g.seedCatalog(forUp)
+	for server, raw := range seed.capabilities {
+		if c, err := upstream.ParseCapabilities(raw); err == nil {
+			g.known.noteCached(server, c)
+		}
+	}
 	g.mu.Lock()
 	g.hostInfo = hostInfo{
 		initialized:     true,
@@ -409,7 +424,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	}
 	if g.cats[key] == nil {
 		c := &keyCatalog{}
-		c.snap.Store(g.empty)
+		c.snap.Store(seed.snap)
 		g.cats[key] = c
 	}
 	g.Gate.mu.Unlock()
@@ -419,7 +434,8 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
 		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
 			"A tool's name starts with its server's name and two underscores. "+
-			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) + g.troubleInstructions(),
+			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) + g.troubleInstructions() +
+			g.relayedInstructions(key, seed.instructions),
 	}
 	return json.Marshal(res)
 }

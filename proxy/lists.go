@@ -116,6 +116,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 			// Published before the fetch is marked done, so that whoever
 			// waited for it finds the list in the snapshot.
 			changed = g.updateCatalog(key, apply)
+			g.fetched(l, key, s)
 		}
 		g.mu.Lock()
 		again := st.again

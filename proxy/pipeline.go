@@ -73,6 +73,9 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	pol := g.policy.Current()
 	if r.undecided == "" {
+		if v := g.checkPin(ctx, pol, &t); !v.allow {
+			return r.refuse(t, v.reason)
+		}
 		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.wire)
 		if err := ctx.Err(); err != nil {
 			return nil, err // withdrawn while a human was asked: nothing is sent

@@ -87,7 +87,13 @@ func TestAdvertised(t *testing.T) {
 	if got := show(); !strings.Contains(got, `"prompts"`) {
 		t.Errorf("with one server of two known: %s", got)
 	}
+	// A cache entry counts until a child starts, and never overrides one.
+	g.known.noteCached("b", upstream.Capabilities{Prompts: true})
+	if got := show(); !strings.Contains(got, `"prompts"`) || strings.Contains(got, `"resources"`) {
+		t.Errorf("with b known from the cache: %s", got)
+	}
 	g.known.note("b", upstream.Capabilities{Resources: true})
+	g.known.noteCached("b", upstream.Capabilities{Prompts: true})
 	if got, want := show(), `{"logging":{},"resources":{"listChanged":true},"tools":{"listChanged":true}}`; got != want {
 		t.Errorf("with both known: %s, want %s", got, want)
 	}

@@ -308,7 +308,7 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 			return s, snap, nil
 		}
 		if attempt == 0 {
-			g.ensure(ctx, g.resLister)
+			g.ensureLive(ctx, g.resLister)
 		}
 	}
 	return "", nil, &rpc.Error{

@@ -75,8 +75,12 @@ func (g *Gate) Serve(ctx context.Context, r io.Reader, w io.Writer, opts ...Sess
 	return err
 }
 
-// Close stops every upstream.
-func (g *Gate) Close() { g.pool.Close() }
+// Close stops every upstream, and waits for the catalog cache and pins
+// being written.
+func (g *Gate) Close() {
+	g.pool.Close()
+	g.flushPersist()
+}
 
 // Serve runs the session over r and w, newline-delimited messages as on
 // stdio, until the host closes its end or ctx is done. The upstreams keep
@@ -161,6 +165,7 @@ func (g *Gate) releaseKey(key string) {
 	delete(g.upCaps, key)
 	delete(g.upLevel, key)
 	delete(g.cats, key)
+	g.forgetLive(key)
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
 		for c, st := range l.state {
 			if c.key == key && st.running == nil {

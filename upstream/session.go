@@ -120,6 +120,42 @@ func (c countingHandler) HandleCall(ctx context.Context, req *rpc.Message) (json
 
 func (c countingHandler) HandleNotification(msg *rpc.Message) { c.h.HandleNotification(msg) }
 
+// ParseCapabilities reads a server's declared capabilities (the
+// capabilities member of its initialize result): from a live handshake, or
+// from a catalog cache entry that recorded one.
+func ParseCapabilities(raw json.RawMessage) (Capabilities, error) {
+	var c struct {
+		Tools *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"tools"`
+		Prompts *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"prompts"`
+		Resources *struct {
+			ListChanged bool `json:"listChanged"`
+			Subscribe   bool `json:"subscribe"`
+		} `json:"resources"`
+		Completions *struct{} `json:"completions"`
+		Logging     *struct{} `json:"logging"`
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return Capabilities{}, fmt.Errorf("the capabilities are not an object of capabilities: %w", rpc.DescribeJSONError(err))
+		}
+	}
+	return Capabilities{
+		Tools:                c.Tools != nil,
+		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
+		Prompts:              c.Prompts != nil,
+		PromptsListChanged:   c.Prompts != nil && c.Prompts.ListChanged,
+		Resources:            c.Resources != nil,
+		ResourcesListChanged: c.Resources != nil && c.Resources.ListChanged,
+		ResourcesSubscribe:   c.Resources != nil && c.Resources.Subscribe,
+		Completions:          c.Completions != nil,
+		Logging:              c.Logging != nil,
+	}, nil
+}
+
 // versionShape is what an MCP protocol version looks like.
 var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 
@@ -130,21 +166,8 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		return fmt.Errorf("initialize: %w", err)
 	}
 	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Tools *struct {
-				ListChanged bool `json:"listChanged"`
-			} `json:"tools"`
-			Prompts *struct {
-				ListChanged bool `json:"listChanged"`
-			} `json:"prompts"`
-			Resources *struct {
-				ListChanged bool `json:"listChanged"`
-				Subscribe   bool `json:"subscribe"`
-			} `json:"resources"`
-			Completions *struct{} `json:"completions"`
-			Logging     *struct{} `json:"logging"`
-		} `json:"capabilities"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("initialize: the result is not an initialize result: %w", rpc.DescribeJSONError(err))
@@ -158,20 +181,13 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		}
 		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, protocol.Known())
 	}
-	c := r.Capabilities
+	caps, err := ParseCapabilities(r.Capabilities)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
 	s.ProtocolVersion = r.ProtocolVersion
 	s.InitResult = res
-	s.Caps = Capabilities{
-		Tools:                c.Tools != nil,
-		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
-		Prompts:              c.Prompts != nil,
-		PromptsListChanged:   c.Prompts != nil && c.Prompts.ListChanged,
-		Resources:            c.Resources != nil,
-		ResourcesListChanged: c.Resources != nil && c.Resources.ListChanged,
-		ResourcesSubscribe:   c.Resources != nil && c.Resources.Subscribe,
-		Completions:          c.Completions != nil,
-		Logging:              c.Logging != nil,
-	}
+	s.Caps = caps
 	return s.conn.Notify(ctx, "notifications/initialized", nil)
 }
 

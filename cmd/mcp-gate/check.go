@@ -291,6 +291,12 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		call.User = policy.User{Sub: proxy.OSUser().Subject}
 	}
 	d := pol.Decide(call)
+	// pins: what a call gets when the definition of this tool or prompt
+	// changed since it was pinned; shown when the policy sets it.
+	pinAction := ""
+	if pol.PinsSet() && (call.Kind == policy.KindTool || call.Kind == policy.KindPrompt) {
+		pinAction = pol.PinAction(call.Server).String()
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
@@ -299,7 +305,8 @@ func explain(args []string, stdout, stderr io.Writer) error {
 		Rule     string `json:"rule"`
 		Reason   string `json:"reason"`
 		Revision string `json:"revision"`
-	}{call.PolicyName(), d.Verdict.String(), d.Rule, d.Reason, d.Revision})
+		Pins     string `json:"pins_changed_definition,omitempty"`
+	}{call.PolicyName(), d.Verdict.String(), d.Rule, d.Reason, d.Revision, pinAction})
 }
 
 func parseAnySpelling(s, gateName string) (policy.Call, error) {

@@ -5,6 +5,8 @@
 //	mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
 //	mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
 //	mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+//	mcp-gate warm    [--servers FILE] [--capabilities JSON]
+//	mcp-gate pins    [accept SERVER[:NAME]]
 //	mcp-gate version
 package main
 
@@ -76,6 +78,8 @@ Usage:
   mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
   mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
   mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+  mcp-gate warm    [--servers FILE] [--capabilities JSON]   # fill the catalog cache
+  mcp-gate pins    [accept SERVER[:NAME]]                   # list or accept tool changes
   mcp-gate version
 
 Run "mcp-gate COMMAND --help" for a command's flags.
@@ -109,6 +113,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = check(ctx, rest, stdout, stderr)
 	case "explain":
 		err = explain(rest, stdout, stderr)
+	case "warm":
+		err = warm(ctx, rest, stdout, stderr)
+	case "pins":
+		err = pinsCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "mcp-gate %s\n", versionString())
 	case "help", "-h", "--help":

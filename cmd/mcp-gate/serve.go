@@ -35,6 +35,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
 		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
 		httpOpts    = registerHTTPFlags(fs)
+		noCache     = fs.Bool("no-catalog-cache", false, "list every server live at each session instead of from the catalog cache")
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
@@ -110,7 +111,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	probes.policyLoaded(store)
-	g, err := proxy.New(proxy.Options{
+	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
 		Launcher:        &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger}, Logger: logger},
@@ -123,7 +124,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Audit:           auditLog,
 		Observer:        probes.observer(),
 		Trouble:         trouble.report,
-	})
+		Pins:            openPins(logger),
+	}
+	if !*noCache {
+		opts.CatalogCache = openCatalogCache(logger)
+	}
+	g, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}

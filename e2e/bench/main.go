@@ -317,7 +317,7 @@ func session(cfg config, s *side, want func(string) bool) error {
 // targets returns the baseline (the echo server directly, or -base-gate)
 // and the gate.
 func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
-	env := withoutGOMAXPROCS(os.Environ())
+	env := loadgen.PrivateDirs(withoutGOMAXPROCS(os.Environ()), dir)
 	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {

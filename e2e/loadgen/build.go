@@ -68,3 +68,12 @@ func countChildren(pid int) int {
 	}
 	return n
 }
+
+// PrivateDirs returns env with the gate's per-user cache and state
+// (catalog cache, pins) under dir, so that a measured or soaked gate
+// neither reads nor writes the user's own, and every run starts alike.
+func PrivateDirs(env []string, dir string) []string {
+	return append(env[:len(env):len(env)],
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"))
+}

@@ -104,6 +104,7 @@ func run(cfg config) (result, error) {
 		return res, err
 	}
 	cmd := exec.Command(cfg.gate, "serve", "--servers", servers, "--policy", policy, "--audit-log", audit, "--log-level", "warn")
+	cmd.Env = loadgen.PrivateDirs(os.Environ(), filepath.Dir(servers))
 	cmd.Stderr = os.Stderr
 	c, err := loadgen.Start(cmd)
 	if err != nil {

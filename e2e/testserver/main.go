@@ -67,6 +67,8 @@ func main() {
 		err = runStubborn(ev)
 	case "auditcheck":
 		err = runAuditCheck(flag.Args())
+	case "lazy":
+		err = runLazy(ev, flag.Args())
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

@@ -1,0 +1,218 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/pins"
+	"github.com/mcp-gate/mcp-gate/policy"
+)
+
+// Pinning: a call to a tool or prompt whose definition differs from the
+// one pinned (package pins) is not relayed silently. The definition
+// checked is the live one: a list seeded from the catalog cache, or
+// fetched from a process that has since been replaced, is listed live
+// first, so that a server changed between runs cannot slip a changed tool
+// under its cached definition. What happens then is the policy's pins
+// setting for the server: ask the human (showing what changed), deny, or
+// allow (pinning the new definition, with an audit line).
+
+// pinRule names the pin check in audit lines and refusals.
+const pinRule = "pins"
+
+// checkPin holds a call to its target's pinned definition. It runs before
+// the policy decides, and only for calls the policy would not refuse
+// outright (deciding is pure): a denied call starts no server.
+func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) verdict {
+	store := g.opts.Pins
+	if store == nil {
+		return verdict{allow: true}
+	}
+	var l *lister
+	var noun string
+	switch t.kind {
+	case policy.KindTool:
+		l, noun = g.tools.lister, "tool"
+	case policy.KindPrompt:
+		l, noun = g.prompts.lister, "prompt"
+	case policy.KindResource:
+		l, noun = g.resLister, "resource template"
+	default:
+		return verdict{allow: true}
+	}
+	def, pinKey, found := pinnedDef(t.snap, t)
+	if t.kind == policy.KindResource && !found {
+		return verdict{allow: true} // a listed resource, not one a template makes
+	}
+	key := g.childKey()
+	// The common case costs no start and no second decision: the list the
+	// call was resolved in came from the running child.
+	s := g.liveSession(l, key, t.server)
+	if s == nil {
+		if pol.Decide(policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}).Verdict == policy.Deny {
+			return verdict{allow: true} // decide refuses it, and audits why
+		}
+		var err error
+		if s, err = g.pool.Session(ctx, key, t.server); err != nil {
+			return verdict{allow: true} // the forward fails with why
+		}
+	}
+	if !g.isLive(l, key, s) {
+		g.Gate.mu.Lock()
+		w := g.startFetchLocked(l, key, t.server, true)
+		g.Gate.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return verdict{reason: "the call was cancelled"}
+		}
+		if !g.isLive(l, key, s) {
+			return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
+		}
+		t.snap = g.catalog()
+		def, pinKey, found = pinnedDef(t.snap, t)
+		if t.kind == policy.KindResource && !found {
+			return verdict{allow: true}
+		}
+	}
+	if !found {
+		return verdict{reason: fmt.Sprintf("server %q no longer lists the %s %q", t.server, noun, t.name)}
+	}
+	state, pin, err := store.Check(t.server, pinKey, def.raw, def.digest)
+	if err != nil {
+		g.log.Error("pins unreadable; call refused", "server", t.server, "error", audit.Redact(err.Error()))
+		return verdict{reason: fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun)}
+	}
+	if state != pins.Changed {
+		return verdict{allow: true}
+	}
+	_, defName, _ := strings.Cut(pinKey, ":")
+	change := definitionChange(pin, def)
+	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
+	id := g.decisionID()
+	logDecision := func(v policy.Verdict, reason string) {
+		g.audit.Decision(audit.Decision{
+			ID: id, Session: g.session, Kind: kindName(t.kind), Server: t.server, Tool: t.name, WireName: t.wire,
+			Verdict: v.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: audit.Digest(t.args),
+		})
+	}
+	accept := func() {
+		if err := store.Accept(t.server, pinKey, def.raw, def.digest); err != nil {
+			g.log.Warn("pin not updated", "server", t.server, "error", audit.Redact(err.Error()))
+		}
+	}
+	refuse := func(why string) verdict {
+		return verdict{reason: what + "; " + why + ". What changed:\n" + elicitation.ChangesView(change) +
+			"\nTo accept it: mcp-gate pins accept " + t.server + ":" + defName}
+	}
+	switch pol.PinAction(t.server) {
+	case policy.Allow:
+		logDecision(policy.Allow, what+"; the policy's pins setting allows changes of this server")
+		accept()
+		return verdict{allow: true}
+	case policy.Deny:
+		logDecision(policy.Deny, what+"; the policy's pins setting denies changes of this server")
+		return refuse("the policy's pins setting refuses changed definitions of this server until they are accepted")
+	}
+	logDecision(policy.Ask, what)
+	req := elicitation.Request{
+		Server: t.server, Tool: defName, Title: g.itemTitle(t.kind, t.server, t.name),
+		Args: t.args, ArgsDigest: audit.Digest(t.args),
+		Rule:    pinRule,
+		Reason:  "the " + noun + "'s definition changed since it was approved; approving accepts the new definition",
+		Titled:  g.hostCaps().protocolVersion >= "2025-11-25",
+		Changed: change,
+	}
+	a := g.approver.Approve(ctx, req, pol.ApprovalTimeout())
+	g.audit.Approval(audit.Approval{
+		DecisionID: id, Session: g.session, Server: t.server, Tool: t.name, ArgsDigest: req.ArgsDigest,
+		Outcome: string(a.Outcome), Detail: "definition change: " + a.Detail, Latency: a.Took,
+	})
+	if !a.Allowed() {
+		return refuse("approval was required and " + a.Detail)
+	}
+	accept()
+	return verdict{allow: true}
+}
+
+// pinnedDef finds, in snap, the definition a call reaches and its pin key:
+// the tool or prompt it names, or the resource template that makes the URI
+// it reads (found is false for a URI the server lists itself, and for one
+// no template of the server makes).
+func pinnedDef(snap *snapshot, t *target) (def *entry, key string, found bool) {
+	switch t.kind {
+	case policy.KindTool, policy.KindPrompt:
+		kind, pk := kindTool, pins.KindTool
+		if t.kind == policy.KindPrompt {
+			kind, pk = kindPrompt, pins.KindPrompt
+		}
+		if l := snap.of(kind).servers[t.server]; l != nil {
+			for i := range l.entries {
+				if l.entries[i].name == t.name {
+					return &l.entries[i], pins.Key(pk, t.name), true
+				}
+			}
+		}
+		return nil, "", false
+	}
+	l := snap.resources.servers[t.server]
+	if l == nil {
+		return nil, "", false
+	}
+	for _, r := range l.resources {
+		if r.uri == t.name {
+			return nil, "", false
+		}
+	}
+	for _, tm := range l.templates {
+		if tm.re.MatchString(t.name) {
+			u, _ := rawjson.GetString(tm.raw, "uriTemplate")
+			return &entry{name: u, raw: tm.raw, digest: pins.Digest(tm.raw)}, pins.Key(pins.KindTemplate, u), true
+		}
+	}
+	return nil, "", false
+}
+
+// definitionChange is what the human is shown of a change: the pinned
+// definition against the listed one.
+func definitionChange(pin pins.Item, def *entry) *elicitation.DefinitionChange {
+	c := &elicitation.DefinitionChange{Pinned: pins.Short(pin.Digest), Now: pins.Short(def.digest)}
+	before := pin.Definition
+	if len(before) == 0 {
+		before = json.RawMessage(`{}`) // too large to have been kept: every value shows as new
+	}
+	changes, more := pins.Diff(before, def.raw)
+	for _, ch := range changes {
+		c.Changes = append(c.Changes, elicitation.Change{Path: ch.Path, Before: ch.Before, After: ch.After})
+	}
+	c.More = more
+	return c
+}
+
+// defDigest is the digest of the definition of a tool or prompt in the
+// session's catalog, "" for anything else: a session grant is bound to it,
+// so that a grant does not outlive a change of what was approved.
+func (g *Session) defDigest(k policy.Kind, server, name string) string {
+	var n *named
+	switch k {
+	case policy.KindTool:
+		n = g.catalog().tools
+	case policy.KindPrompt:
+		n = g.catalog().prompts
+	default:
+		return ""
+	}
+	if l := n.servers[server]; l != nil {
+		for _, e := range l.entries {
+			if e.name == name {
+				return e.digest
+			}
+		}
+	}
+	return ""
+}
