@@ -5,6 +5,9 @@
 //	mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
 //	mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
 //	mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+//	mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] HOST
+//	mcp-gate uninstall [--dry-run] HOST
+//	mcp-gate doctor    [--name NAME]
 //	mcp-gate version
 package main
 
@@ -37,6 +40,9 @@ Usage:
   mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
   mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
   mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+  mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] claude-code|codex|claude-desktop
+  mcp-gate uninstall [--dry-run] claude-code|codex|claude-desktop
+  mcp-gate doctor    [--name NAME]
   mcp-gate version
 
 Run "mcp-gate COMMAND --help" for a command's flags.
@@ -62,6 +68,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = check(ctx, rest, stdout, stderr)
 	case "explain":
 		err = explain(rest, stdout, stderr)
+	case "install":
+		err = install(rest, stdout, stderr)
+	case "uninstall":
+		err = uninstall(rest, stdout, stderr)
+	case "doctor":
+		err = doctor(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "mcp-gate %s\n", version)
 	case "help", "-h", "--help":
