@@ -74,9 +74,20 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true); err != nil {
 		return err
 	}
-	if err := disableMCPJSON(o, p, sf, f, proj); err != nil {
+	// Claude Code 2.1 keeps a project's disabledMcpjsonServers in the
+	// project's .claude/settings.local.json (the user's, not shared; it
+	// migrates the old projects[dir] list of .claude.json there itself).
+	lf, err := loadJSONFile(filepath.Join(proj, ".claude", "settings.local.json"))
+	if err != nil {
 		return err
 	}
+	if lf.before == nil {
+		lf.style.newline = true
+	}
+	if err := disableMCPJSON(o, p, sf, lf, proj); err != nil {
+		return err
+	}
+	lf.edit(p)
 	if err := registerJSONGate(o, p, f, at, gate); err != nil {
 		return err
 	}
@@ -119,10 +130,7 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 	if servers == nil || servers.Kind != '{' {
 		return nil
 	}
-	entry, err := ensure(f.tree, []string{"projects", proj})
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.path, err)
-	}
+	entry := f.tree
 	disabled := entry.Get("disabledMcpjsonServers")
 	if disabled == nil {
 		disabled = &Node{Kind: '['}
@@ -130,7 +138,7 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 	}
 	names, ok := disabled.Strings()
 	if !ok {
-		return fmt.Errorf("%s: projects[%q].disabledMcpjsonServers is not a list of names", f.path, proj)
+		return fmt.Errorf("%s: disabledMcpjsonServers is not a list of names", f.path)
 	}
 	for i, name := range servers.Keys {
 		if slices.Contains(names, name) {
@@ -150,9 +158,9 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 			return err
 		}
 		disabled.Elems = append(disabled.Elems, Leaf(name))
-		p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"projects", proj, "disabledMcpjsonServers"}, Name: name})
+		p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"disabledMcpjsonServers"}, Name: name})
 		p.Moved = append(p.Moved, fmt.Sprintf("%s (%s, disabled there for this user) -> %s", name, mcpPath, key))
-		p.Notes = append(p.Notes, fmt.Sprintf("%s is not edited: %q is disabled for this user in %s (projects[%q].disabledMcpjsonServers)", mcpPath, name, f.path, proj))
+		p.Notes = append(p.Notes, fmt.Sprintf("%s is not edited: %q is disabled for this user in %s (disabledMcpjsonServers)", mcpPath, name, f.path))
 	}
 	return nil
 }
