@@ -25,9 +25,11 @@ func installFlags(fs *pflag.FlagSet) func() (hostconfig.Options, error) {
 		scope   = fs.String("scope", "user", "claude-code: register the gate for the user (user) or for this project only (project)")
 		project = fs.String("project", "", "claude-code: the project directory (default: the working directory)")
 		command = fs.String("command", "", "the mcp-gate binary the host starts (default: this binary)")
+		hostOS  = fs.String("host-os", runtime.GOOS, "the OS whose config layout to use (tests: Claude Desktop's paths differ per OS)")
 	)
+	_ = fs.MarkHidden("host-os")
 	return func() (hostconfig.Options, error) {
-		o := hostconfig.Options{Getenv: os.Getenv, GOOS: runtime.GOOS, Name: *name, Scope: *scope, StateDir: filepath.Join(configDir(), "installs")}
+		o := hostconfig.Options{Getenv: os.Getenv, GOOS: *hostOS, Name: *name, Scope: *scope, StateDir: filepath.Join(configDir(), "installs")}
 		if err := naming.ValidateGateName(o.Name); err != nil {
 			return o, usageError{fmt.Errorf("--name: %w", err)}
 		}

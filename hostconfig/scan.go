@@ -1,0 +1,184 @@
+package hostconfig
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// HostReport is what one host's config registers: gates (entries that
+// start mcp-gate serve) and servers registered directly.
+type HostReport struct {
+	Host   string
+	Config string // the main config file
+	Found  bool   // whether the host has a config here at all
+	Gates  []GateEntry
+	Direct []Entry
+	Err    error // the config could not be read
+}
+
+// GateEntry is a gate registered with the host: Key is the name the host
+// knows it by, Name the --name it runs with ("" when it passes none, so
+// "gate").
+type GateEntry struct {
+	Where, Key, Name string
+	Servers, Policy  string // its --servers and --policy ("" for serve's defaults)
+}
+
+// Entry is a server registered directly with the host.
+type Entry struct{ Where, Name string }
+
+// Bypass says whether the host registers servers directly beside a gate:
+// the model then sees their tools without the policy.
+func (r HostReport) Bypass() bool { return len(r.Gates) > 0 && len(r.Direct) > 0 }
+
+// Scan reads each host's config and reports what it registers. It never
+// writes anything.
+func Scan(o Options) []HostReport {
+	return []HostReport{scanClaudeCode(o), scanCodex(o), scanJSON(o, "claude-desktop", ClaudeDesktopConfigPath(o))}
+}
+
+// argValue is the value of flag in a gate's arguments ("--flag v" or
+// "--flag=v"), or "".
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func gateEntry(where, key string, args []string) GateEntry {
+	g := GateEntry{Where: where, Key: key, Name: argValue(args, "--name"), Servers: argValue(args, "--servers"), Policy: argValue(args, "--policy")}
+	if g.Name == "" {
+		g.Name = "gate"
+	}
+	return g
+}
+
+func classify(o Options, r *HostReport, where string, obj *Node) {
+	if obj == nil {
+		return
+	}
+	for i, name := range obj.Keys {
+		e := obj.Vals[i]
+		args, _ := e.Get("args").Strings()
+		if looksLikeGate(o, e.Get("command").String(), args) {
+			r.Gates = append(r.Gates, gateEntry(where, name, args))
+		} else {
+			r.Direct = append(r.Direct, Entry{Where: where, Name: name})
+		}
+	}
+}
+
+func scanJSON(o Options, host, path string) HostReport {
+	r := HostReport{Host: host, Config: path}
+	if _, err := os.Stat(path); err != nil {
+		return r
+	}
+	r.Found = true
+	f, err := loadJSONFile(path)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	classify(o, &r, path, lookup(f.tree, []string{"mcpServers"}))
+	return r
+}
+
+func scanClaudeCode(o Options) HostReport {
+	path := ClaudeCodeConfigPath(o)
+	r := HostReport{Host: "claude-code", Config: path}
+	f, err := loadJSONFile(path)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Found = f.before != nil
+	classify(o, &r, "user scope", lookup(f.tree, []string{"mcpServers"}))
+	if projects := lookup(f.tree, []string{"projects"}); projects != nil {
+		for _, dir := range projects.Keys {
+			classify(o, &r, "local scope, "+dir, lookup(f.tree, []string{"projects", dir, "mcpServers"}))
+		}
+	}
+	if o.Cwd == "" {
+		return r
+	}
+	// The project's .mcp.json, less what this user disabled (in either place
+	// Claude Code reads).
+	data, err := os.ReadFile(filepath.Join(o.Cwd, ".mcp.json"))
+	if err != nil {
+		return r
+	}
+	r.Found = true
+	tree, err := ParseTree(data)
+	if err != nil {
+		r.Err = fmt.Errorf("%s: %w", filepath.Join(o.Cwd, ".mcp.json"), err)
+		return r
+	}
+	var disabled []string
+	if pe := lookup(f.tree, []string{"projects", o.Cwd}); pe != nil {
+		d, _ := pe.Get("disabledMcpjsonServers").Strings()
+		disabled = append(disabled, d...)
+	}
+	if lf, err := loadJSONFile(filepath.Join(o.Cwd, ".claude", "settings.local.json")); err == nil {
+		d, _ := lf.tree.Get("disabledMcpjsonServers").Strings()
+		disabled = append(disabled, d...)
+	}
+	servers := lookup(tree, []string{"mcpServers"})
+	if servers == nil {
+		return r
+	}
+	enabled := NewObject()
+	for i, name := range servers.Keys {
+		if !slices.Contains(disabled, name) {
+			enabled.Set(name, servers.Vals[i])
+		}
+	}
+	classify(o, &r, filepath.Join(o.Cwd, ".mcp.json"), enabled)
+	return r
+}
+
+func scanCodex(o Options) HostReport {
+	path := CodexConfigPath(o)
+	r := HostReport{Host: "codex", Config: path}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return r
+	}
+	r.Found = true
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		r.Err = fmt.Errorf("%s: %w", path, err)
+		return r
+	}
+	servers, _ := doc["mcp_servers"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		e, _ := servers[name].(map[string]any)
+		if en, ok := e["enabled"].(bool); ok && !en {
+			continue
+		}
+		cmd, _ := e["command"].(string)
+		args := anyStrings(e["args"])
+		if looksLikeGate(o, cmd, args) {
+			r.Gates = append(r.Gates, gateEntry(path, name, args))
+		} else {
+			r.Direct = append(r.Direct, Entry{Where: path, Name: name})
+		}
+	}
+	return r
+}
