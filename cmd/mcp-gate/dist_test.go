@@ -97,3 +97,31 @@ func TestDistCrossBuilds(t *testing.T) {
 		})
 	}
 }
+
+// Issue 13: every `go install` line of the README installs this module's
+// command: the module path of go.mod, or ./cmd/mcp-gate from a checkout.
+func TestReadmeGoInstall(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(mod), "\n")
+	module := strings.TrimSpace(strings.TrimPrefix(first, "module"))
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(string(readme), "\n") {
+		for _, part := range strings.Split(line, "go install ")[1:] {
+			n++
+			target := strings.Fields(part)[0]
+			if target != "./cmd/mcp-gate" && target != module+"/cmd/mcp-gate@latest" {
+				t.Errorf("README: go install %s; expected %s/cmd/mcp-gate@latest or ./cmd/mcp-gate", target, module)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the README has no go install line")
+	}
+}
