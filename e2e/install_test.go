@@ -21,13 +21,18 @@ func newHostHome(t *testing.T) *hostHome {
 	t.Helper()
 	dir := t.TempDir()
 	h := &hostHome{dir: dir, proj: filepath.Join(dir, "proj")}
-	if err := os.MkdirAll(h.proj, 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{h.proj, filepath.Join(dir, ".codex")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h.env = []string{
 		"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"CODEX_HOME=" + filepath.Join(dir, ".codex"), "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TMPDIR=" + os.TempDir(),
+		// Any model request goes to a closed loopback port: tests touch
+		// loopback only, and none of them needs a model.
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",
 	}
 	return h
 }
