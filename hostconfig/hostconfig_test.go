@@ -306,3 +306,30 @@ func TestClaudeCodeRulesAndSemanticUninstall(t *testing.T) {
 		t.Errorf("after uninstall:\n%s\nexpected:\n%s\n(notes %v)", got, want, unotes)
 	}
 }
+
+// A file still as install left it gets its backup back byte for byte,
+// even where undoing edit by edit could not reproduce it (a table in the
+// middle of config.toml, a one-line desktop config).
+func TestUninstallRestoresBackupBytes(t *testing.T) {
+	o := testOptions(t)
+	codex := "[mcp_servers.a]\ncommand = \"x\"\n\n[profiles.p]\nmodel = \"m\"\n"
+	desktop := `{"mcpServers": {"a": {"command": "x"}}, "other": 1}`
+	write(t, CodexConfigPath(o), codex)
+	write(t, ClaudeDesktopConfigPath(o), desktop)
+	install(t, o, "codex")
+	install(t, o, "claude-desktop")
+	for _, host := range []string{"claude-desktop", "codex"} {
+		if _, _, err := Uninstall(o, host, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(t, CodexConfigPath(o)); got != codex {
+		t.Errorf("config.toml after uninstall:\n%q\nexpected:\n%q", got, codex)
+	}
+	if got := read(t, ClaudeDesktopConfigPath(o)); got != desktop {
+		t.Errorf("desktop config after uninstall:\n%q\nexpected:\n%q", got, desktop)
+	}
+	if _, err := os.Stat(o.Servers); err == nil {
+		t.Error("the servers file install created is still there")
+	}
+}
