@@ -122,8 +122,19 @@ func TestDoctor(t *testing.T) {
 	}
 	h.run(t, gateBin, "install", "claude-code")
 
-	// A server that does not start.
+	// A gate registered under another name than its --name: the host's
+	// tool names are not the ones the gate fits to 64 characters.
 	servers := filepath.Join(h.dir, ".config", "mcp-gate", "servers.json")
+	h.run(t, claude, "mcp", "remove", "--scope", "user", "gate")
+	h.run(t, claude, "mcp", "add", "--scope", "user", "policy-gate", "--", gateBin, "serve", "--name", "gate", "--servers", servers)
+	out, err = h.try(gateBin, "doctor")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, `the gate is registered as "policy-gate" but runs with --name gate`) {
+		t.Errorf("doctor with a gate registered under another name: exit %d\n%s", code, out)
+	}
+	h.run(t, claude, "mcp", "remove", "--scope", "user", "policy-gate")
+	h.run(t, claude, "mcp", "add", "--scope", "user", "gate", "--", gateBin, "serve", "--name", "gate", "--servers", servers)
+
+	// A server that does not start.
 	data, _ := os.ReadFile(servers)
 	data = bytes.Replace(data, []byte(`"mcpServers": {`), []byte(`"mcpServers": {"broken": {"command": "/nonexistent/server"},`), 1)
 	if err := os.WriteFile(servers, data, 0o600); err != nil {

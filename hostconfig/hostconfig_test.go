@@ -333,3 +333,54 @@ func TestUninstallRestoresBackupBytes(t *testing.T) {
 		t.Error("the servers file install created is still there")
 	}
 }
+
+// --scope project registers the gate in the project's entry of
+// .claude.json (Claude Code's local scope) and reports the user-scope
+// servers it leaves beside it.
+func TestClaudeCodeProjectScope(t *testing.T) {
+	o := testOptions(t)
+	o.Scope = "project"
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{"`+o.Cwd+`":{"mcpServers":{"l":{"command":"y"}}}}}`)
+	p := install(t, o, "claude-code")
+	f, err := loadJSONFile(ClaudeCodeConfigPath(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := lookup(f.tree, []string{"projects", o.Cwd, "mcpServers"})
+	if local == nil || len(local.Keys) != 1 || local.Keys[0] != "gate" || lookup(f.tree, []string{"mcpServers"}).Get("u") == nil {
+		t.Errorf("after a project install: %s", f.tree.Compact())
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `server "u" stays registered directly at user scope`) {
+		t.Errorf("the user-scope server is not reported: %v", p.Notes)
+	}
+}
+
+// A host that rewrites its file between plan and apply loses nothing: the
+// install stops. A linked config is written through the link.
+func TestApplyChecksAndFollowsLinks(t *testing.T) {
+	o := testOptions(t)
+	real := filepath.Join(o.Home, "dotfiles", "claude_desktop_config.json")
+	write(t, real, `{"mcpServers":{"a":{"command":"x"}}}`)
+	link := ClaudeDesktopConfigPath(o)
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanInstall(o, "claude-desktop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, real, `{"mcpServers":{"a":{"command":"x"}},"new":1}`)
+	if err := Apply(o, p); err == nil || !strings.Contains(err.Error(), "changed while install was planning") {
+		t.Fatalf("apply over a changed file: %v", err)
+	}
+	install(t, o, "claude-desktop")
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if !strings.Contains(read(t, real), `"gate"`) {
+		t.Errorf("the linked file was not written:\n%s", read(t, real))
+	}
+}

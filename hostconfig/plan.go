@@ -131,6 +131,9 @@ func PlanInstall(o Options, host string) (*Plan, error) {
 	if o.Name == "" || o.Command == "" || o.Servers == "" || o.StateDir == "" {
 		return nil, errors.New("install options need Name, Command, Servers and StateDir")
 	}
+	if strings.Contains(o.Command, string(filepath.Separator)+"go-build") {
+		return nil, fmt.Errorf("the gate's command %s is a temporary \"go run\" binary that will be gone; install mcp-gate first (go install ./cmd/mcp-gate) or pass --command", o.Command)
+	}
 	if !filepath.IsAbs(o.Command) || !filepath.IsAbs(o.Servers) {
 		return nil, errors.New("the gate's command and servers file must be absolute paths: the host starts the gate from its own working directory")
 	}
@@ -204,6 +207,20 @@ func Apply(o Options, p *Plan) error {
 			st.Files = append(st.Files, fs)
 		}
 	}
+	// A host may have rewritten its file since the plan read it (Claude
+	// Code rewrites .claude.json as it runs): writing the plan then would
+	// lose that change, so the install stops and asks to be run again.
+	for _, e := range p.Edits {
+		cur, err := os.ReadFile(e.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			cur = nil
+		} else if err != nil {
+			return fmt.Errorf("reading %s: %w", e.Path, err)
+		}
+		if !bytes.Equal(cur, e.Before) || (cur == nil) != (e.Before == nil) {
+			return fmt.Errorf("%s changed while install was planning; nothing was written: run install again", e.Path)
+		}
+	}
 	// The record goes first: a crash between files leaves an uninstall
 	// that can still find every backup.
 	if err := writeState(o, st); err != nil {
@@ -231,6 +248,15 @@ func writeState(o Options, st *State) error {
 // writeFileAtomic replaces path through a temporary file and a rename, so a
 // host reading its config never sees half of it, and keeps the file's mode.
 func writeFileAtomic(path string, data []byte) error {
+	// A config kept elsewhere and linked into place (dotfile managers) is
+	// written where it lives: renaming over the link would replace it.
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("%s is a link that does not resolve: %w", path, err)
+		}
+		path = target
+	}
 	mode := os.FileMode(0o600)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
