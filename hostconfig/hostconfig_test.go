@@ -384,3 +384,23 @@ func TestApplyChecksAndFollowsLinks(t *testing.T) {
 		t.Errorf("the linked file was not written:\n%s", read(t, real))
 	}
 }
+
+// Scan: a server is beside the gate when both apply to the same sessions.
+func TestScanBeside(t *testing.T) {
+	o := testOptions(t)
+	gate := `{"command":"/usr/local/bin/mcp-gate","args":["serve","--name","gate"]}`
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{"/p1":{"mcpServers":{"gate":`+gate+`,"l1":{"command":"y"}}},"/p2":{"mcpServers":{"l2":{"command":"z"}}}}}`)
+	var r HostReport
+	for _, h := range Scan(o) {
+		if h.Host == "claude-code" {
+			r = h
+		}
+	}
+	beside := map[string]bool{}
+	for _, d := range r.Direct {
+		beside[d.Name] = r.Beside(d)
+	}
+	if want := map[string]bool{"u": true, "l1": true, "l2": false}; !reflect.DeepEqual(beside, want) || len(r.Gates) != 1 {
+		t.Errorf("beside %v, gates %v; expected %v", beside, r.Gates, want)
+	}
+}

@@ -28,15 +28,25 @@ type HostReport struct {
 // "gate").
 type GateEntry struct {
 	Where, Key, Name string
+	Project          string // the project it applies to; "" for every one
 	Servers, Policy  string // its --servers and --policy ("" for serve's defaults)
 }
 
 // Entry is a server registered directly with the host.
-type Entry struct{ Where, Name string }
+type Entry struct{ Where, Name, Project string }
 
-// Bypass says whether the host registers servers directly beside a gate:
-// the model then sees their tools without the policy.
-func (r HostReport) Bypass() bool { return len(r.Gates) > 0 && len(r.Direct) > 0 }
+// Beside says whether a direct entry is registered beside one of the
+// host's gates: both apply to the same sessions (one of them for every
+// project, or both for the same project), so the model sees the entry's
+// tools without the policy next to the gate's.
+func (r HostReport) Beside(d Entry) bool {
+	for _, g := range r.Gates {
+		if g.Project == "" || d.Project == "" || g.Project == d.Project {
+			return true
+		}
+	}
+	return false
+}
 
 // Scan reads each host's config and reports what it registers. It never
 // writes anything.
@@ -66,7 +76,7 @@ func gateEntry(where, key string, args []string) GateEntry {
 	return g
 }
 
-func classify(o Options, r *HostReport, where string, obj *Node) {
+func classify(o Options, r *HostReport, where, project string, obj *Node) {
 	if obj == nil {
 		return
 	}
@@ -74,9 +84,11 @@ func classify(o Options, r *HostReport, where string, obj *Node) {
 		e := obj.Vals[i]
 		args, _ := e.Get("args").Strings()
 		if looksLikeGate(o, e.Get("command").String(), args) {
-			r.Gates = append(r.Gates, gateEntry(where, name, args))
+			g := gateEntry(where, name, args)
+			g.Project = project
+			r.Gates = append(r.Gates, g)
 		} else {
-			r.Direct = append(r.Direct, Entry{Where: where, Name: name})
+			r.Direct = append(r.Direct, Entry{Where: where, Name: name, Project: project})
 		}
 	}
 }
@@ -92,7 +104,7 @@ func scanJSON(o Options, host, path string) HostReport {
 		r.Err = err
 		return r
 	}
-	classify(o, &r, path, lookup(f.tree, []string{"mcpServers"}))
+	classify(o, &r, path, "", lookup(f.tree, []string{"mcpServers"}))
 	return r
 }
 
@@ -105,10 +117,10 @@ func scanClaudeCode(o Options) HostReport {
 		return r
 	}
 	r.Found = f.before != nil
-	classify(o, &r, "user scope", lookup(f.tree, []string{"mcpServers"}))
+	classify(o, &r, "user scope", "", lookup(f.tree, []string{"mcpServers"}))
 	if projects := lookup(f.tree, []string{"projects"}); projects != nil {
 		for _, dir := range projects.Keys {
-			classify(o, &r, "local scope, "+dir, lookup(f.tree, []string{"projects", dir, "mcpServers"}))
+			classify(o, &r, "local scope, "+dir, dir, lookup(f.tree, []string{"projects", dir, "mcpServers"}))
 		}
 	}
 	if o.Cwd == "" {
@@ -145,7 +157,7 @@ func scanClaudeCode(o Options) HostReport {
 			enabled.Set(name, servers.Vals[i])
 		}
 	}
-	classify(o, &r, filepath.Join(o.Cwd, ".mcp.json"), enabled)
+	classify(o, &r, filepath.Join(o.Cwd, ".mcp.json"), o.Cwd, enabled)
 	return r
 }
 

@@ -74,7 +74,7 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		for _, d := range r.Direct {
-			if len(r.Gates) > 0 {
+			if r.Beside(d) {
 				problem(fmt.Sprintf("%s: %q is registered directly beside the gate (%s): the model can call mcp__%s__… without the policy", r.Host, d.Name, d.Where, d.Name),
 					fmt.Sprintf("mcp-gate install %s (moves it behind the gate)", r.Host))
 			} else {

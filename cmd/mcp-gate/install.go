@@ -127,7 +127,7 @@ func install(args []string, stdout, stderr io.Writer) error {
 	for _, e := range plan.Edits {
 		fmt.Fprintf(stdout, "wrote %s\n", e.Path)
 	}
-	fmt.Fprintf(stdout, "%s now starts only the gate %q; backups and the install record are in %s; \"mcp-gate uninstall %s\" undoes this\n", host, o.Name, o.StateDir, host)
+	fmt.Fprintf(stdout, "%s now starts the gate %q in place of the servers it moved; backups and the install record are in %s; \"mcp-gate uninstall %s\" undoes this; \"mcp-gate doctor\" checks the result\n", host, o.Name, o.StateDir, host)
 	return nil
 }
 
