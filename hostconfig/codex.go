@@ -210,6 +210,9 @@ func convertCodexEntry(path, name string, e map[string]any) (*Node, []string, er
 				if !ok {
 					return bad("http_headers.%s is not a string", hk)
 				}
+				if strings.Contains(s, "${") {
+					return bad("http_headers.%s has \"${\", which Codex passes literally and the gate's servers file would expand; move this server by hand", hk)
+				}
 				headers.Set(hk, Leaf(s))
 			}
 		case "env_http_headers":
@@ -246,6 +249,10 @@ func convertCodexEntry(path, name string, e map[string]any) (*Node, []string, er
 		default:
 			return bad("has %q, which the gate's servers file cannot express (a tool filter belongs in the policy); remove it or move this server by hand", k)
 		}
+	}
+	// Codex passes its values literally; the servers file expands ${VAR}.
+	if literal := out.Compact(); strings.Contains(literal, "${") {
+		return bad("has \"${\" in a value, which Codex passes literally and the gate's servers file would expand; move this server by hand")
 	}
 	if len(headers.Keys) > 0 {
 		out.Set("headers", headers)

@@ -404,3 +404,22 @@ func TestScanBeside(t *testing.T) {
 		t.Errorf("beside %v, gates %v; expected %v", beside, r.Gates, want)
 	}
 }
+
+// A "${" that a host passes literally is not moved into a file that
+// would expand it.
+func TestLiteralDollarRefused(t *testing.T) {
+	o := testOptions(t)
+	write(t, ClaudeDesktopConfigPath(o), `{"mcpServers":{"a":{"command":"x","env":{"P":"pa${ss"}}}}`)
+	if _, err := PlanInstall(o, "claude-desktop"); err == nil || !strings.Contains(err.Error(), "literally") {
+		t.Errorf("desktop: %v", err)
+	}
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\nargs = [\"${HOME}\"]\n")
+	if _, err := PlanInstall(o, "codex"); err == nil || !strings.Contains(err.Error(), "literally") {
+		t.Errorf("codex: %v", err)
+	}
+	// Codex's bearer_token_env_var is turned into ${VAR} by install itself.
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"T\"\n")
+	if _, err := PlanInstall(o, "codex"); err != nil {
+		t.Errorf("codex bearer: %v", err)
+	}
+}

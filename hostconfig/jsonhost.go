@@ -128,6 +128,12 @@ func convertJSONEntry(where, name string, e *Node, inheritAll bool) (*Node, erro
 	if stdio && inheritAll {
 		out.Set("inheritEnv", Leaf(true))
 	}
+	// Claude Code expands ${VAR} in its entries as the servers file does;
+	// Claude Desktop passes them literally, and the servers file would
+	// expand what the host did not.
+	if !inheritAll && strings.Contains(e.Compact(), "${") {
+		return nil, fmt.Errorf("%s: server %q has \"${\" in a value, which this host passes literally and the gate's servers file would expand; move this server by hand", where, name)
+	}
 	return out, nil
 }
 
