@@ -135,8 +135,12 @@ func TestInstallClaudeCode(t *testing.T) {
 	}
 
 	// Uninstall straight away: the backups come back byte for byte.
+	if out := h.run(t, gateBin, "uninstall", "--dry-run", "claude-code"); !strings.Contains(out, `-    "gate": {`) || !bytes.Equal(h.read(t, ".claude.json"), installed) {
+		t.Errorf("uninstall --dry-run:\n%s", out)
+	}
+	backup := h.backupOf(t, "claude-code", ".claude.json")
 	h.run(t, gateBin, "uninstall", "claude-code")
-	if got := h.read(t, ".claude.json"); !bytes.Equal(got, before) {
+	if got := h.read(t, ".claude.json"); !bytes.Equal(got, before) || !bytes.Equal(got, backup) {
 		t.Errorf("after uninstall .claude.json differs from before install:\n%s", got)
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, ".config", "mcp-gate", "servers.json")); err == nil {
@@ -253,6 +257,9 @@ func TestInstallCodex(t *testing.T) {
 	servers := string(h.read(t, ".config/mcp-gate/servers.json"))
 	if !strings.Contains(servers, `"GZIP_ALLOWED_DOMAINS": "example.invalid"`) {
 		t.Errorf("the moved server lost its environment:\n%s", servers)
+	}
+	if out := h.run(t, gateBin, "uninstall", "--dry-run", "codex"); !strings.Contains(out, "-[mcp_servers.gate]") || !bytes.Equal(h.read(t, ".codex/config.toml"), installed) {
+		t.Errorf("uninstall --dry-run:\n%s", out)
 	}
 	h.run(t, gateBin, "uninstall", "codex")
 	if got := h.read(t, ".codex/config.toml"); !bytes.Equal(got, before) || !bytes.Equal(got, h.backupOf(t, "codex", "config.toml")) {
