@@ -114,12 +114,13 @@ func lineOps(a, b []string) []lineOp {
 			ops = append(ops, lineOp{' ', a[i]})
 			i++
 			j++
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, lineOp{'+', b[j]})
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			// Removals before additions, as diff(1) shows them.
 			ops = append(ops, lineOp{'-', a[i]})
 			i++
+		default:
+			ops = append(ops, lineOp{'+', b[j]})
+			j++
 		}
 	}
 	return ops

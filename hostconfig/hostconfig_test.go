@@ -423,3 +423,15 @@ func TestLiteralDollarRefused(t *testing.T) {
 		t.Errorf("codex bearer: %v", err)
 	}
 }
+
+func TestDiff(t *testing.T) {
+	before := "a\nb\nc\nd\ne\nf\ng\nh\ni\n"
+	after := "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\n"
+	want := "--- f\n+++ f\n@@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n+j\n"
+	if got := Diff("f", []byte(before), []byte(after)); got != want {
+		t.Errorf("diff:\n%s\nexpected:\n%s", got, want)
+	}
+	if got := Diff("f", nil, []byte("x\n")); got != "--- f (does not exist)\n+++ f (new)\n+x\n" {
+		t.Errorf("a new file:\n%s", got)
+	}
+}
