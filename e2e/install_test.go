@@ -269,3 +269,25 @@ func TestInstallCodex(t *testing.T) {
 		t.Errorf("after uninstall codex mcp list:\n%s", list)
 	}
 }
+
+// Issue 13: --name is the registration key and the gate's --name at once,
+// so the names the host builds (mcp__NAME__…) are the ones the gate fits
+// to 64 characters.
+func TestInstallClaudeCodeName(t *testing.T) {
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "-e", "GZIP_ALLOWED_DOMAINS=example.invalid", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, gateBin, "install", "--name", "policy", "claude-code")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "policy: "+gateBin+" serve --name policy ") {
+		t.Errorf("claude mcp list:\n%s", list)
+	}
+	tools := claudeInitTools(t, h, claude)
+	if !contains(tools, "mcp__policy__everything__echo") {
+		t.Errorf("init tools %v lack mcp__policy__everything__echo", tools)
+	}
+	if out, err := h.try(gateBin, "install", "--name", "bad__name", "claude-code"); exitCode(err) != 2 || !strings.Contains(out, "__") {
+		t.Errorf("an invalid --name: %v\n%s", err, out)
+	}
+}
