@@ -137,6 +137,16 @@ func planCodex(o Options, p *Plan, sf *serversFile) error {
 	if !reflect.DeepEqual(got, intended) {
 		return fmt.Errorf("%s: this file's layout (inline or dotted mcp_servers tables?) cannot be edited safely as text; nothing was written: write each server as its own [mcp_servers.NAME] table, or move them by hand", path)
 	}
+	// A trusted project's .codex/config.toml is the project's file, and
+	// Codex has no per-user way to turn one of its servers off (a user
+	// entry with only enabled = false breaks Codex outside the project).
+	for _, pp := range CodexProjectConfigs(o) {
+		var pr HostReport
+		scanCodexFile(o, &pr, pp, "")
+		for _, d := range pr.Direct {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s registers %q directly: when Codex trusts this project, the model can call it without the policy; move it into the servers file and remove it there (install does not edit a project's file)", pp, d.Name))
+		}
+	}
 	if string(data) != text {
 		p.Edits = append(p.Edits, FileEdit{Path: path, Before: before, After: []byte(text)})
 	}

@@ -435,3 +435,26 @@ func TestDiff(t *testing.T) {
 		t.Errorf("a new file:\n%s", got)
 	}
 }
+
+// A project's .codex/config.toml is reported by install and is a bypass
+// to doctor's scan: Codex layers it over the user's for a trusted project.
+func TestCodexProjectConfig(t *testing.T) {
+	o := testOptions(t)
+	if err := os.MkdirAll(filepath.Join(o.Cwd, ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(o.Cwd, ".codex", "config.toml"), "[mcp_servers.projsrv]\ncommand = \"node\"\n")
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\n")
+	p := install(t, o, "codex")
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `registers "projsrv" directly`) {
+		t.Errorf("not reported: %v", p.Notes)
+	}
+	for _, r := range Scan(o) {
+		if r.Host != "codex" {
+			continue
+		}
+		if len(r.Direct) != 1 || r.Direct[0].Name != "projsrv" || !r.Beside(r.Direct[0]) {
+			t.Errorf("scan: %+v", r)
+		}
+	}
+}

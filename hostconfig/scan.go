@@ -164,19 +164,27 @@ func scanClaudeCode(o Options) HostReport {
 func scanCodex(o Options) HostReport {
 	path := CodexConfigPath(o)
 	r := HostReport{Host: "codex", Config: path}
+	scanCodexFile(o, &r, path, "")
+	for _, pp := range CodexProjectConfigs(o) {
+		scanCodexFile(o, &r, pp, filepath.Dir(filepath.Dir(pp)))
+	}
+	return r
+}
+
+func scanCodexFile(o Options, r *HostReport, path, project string) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return r
+		return
 	}
 	r.Found = true
 	if err != nil {
 		r.Err = err
-		return r
+		return
 	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		r.Err = fmt.Errorf("%s: %w", path, err)
-		return r
+		return
 	}
 	servers, _ := doc["mcp_servers"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
@@ -187,10 +195,32 @@ func scanCodex(o Options) HostReport {
 		cmd, _ := e["command"].(string)
 		args := anyStrings(e["args"])
 		if looksLikeGate(o, cmd, args) {
-			r.Gates = append(r.Gates, gateEntry(path, name, args))
+			g := gateEntry(path, name, args)
+			g.Project = project
+			r.Gates = append(r.Gates, g)
 		} else {
-			r.Direct = append(r.Direct, Entry{Where: path, Name: name})
+			r.Direct = append(r.Direct, Entry{Where: path, Name: name, Project: project})
 		}
 	}
-	return r
+}
+
+// CodexProjectConfigs are the project-level .codex/config.toml files Codex
+// layers over the user's for a trusted project: in the working directory
+// and each parent up to the repository root.
+func CodexProjectConfigs(o Options) []string {
+	var out []string
+	if o.Cwd == "" {
+		return nil
+	}
+	for dir := o.Cwd; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, ".codex", "config.toml")
+		if p != CodexConfigPath(o) {
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil || dir == filepath.Dir(dir) || dir == o.Home {
+			return out
+		}
+	}
 }
