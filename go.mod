@@ -9,6 +9,7 @@ require (
 	github.com/gobwas/glob v1.1.0
 	github.com/google/cel-go v0.31.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/segmentio/encoding v0.5.4
 	github.com/spf13/pflag v1.1.0

@@ -196,7 +196,7 @@ func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.D
 	for i, cfg := range stdio {
 		r := results[i]
 		if r.err != nil {
-			fmt.Fprintf(out, "note: server %q could not be started and listed (%v); globs over it are not checked\n", cfg.Name, r.err)
+			fmt.Fprintf(out, "note: server %q "+unstartableNote+" (%v); globs over it are not checked\n", cfg.Name, r.err)
 			continue
 		}
 		catalog[cfg.Name] = r.names

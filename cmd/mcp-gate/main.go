@@ -7,6 +7,9 @@
 //	mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
 //	mcp-gate warm    [--servers FILE] [--capabilities JSON]
 //	mcp-gate pins    [accept SERVER[:NAME]]
+//	mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] HOST
+//	mcp-gate uninstall [--dry-run] HOST
+//	mcp-gate doctor    [--name NAME]
 //	mcp-gate version
 package main
 
@@ -80,6 +83,9 @@ Usage:
   mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
   mcp-gate warm    [--servers FILE] [--capabilities JSON]   # fill the catalog cache
   mcp-gate pins    [accept SERVER[:NAME]]                   # list or accept tool changes
+  mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] claude-code|codex|claude-desktop
+  mcp-gate uninstall [--dry-run] claude-code|codex|claude-desktop
+  mcp-gate doctor    [--name NAME]
   mcp-gate version
 
 Run "mcp-gate COMMAND --help" for a command's flags.
@@ -117,6 +123,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = warm(ctx, rest, stdout, stderr)
 	case "pins":
 		err = pinsCmd(rest, stdout, stderr)
+	case "install":
+		err = install(rest, stdout, stderr)
+	case "uninstall":
+		err = uninstall(rest, stdout, stderr)
+	case "doctor":
+		err = doctor(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "mcp-gate %s\n", versionString())
 	case "help", "-h", "--help":

@@ -1,0 +1,460 @@
+package hostconfig
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+func testOptions(t *testing.T) Options {
+	t.Helper()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		Home: home, Getenv: func(string) string { return "" }, GOOS: "linux", Cwd: proj,
+		Name: "gate", Command: "/usr/local/bin/mcp-gate", Servers: filepath.Join(home, ".config", "mcp-gate", "servers.json"),
+		StateDir: filepath.Join(home, ".config", "mcp-gate", "installs"), Timeout: 2 * time.Minute,
+		Now: func() time.Time { return time.Unix(0, 0) },
+	}
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func install(t *testing.T, o Options, host string) *Plan {
+	t.Helper()
+	p, err := PlanInstall(o, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(o, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The way Claude Code writes .claude.json (JSON.stringify(v, null, 2), no
+// final newline) comes back byte for byte from the tree, escapes and
+// number spellings included, so an edit touches only what it changes.
+func TestTreeRoundTrip(t *testing.T) {
+	for _, doc := range []string{
+		"{\n  \"a\": 1.50,\n  \"b\": \"caf\\u00e9 \\\"q\\\" é\",\n  \"c\": [],\n  \"d\": {},\n  \"e\": [\n    1,\n    {\n      \"f\": null\n    }\n  ],\n  \"g\": true\n}",
+		"{\n\t\"a\": [\n\t\t\"x\"\n\t]\n}\n",
+		"{}",
+	} {
+		tree, err := ParseTree([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := styleOf([]byte(doc))
+		if got := string(tree.Encode(st.indent, st.newline)); got != doc {
+			t.Errorf("round trip:\n%s\nexpected:\n%s", got, doc)
+		}
+	}
+	if _, err := ParseTree([]byte(`{"a":1,"a":2}`)); err == nil || !strings.Contains(err.Error(), "duplicate key") {
+		t.Errorf("a duplicate key: %v", err)
+	}
+}
+
+func FuzzTree(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"\u00e9"}],"c":{}}`, `[]`, `"x"`, `{"a":1e400}`, `{"":{"":[[]]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tree, err := ParseTree(data)
+		if err != nil {
+			return
+		}
+		again, err := ParseTree(tree.Encode("  ", true))
+		if err != nil {
+			t.Fatalf("the encoding of a parsed document does not parse: %v", err)
+		}
+		if again.Compact() != tree.Compact() {
+			t.Fatalf("re-encoding changed the document:\n%s\n%s", tree.Compact(), again.Compact())
+		}
+	})
+}
+
+func TestClaudeDesktopPaths(t *testing.T) {
+	o := Options{Home: "/h", Getenv: func(k string) string {
+		return map[string]string{"APPDATA": "/h/AppData/Roaming"}[k]
+	}}
+	for goos, want := range map[string]string{
+		"darwin":  "/h/Library/Application Support/Claude/claude_desktop_config.json",
+		"windows": "/h/AppData/Roaming/Claude/claude_desktop_config.json",
+		"linux":   "/h/.config/Claude/claude_desktop_config.json",
+	} {
+		o.GOOS = goos
+		if got := ClaudeDesktopConfigPath(o); got != filepath.FromSlash(want) {
+			t.Errorf("%s: %s; expected %s", goos, got, want)
+		}
+	}
+	o.GOOS, o.Getenv = "linux", func(k string) string { return map[string]string{"XDG_CONFIG_HOME": "/x"}[k] }
+	if got := ClaudeDesktopConfigPath(o); got != "/x/Claude/claude_desktop_config.json" {
+		t.Errorf("linux with XDG_CONFIG_HOME: %s", got)
+	}
+}
+
+func TestSanitizeKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"everything": "everything", "My Server": "my-server", "gh_tools": "gh-tools", "__x__": "x",
+		"Ünïcode": "n-code", "": "server", "-": "server", "a:b.c": "a-b-c",
+	} {
+		if got := sanitizeKey(in, 40); got != want {
+			t.Errorf("sanitizeKey(%q) = %q; expected %q", in, got, want)
+		}
+	}
+	if got := sanitizeKey(strings.Repeat("a", 100), 20); len(got) != 20 {
+		t.Errorf("not truncated: %q", got)
+	}
+}
+
+// An existing servers-file entry of the same name is never replaced: the
+// moved server gets another key, and the rename is reported.
+func TestServersFileNeverClobbered(t *testing.T) {
+	o := testOptions(t)
+	existing := "{\n  \"mcpServers\": {\n    \"everything\": {\n      \"command\": \"mine\"\n    }\n  }\n}\n"
+	write(t, o.Servers, existing)
+	write(t, ClaudeDesktopConfigPath(o), `{"mcpServers":{"everything":{"command":"node","args":["x.js"]}}}`)
+	p := install(t, o, "claude-desktop")
+	got := read(t, o.Servers)
+	if !strings.Contains(got, `"command": "mine"`) || !strings.Contains(got, `"everything-2": {`) {
+		t.Errorf("servers file:\n%s", got)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `"everything" is "everything-2"`) {
+		t.Errorf("the rename is not reported: %v", p.Notes)
+	}
+	if _, _, err := Uninstall(o, "claude-desktop", false); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, o.Servers) != existing {
+		t.Errorf("uninstall did not give the servers file back:\n%s", read(t, o.Servers))
+	}
+}
+
+// A key the servers file cannot express stops the install before anything
+// is written: dropping it could change what the server does.
+func TestUnknownKeyRefused(t *testing.T) {
+	o := testOptions(t)
+	cfg := `{"mcpServers":{"a":{"command":"x","oauth":{"clientId":"y"}}}}`
+	write(t, ClaudeDesktopConfigPath(o), cfg)
+	if _, err := PlanInstall(o, "claude-desktop"); err == nil || !strings.Contains(err.Error(), `"oauth"`) {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\ndisabled_tools = [\"rm\"]\n")
+	if _, err := PlanInstall(o, "codex"); err == nil || !strings.Contains(err.Error(), `"disabled_tools"`) {
+		t.Fatalf("a tool filter: %v", err)
+	}
+}
+
+// Codex's config.toml keeps its comments and layout; quoted keys and
+// sub-tables move with their server; env_vars become inheritEnv on the
+// server and env_vars on the gate; a bearer token variable becomes a header.
+func TestCodexTextEdit(t *testing.T) {
+	o := testOptions(t)
+	cfg := `# top comment
+model = "o3" # why
+
+[mcp_servers."my.server"]
+command = "node"
+args = ["s.js"]
+env_vars = ["GH_TOKEN"]
+
+[mcp_servers."my.server".env]
+A = "b"
+
+# the web one
+[mcp_servers.web]
+url = "http://127.0.0.1:9/mcp"
+bearer_token_env_var = "WEB_TOKEN"
+tool_timeout_sec = 30
+
+[mcp_servers.off]
+command = "x"
+enabled = false
+
+# profiles
+[profiles.a]
+model = "x"
+`
+	write(t, CodexConfigPath(o), cfg)
+	p := install(t, o, "codex")
+	got := read(t, CodexConfigPath(o))
+	for _, keep := range []string{"# top comment\nmodel = \"o3\" # why\n", "# profiles\n[profiles.a]\nmodel = \"x\"\n", "[mcp_servers.off]\ncommand = \"x\"\nenabled = false\n", "# the web one\n"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("lost %q:\n%s", keep, got)
+		}
+	}
+	if !strings.Contains(got, `env_vars = ["GH_TOKEN", "WEB_TOKEN"]`) || !strings.Contains(got, "tool_timeout_sec = 180") {
+		t.Errorf("the gate's table:\n%s", got)
+	}
+	servers := read(t, o.Servers)
+	for _, want := range []string{`"my-server": {`, `"inheritEnv": [`, `"Authorization": "Bearer ${WEB_TOKEN}"`, `"callTimeout": "30s"`, `"type": "http"`} {
+		if !strings.Contains(servers, want) {
+			t.Errorf("servers file lacks %s:\n%s", want, servers)
+		}
+	}
+	if len(p.Moved) != 2 {
+		t.Errorf("moved %v", p.Moved)
+	}
+	// A second plan changes nothing.
+	if p2, err := PlanInstall(o, "codex"); err != nil || p2.Changed() {
+		t.Errorf("a second install: %v %v", err, p2.Diff())
+	}
+	// Edited since: uninstall cuts the gate and appends the moved tables.
+	write(t, CodexConfigPath(o), read(t, CodexConfigPath(o))+"\n[profiles.b]\nmodel = \"y\"\n")
+	if _, _, err := Uninstall(o, "codex", false); err != nil {
+		t.Fatal(err)
+	}
+	var want, back map[string]any
+	_ = toml.Unmarshal([]byte(cfg+"\n[profiles.b]\nmodel = \"y\"\n"), &want)
+	if err := toml.Unmarshal([]byte(read(t, CodexConfigPath(o))), &back); err != nil || !reflect.DeepEqual(want, back) {
+		t.Errorf("after uninstall of an edited file:\n%s", read(t, CodexConfigPath(o)))
+	}
+}
+
+// Layouts the text edit cannot handle are refused with nothing written.
+func TestCodexLayoutsRefused(t *testing.T) {
+	for name, cfg := range map[string]string{
+		"inline": "mcp_servers = { a = { command = \"x\" } }\n",
+		"dotted": "[mcp_servers]\na.command = \"x\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := testOptions(t)
+			write(t, CodexConfigPath(o), cfg)
+			_, err := PlanInstall(o, "codex")
+			if err == nil || !strings.Contains(err.Error(), "nothing was written") {
+				t.Errorf("%v", err)
+			}
+		})
+	}
+}
+
+func FuzzCodexPlan(f *testing.F) {
+	f.Add("[mcp_servers.a]\ncommand = \"x\"\n[mcp_servers.a.env]\nK = \"v\"\n")
+	f.Add("x = 1\n[mcp_servers.'q.r']\ncommand = \"x\"\nargs = [\n\"[mcp_servers.z]\",\n]\n")
+	f.Add("s = '''\n[mcp_servers.a]\n'''\n[mcp_servers.a]\ncommand = \"y\"\n")
+	f.Fuzz(func(t *testing.T, cfg string) {
+		o := testOptions(t)
+		write(t, CodexConfigPath(o), cfg)
+		p, err := PlanInstall(o, "codex")
+		if err != nil {
+			return
+		}
+		// Whatever is planned parses, and registers the gate.
+		for _, e := range p.Edits {
+			if e.Path != CodexConfigPath(o) {
+				continue
+			}
+			var doc map[string]any
+			if err := toml.Unmarshal(e.After, &doc); err != nil {
+				t.Fatalf("planned TOML does not parse: %v\n%s", err, e.After)
+			}
+			if ms, _ := doc["mcp_servers"].(map[string]any); ms["gate"] == nil {
+				t.Fatalf("no gate in\n%s", e.After)
+			}
+		}
+	})
+}
+
+// Claude Code: the permission rules naming a moved server are reported,
+// a deny rule as one that no longer applies; a file rewritten by the host
+// since install is edited back entry by entry.
+func TestClaudeCodeRulesAndSemanticUninstall(t *testing.T) {
+	o := testOptions(t)
+	cfgPath := ClaudeCodeConfigPath(o)
+	before := "{\n  \"numStartups\": 1,\n  \"mcpServers\": {\n    \"a\": {\n      \"type\": \"stdio\",\n      \"command\": \"x\",\n      \"args\": [],\n      \"env\": {}\n    },\n    \"b\": {\n      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:9/mcp\"\n    }\n  }\n}"
+	write(t, cfgPath, before)
+	write(t, filepath.Join(o.Home, ".claude", "settings.json"), `{"permissions":{"deny":["mcp__a__rm"],"allow":["mcp__b","Bash(ls)"]}}`)
+	p := install(t, o, "claude-code")
+	notes := strings.Join(p.Notes, "\n")
+	if !strings.Contains(notes, `"mcp__a__rm"`) || !strings.Contains(notes, "no longer applies") || !strings.Contains(notes, `"mcp__b"`) || strings.Contains(notes, "Bash(ls)") {
+		t.Errorf("rules reported:\n%s", notes)
+	}
+	// The host rewrites its file (a counter) after install.
+	cur := read(t, cfgPath)
+	write(t, cfgPath, strings.Replace(cur, `"numStartups": 1`, `"numStartups": 2`, 1))
+	_, unotes, err := Uninstall(o, "claude-code", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, cfgPath), strings.Replace(before, `"numStartups": 1`, `"numStartups": 2`, 1); got != want {
+		t.Errorf("after uninstall:\n%s\nexpected:\n%s\n(notes %v)", got, want, unotes)
+	}
+}
+
+// A file still as install left it gets its backup back byte for byte,
+// even where undoing edit by edit could not reproduce it (a table in the
+// middle of config.toml, a one-line desktop config).
+func TestUninstallRestoresBackupBytes(t *testing.T) {
+	o := testOptions(t)
+	codex := "[mcp_servers.a]\ncommand = \"x\"\n\n[profiles.p]\nmodel = \"m\"\n"
+	desktop := `{"mcpServers": {"a": {"command": "x"}}, "other": 1}`
+	write(t, CodexConfigPath(o), codex)
+	write(t, ClaudeDesktopConfigPath(o), desktop)
+	install(t, o, "codex")
+	install(t, o, "claude-desktop")
+	for _, host := range []string{"claude-desktop", "codex"} {
+		if _, _, err := Uninstall(o, host, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(t, CodexConfigPath(o)); got != codex {
+		t.Errorf("config.toml after uninstall:\n%q\nexpected:\n%q", got, codex)
+	}
+	if got := read(t, ClaudeDesktopConfigPath(o)); got != desktop {
+		t.Errorf("desktop config after uninstall:\n%q\nexpected:\n%q", got, desktop)
+	}
+	if _, err := os.Stat(o.Servers); err == nil {
+		t.Error("the servers file install created is still there")
+	}
+}
+
+// --scope project registers the gate in the project's entry of
+// .claude.json (Claude Code's local scope) and reports the user-scope
+// servers it leaves beside it.
+func TestClaudeCodeProjectScope(t *testing.T) {
+	o := testOptions(t)
+	o.Scope = "project"
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{"`+o.Cwd+`":{"mcpServers":{"l":{"command":"y"}}}}}`)
+	p := install(t, o, "claude-code")
+	f, err := loadJSONFile(ClaudeCodeConfigPath(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := lookup(f.tree, []string{"projects", o.Cwd, "mcpServers"})
+	if local == nil || len(local.Keys) != 1 || local.Keys[0] != "gate" || lookup(f.tree, []string{"mcpServers"}).Get("u") == nil {
+		t.Errorf("after a project install: %s", f.tree.Compact())
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `server "u" stays registered directly at user scope`) {
+		t.Errorf("the user-scope server is not reported: %v", p.Notes)
+	}
+}
+
+// A host that rewrites its file between plan and apply loses nothing: the
+// install stops. A linked config is written through the link.
+func TestApplyChecksAndFollowsLinks(t *testing.T) {
+	o := testOptions(t)
+	real := filepath.Join(o.Home, "dotfiles", "claude_desktop_config.json")
+	write(t, real, `{"mcpServers":{"a":{"command":"x"}}}`)
+	link := ClaudeDesktopConfigPath(o)
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanInstall(o, "claude-desktop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, real, `{"mcpServers":{"a":{"command":"x"}},"new":1}`)
+	if err := Apply(o, p); err == nil || !strings.Contains(err.Error(), "changed while install was planning") {
+		t.Fatalf("apply over a changed file: %v", err)
+	}
+	install(t, o, "claude-desktop")
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if !strings.Contains(read(t, real), `"gate"`) {
+		t.Errorf("the linked file was not written:\n%s", read(t, real))
+	}
+}
+
+// Scan: a server is beside the gate when both apply to the same sessions.
+func TestScanBeside(t *testing.T) {
+	o := testOptions(t)
+	gate := `{"command":"/usr/local/bin/mcp-gate","args":["serve","--name","gate"]}`
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{"/p1":{"mcpServers":{"gate":`+gate+`,"l1":{"command":"y"}}},"/p2":{"mcpServers":{"l2":{"command":"z"}}}}}`)
+	var r HostReport
+	for _, h := range Scan(o) {
+		if h.Host == "claude-code" {
+			r = h
+		}
+	}
+	beside := map[string]bool{}
+	for _, d := range r.Direct {
+		beside[d.Name] = r.Beside(d)
+	}
+	if want := map[string]bool{"u": true, "l1": true, "l2": false}; !reflect.DeepEqual(beside, want) || len(r.Gates) != 1 {
+		t.Errorf("beside %v, gates %v; expected %v", beside, r.Gates, want)
+	}
+}
+
+// A "${" that a host passes literally is not moved into a file that
+// would expand it.
+func TestLiteralDollarRefused(t *testing.T) {
+	o := testOptions(t)
+	write(t, ClaudeDesktopConfigPath(o), `{"mcpServers":{"a":{"command":"x","env":{"P":"pa${ss"}}}}`)
+	if _, err := PlanInstall(o, "claude-desktop"); err == nil || !strings.Contains(err.Error(), "literally") {
+		t.Errorf("desktop: %v", err)
+	}
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\nargs = [\"${HOME}\"]\n")
+	if _, err := PlanInstall(o, "codex"); err == nil || !strings.Contains(err.Error(), "literally") {
+		t.Errorf("codex: %v", err)
+	}
+	// Codex's bearer_token_env_var is turned into ${VAR} by install itself.
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"T\"\n")
+	if _, err := PlanInstall(o, "codex"); err != nil {
+		t.Errorf("codex bearer: %v", err)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	before := "a\nb\nc\nd\ne\nf\ng\nh\ni\n"
+	after := "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\n"
+	want := "--- f\n+++ f\n@@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n+j\n"
+	if got := Diff("f", []byte(before), []byte(after)); got != want {
+		t.Errorf("diff:\n%s\nexpected:\n%s", got, want)
+	}
+	if got := Diff("f", nil, []byte("x\n")); got != "--- f (does not exist)\n+++ f (new)\n+x\n" {
+		t.Errorf("a new file:\n%s", got)
+	}
+}
+
+// A project's .codex/config.toml is reported by install and is a bypass
+// to doctor's scan: Codex layers it over the user's for a trusted project.
+func TestCodexProjectConfig(t *testing.T) {
+	o := testOptions(t)
+	if err := os.MkdirAll(filepath.Join(o.Cwd, ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(o.Cwd, ".codex", "config.toml"), "[mcp_servers.projsrv]\ncommand = \"node\"\n")
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\n")
+	p := install(t, o, "codex")
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `registers "projsrv" directly`) {
+		t.Errorf("not reported: %v", p.Notes)
+	}
+	for _, r := range Scan(o) {
+		if r.Host != "codex" {
+			continue
+		}
+		if len(r.Direct) != 1 || r.Direct[0].Name != "projsrv" || !r.Beside(r.Direct[0]) {
+			t.Errorf("scan: %+v", r)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package hostconfig
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// HostReport is what one host's config registers: gates (entries that
+// start mcp-gate serve) and servers registered directly.
+type HostReport struct {
+	Host   string
+	Config string // the main config file
+	Found  bool   // whether the host has a config here at all
+	Gates  []GateEntry
+	Direct []Entry
+	Err    error // the config could not be read
+}
+
+// GateEntry is a gate registered with the host: Key is the name the host
+// knows it by, Name the --name it runs with ("" when it passes none, so
+// "gate").
+type GateEntry struct {
+	Where, Key, Name string
+	Project          string // the project it applies to; "" for every one
+	Servers, Policy  string // its --servers and --policy ("" for serve's defaults)
+}
+
+// Entry is a server registered directly with the host.
+type Entry struct{ Where, Name, Project string }
+
+// Beside says whether a direct entry is registered beside one of the
+// host's gates: both apply to the same sessions (one of them for every
+// project, or both for the same project), so the model sees the entry's
+// tools without the policy next to the gate's.
+func (r HostReport) Beside(d Entry) bool {
+	for _, g := range r.Gates {
+		if g.Project == "" || d.Project == "" || g.Project == d.Project {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan reads each host's config and reports what it registers. It never
+// writes anything.
+func Scan(o Options) []HostReport {
+	return []HostReport{scanClaudeCode(o), scanCodex(o), scanJSON(o, "claude-desktop", ClaudeDesktopConfigPath(o))}
+}
+
+// argValue is the value of flag in a gate's arguments ("--flag v" or
+// "--flag=v"), or "".
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func gateEntry(where, key string, args []string) GateEntry {
+	g := GateEntry{Where: where, Key: key, Name: argValue(args, "--name"), Servers: argValue(args, "--servers"), Policy: argValue(args, "--policy")}
+	if g.Name == "" {
+		g.Name = "gate"
+	}
+	return g
+}
+
+func classify(o Options, r *HostReport, where, project string, obj *Node) {
+	if obj == nil {
+		return
+	}
+	for i, name := range obj.Keys {
+		e := obj.Vals[i]
+		args, _ := e.Get("args").Strings()
+		if looksLikeGate(o, e.Get("command").String(), args) {
+			g := gateEntry(where, name, args)
+			g.Project = project
+			r.Gates = append(r.Gates, g)
+		} else {
+			r.Direct = append(r.Direct, Entry{Where: where, Name: name, Project: project})
+		}
+	}
+}
+
+func scanJSON(o Options, host, path string) HostReport {
+	r := HostReport{Host: host, Config: path}
+	if _, err := os.Stat(path); err != nil {
+		return r
+	}
+	r.Found = true
+	f, err := loadJSONFile(path)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	classify(o, &r, path, "", lookup(f.tree, []string{"mcpServers"}))
+	return r
+}
+
+func scanClaudeCode(o Options) HostReport {
+	path := ClaudeCodeConfigPath(o)
+	r := HostReport{Host: "claude-code", Config: path}
+	f, err := loadJSONFile(path)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Found = f.before != nil
+	classify(o, &r, "user scope", "", lookup(f.tree, []string{"mcpServers"}))
+	if projects := lookup(f.tree, []string{"projects"}); projects != nil {
+		for _, dir := range projects.Keys {
+			classify(o, &r, "local scope, "+dir, dir, lookup(f.tree, []string{"projects", dir, "mcpServers"}))
+		}
+	}
+	if o.Cwd == "" {
+		return r
+	}
+	// The project's .mcp.json, less what this user disabled (in either place
+	// Claude Code reads).
+	data, err := os.ReadFile(filepath.Join(o.Cwd, ".mcp.json"))
+	if err != nil {
+		return r
+	}
+	r.Found = true
+	tree, err := ParseTree(data)
+	if err != nil {
+		r.Err = fmt.Errorf("%s: %w", filepath.Join(o.Cwd, ".mcp.json"), err)
+		return r
+	}
+	var disabled []string
+	if pe := lookup(f.tree, []string{"projects", o.Cwd}); pe != nil {
+		d, _ := pe.Get("disabledMcpjsonServers").Strings()
+		disabled = append(disabled, d...)
+	}
+	if lf, err := loadJSONFile(filepath.Join(o.Cwd, ".claude", "settings.local.json")); err == nil {
+		d, _ := lf.tree.Get("disabledMcpjsonServers").Strings()
+		disabled = append(disabled, d...)
+	}
+	servers := lookup(tree, []string{"mcpServers"})
+	if servers == nil {
+		return r
+	}
+	enabled := NewObject()
+	for i, name := range servers.Keys {
+		if !slices.Contains(disabled, name) {
+			enabled.Set(name, servers.Vals[i])
+		}
+	}
+	classify(o, &r, filepath.Join(o.Cwd, ".mcp.json"), o.Cwd, enabled)
+	return r
+}
+
+func scanCodex(o Options) HostReport {
+	path := CodexConfigPath(o)
+	r := HostReport{Host: "codex", Config: path}
+	scanCodexFile(o, &r, path, "")
+	for _, pp := range CodexProjectConfigs(o) {
+		scanCodexFile(o, &r, pp, filepath.Dir(filepath.Dir(pp)))
+	}
+	return r
+}
+
+func scanCodexFile(o Options, r *HostReport, path, project string) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	r.Found = true
+	if err != nil {
+		r.Err = err
+		return
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		r.Err = fmt.Errorf("%s: %w", path, err)
+		return
+	}
+	servers, _ := doc["mcp_servers"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		e, _ := servers[name].(map[string]any)
+		if en, ok := e["enabled"].(bool); ok && !en {
+			continue
+		}
+		cmd, _ := e["command"].(string)
+		args := anyStrings(e["args"])
+		if looksLikeGate(o, cmd, args) {
+			g := gateEntry(path, name, args)
+			g.Project = project
+			r.Gates = append(r.Gates, g)
+		} else {
+			r.Direct = append(r.Direct, Entry{Where: path, Name: name, Project: project})
+		}
+	}
+}
+
+// CodexProjectConfigs are the project-level .codex/config.toml files Codex
+// layers over the user's for a trusted project: in the working directory
+// and each parent up to the repository root.
+func CodexProjectConfigs(o Options) []string {
+	var out []string
+	if o.Cwd == "" {
+		return nil
+	}
+	for dir := o.Cwd; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, ".codex", "config.toml")
+		if p != CodexConfigPath(o) {
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil || dir == filepath.Dir(dir) || dir == o.Home {
+			return out
+		}
+	}
+}

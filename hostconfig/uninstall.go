@@ -1,0 +1,190 @@
+package hostconfig
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Uninstall undoes the recorded install of host. A file still exactly as
+// install left it gets its backup back, byte for byte (or is removed, when
+// install created it). A file changed since is edited back record by
+// record: the gate's entry goes if it is still the one install wrote, each
+// moved server comes back if its name is free, and each name install
+// disabled is enabled again; what cannot be undone is reported. It returns
+// the notes, and removes the record.
+func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []string, err error) {
+	st, err := LoadState(o, host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st == nil {
+		return nil, nil, fmt.Errorf("no install of %s is recorded in %s", host, o.StateDir)
+	}
+	for _, fs := range st.Files {
+		cur, rerr := os.ReadFile(fs.Path)
+		if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("reading %s: %w", fs.Path, rerr)
+		}
+		if rerr == nil && hash(cur) == fs.After {
+			var back []byte
+			if !fs.Created {
+				if back, err = os.ReadFile(fs.Backup); err != nil {
+					return nil, nil, fmt.Errorf("reading the backup of %s: %w", fs.Path, err)
+				}
+			}
+			edits = append(edits, FileEdit{Path: fs.Path, Before: cur, After: back})
+			continue
+		}
+		if rerr != nil {
+			notes = append(notes, fmt.Sprintf("%s no longer exists; nothing to undo there", fs.Path))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s changed since install; undoing install's own edits one by one", fs.Path))
+		var after []byte
+		var ns []string
+		if strings.HasSuffix(fs.Path, ".toml") {
+			after, ns, err = undoTOML(cur, fs.Path, st)
+		} else {
+			after, ns, err = undoJSON(cur, fs.Path, st)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, ns...)
+		if string(after) != string(cur) {
+			edits = append(edits, FileEdit{Path: fs.Path, Before: cur, After: after})
+		}
+	}
+	if dryRun {
+		return edits, notes, nil
+	}
+	for _, e := range edits {
+		if e.After == nil {
+			if err := os.Remove(e.Path); err != nil {
+				return nil, nil, fmt.Errorf("removing %s: %w", e.Path, err)
+			}
+			continue
+		}
+		if err := writeFileAtomic(e.Path, e.After); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := os.Remove(o.statePath(host)); err != nil {
+		return nil, nil, fmt.Errorf("removing the install record: %w", err)
+	}
+	return edits, notes, nil
+}
+
+func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
+	var notes []string
+	style := styleOf(cur)
+	tree, err := ParseTree(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, r := range slices.Backward(st.Gate) {
+		if r.File != path {
+			continue
+		}
+		obj := lookup(tree, r.Path)
+		if e := obj.Get(r.Name); e != nil {
+			if e.Compact() == r.Value {
+				obj.Delete(r.Name)
+			} else {
+				notes = append(notes, fmt.Sprintf("%s: %q was changed after install; left as it is", path, r.Name))
+			}
+		}
+	}
+	for _, r := range slices.Backward(st.Added) {
+		if r.File != path {
+			continue
+		}
+		obj := lookup(tree, r.Path)
+		if e := obj.Get(r.Name); e != nil {
+			if e.Compact() == r.Value {
+				obj.Delete(r.Name)
+			} else {
+				notes = append(notes, fmt.Sprintf("%s: server %q was changed after install; left in the servers file", path, r.Name))
+			}
+		}
+	}
+	for _, r := range slices.Backward(st.Moved) {
+		if r.File != path {
+			continue
+		}
+		obj, err := ensure(tree, r.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if obj.Get(r.Name) != nil {
+			notes = append(notes, fmt.Sprintf("%s: %q is registered again since install; the moved entry was not put back", path, r.Name))
+			continue
+		}
+		v, err := ParseTree([]byte(r.Value))
+		if err != nil {
+			return nil, nil, fmt.Errorf("install record: %w", err)
+		}
+		obj.Insert(r.Index, r.Name, v)
+	}
+	for _, r := range st.Disabled {
+		if r.File != path {
+			continue
+		}
+		parent := lookup(tree, r.Path[:len(r.Path)-1])
+		list := parent.Get(r.Path[len(r.Path)-1])
+		if list == nil || list.Kind != '[' {
+			continue
+		}
+		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool { return e.Kind == 0 && e.String() == r.Name })
+	}
+	return tree.Encode(style.indent, style.newline), notes, nil
+}
+
+func undoTOML(cur []byte, path string, st *State) ([]byte, []string, error) {
+	var notes []string
+	text := string(cur)
+	var doc map[string]any
+	if err := toml.Unmarshal(cur, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	servers, _ := doc["mcp_servers"].(map[string]any)
+	for _, r := range st.Gate {
+		if r.File != path {
+			continue
+		}
+		var want map[string]any
+		_ = toml.Unmarshal([]byte(r.Value), &want)
+		ws, _ := want["mcp_servers"].(map[string]any)
+		if cur, ok := servers[r.Name]; ok && reflect.DeepEqual(cur, ws[r.Name]) {
+			text, _, _ = cutTOMLTables(text, "mcp_servers", r.Name)
+			delete(servers, r.Name)
+		} else if ok {
+			notes = append(notes, fmt.Sprintf("%s: mcp_servers.%s was changed after install; left as it is", path, r.Name))
+		}
+	}
+	for _, r := range st.Moved {
+		if r.File != path {
+			continue
+		}
+		if _, taken := servers[r.Name]; taken {
+			notes = append(notes, fmt.Sprintf("%s: mcp_servers.%s is registered again since install; the moved table was not put back", path, r.Name))
+			continue
+		}
+		trimmed := strings.TrimRight(text, "\n")
+		if trimmed != "" {
+			trimmed += "\n\n"
+		}
+		text = trimmed + r.Value
+	}
+	var check map[string]any
+	if err := toml.Unmarshal([]byte(text), &check); err != nil {
+		return nil, nil, fmt.Errorf("%s: undoing the install as text gave invalid TOML (%v); nothing was written", path, err)
+	}
+	return []byte(text), notes, nil
+}
