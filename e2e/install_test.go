@@ -209,15 +209,6 @@ func claudeInitTools(t *testing.T, h *hostHome, claude string) []string {
 	return nil
 }
 
-func contains(l []string, s string) bool {
-	for _, e := range l {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Issue 13: install moves Codex's [mcp_servers] tables behind the gate,
 // keeping the rest of config.toml as written, and the real CLI lists only
 // the gate.

@@ -467,12 +467,22 @@ func TestCodexStartupShowsConfigError(t *testing.T) {
 	cmd := exec.Command(codex, "app-server")
 	cmd.Dir = dir
 	cmd.Env = []string{"CODEX_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	// Its own process group: codex starts processes of its own (the gate
+	// among them) that write into its home, which must all be gone before
+	// the temporary directories are removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		for i := 0; i < 50 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond) // the group's last members exiting
+		}
+	})
 	for _, m := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"e2e","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"initialized"}`,

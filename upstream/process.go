@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,6 +50,12 @@ type ExecLauncher struct {
 	Logger *slog.Logger
 	// Environ is the environment the child's is built from (os.Environ when nil).
 	Environ func() []string
+	// Mark is set in every child's environment over the entry's env: what
+	// the gate itself tells its children (the nesting marker). It is no
+	// part of any entry, so it takes no part in what identifies one (the
+	// catalog cache key), which must not change with, say, the path of the
+	// servers file a gate was started on.
+	Mark map[string]string
 }
 
 func (l *ExecLauncher) logger() *slog.Logger {
@@ -89,7 +96,15 @@ func (l *ExecLauncher) Launch(ctx context.Context, cfg Config, lim rpc.Limits) (
 		return nil, err
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	env, notes := ChildEnv(environ(), EnvOptions{Explicit: cfg.Env, Inherit: cfg.InheritEnv, InheritAll: cfg.InheritAll})
+	explicit := cfg.Env
+	if len(l.Mark) > 0 {
+		explicit = maps.Clone(cfg.Env)
+		if explicit == nil {
+			explicit = make(map[string]string, len(l.Mark))
+		}
+		maps.Copy(explicit, l.Mark)
+	}
+	env, notes := ChildEnv(environ(), EnvOptions{Explicit: explicit, Inherit: cfg.InheritEnv, InheritAll: cfg.InheritAll})
 	for _, n := range notes {
 		// The name only: the value is the secret.
 		l.logger().Warn("environment variable withheld from the server", "server", cfg.Name, "variable", n.Name, "reason", n.Reason)

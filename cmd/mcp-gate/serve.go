@@ -75,7 +75,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	interactive := isTerminal(stdin)
 	var trouble startTrouble
 	servers, serversPathUsed := loadServersTrouble(*serversPath, logger, &trouble)
-	servers = refuseNesting(servers, serversPathUsed, logger, &trouble)
+	servers, mark := refuseNesting(servers, serversPathUsed, logger, &trouble)
 	servers = refuseLongKeys(servers, *name, logger, &trouble)
 	warnInheritAll(servers, logger)
 	remote.WarnPlainHTTP(servers, logger)
@@ -114,7 +114,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
-		Launcher:        &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger}, Logger: logger},
+		Launcher:        &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,

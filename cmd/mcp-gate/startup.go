@@ -115,9 +115,10 @@ const nestingEnv = "MCP_GATE_NESTED_IN"
 const maxNesting = 4
 
 // refuseNesting leaves out every entry that would start the gate on its
-// own servers file again, and marks the children with nestingEnv; a gate
-// already nested in a gate on the same file (or too deep) serves nothing.
-func refuseNesting(servers []upstream.Config, serversPath string, log *slog.Logger, tr *startTrouble) []upstream.Config {
+// own servers file again, and returns the marker to set as nestingEnv in
+// every child's environment (upstream.ExecLauncher.Mark); a gate already
+// nested in a gate on the same file (or too deep) serves nothing.
+func refuseNesting(servers []upstream.Config, serversPath string, log *slog.Logger, tr *startTrouble) ([]upstream.Config, map[string]string) {
 	self := canonicalPath(serversPath)
 	var chain []string
 	if v := os.Getenv(nestingEnv); v != "" {
@@ -132,7 +133,7 @@ func refuseNesting(servers []upstream.Config, serversPath string, log *slog.Logg
 			tr.serversErr = fmt.Errorf("%s: it would start gates again and again; remove the gate's own entry from that file", why)
 		}
 		log.Error("gate nested in itself: serving nothing", "servers_file", serversPath, "nested_in", strings.Join(chain, string(os.PathListSeparator)))
-		return nil
+		return nil, nil
 	}
 	marker := strings.Join(append(chain, self), string(os.PathListSeparator))
 	exe, _ := os.Executable()
@@ -144,15 +145,9 @@ func refuseNesting(servers []upstream.Config, serversPath string, log *slog.Logg
 			log.Error("servers file: entry left out", "server", s.Name, "error", n)
 			continue
 		}
-		env := make(map[string]string, len(s.Env)+1)
-		for k, v := range s.Env {
-			env[k] = v
-		}
-		env[nestingEnv] = marker
-		s.Env = env
 		out = append(out, s)
 	}
-	return out
+	return out, map[string]string{nestingEnv: marker}
 }
 
 // isSelf reports whether an entry starts this very executable on the

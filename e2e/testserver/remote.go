@@ -41,8 +41,9 @@ type remoteServer struct {
 	next     int
 	dropped  map[string]json.RawMessage // event id → the request id it will answer on resumption
 
-	legacyMu sync.Mutex
-	legacy   map[string]chan string // legacy session → its stream's events
+	legacyMu   sync.Mutex
+	legacy     map[string]chan string // legacy session → its stream's events
+	legacyNext int                    // guarded by legacyMu (next is mu's)
 }
 
 func runRemote(ev *eventLog) error {
@@ -239,8 +240,8 @@ func (s *remoteServer) streamable(w http.ResponseWriter, r *http.Request, varian
 // then the answers to what is posted to it.
 func (s *remoteServer) legacyStream(w http.ResponseWriter, r *http.Request, endpoint string) {
 	s.legacyMu.Lock()
-	s.next++
-	sid := fmt.Sprintf("l-%d", s.next)
+	s.legacyNext++
+	sid := fmt.Sprintf("l-%d", s.legacyNext)
 	ch := make(chan string, 16)
 	s.legacy[sid] = ch
 	s.legacyMu.Unlock()
