@@ -94,6 +94,14 @@ type Request struct {
 	// Titled selects the 2025-11-25 form of a titled enum (oneOf/const);
 	// older hosts get enum with enumNames.
 	Titled bool
+	// Via are the channels the policy chose for this question, in order
+	// of preference (policy.ApprovalVia); Channels asks on the first that
+	// can ask. Empty means the host's elicitation only.
+	Via []string
+	// Client and Session say which host session asks (its clientInfo name
+	// and the gate's session id), for the local surface's list.
+	Client  string
+	Session string
 }
 
 // Outcome is how a question ended.

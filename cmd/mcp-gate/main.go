@@ -5,6 +5,7 @@
 //	mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
 //	mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
 //	mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+//	mcp-gate approvals [list | approve ID [--session] | deny ID | watch | web]
 //	mcp-gate version
 package main
 
@@ -37,6 +38,7 @@ Usage:
   mcp-gate serve   [--servers FILE] [--policy FILE] [--name NAME] [--audit-log FILE]
   mcp-gate check   [--servers FILE] [--policy FILE] [--tests FILE] [--strict]
   mcp-gate explain [--policy FILE] [--args JSON] [--name NAME] TOOL
+  mcp-gate approvals [list | approve ID [--session] | deny ID | watch | web]
   mcp-gate version
 
 Run "mcp-gate COMMAND --help" for a command's flags.
@@ -62,6 +64,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = check(ctx, rest, stdout, stderr)
 	case "explain":
 		err = explain(rest, stdout, stderr)
+	case "approvals":
+		err = approvalsCmd(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "mcp-gate %s\n", version)
 	case "help", "-h", "--help":

@@ -33,6 +33,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message accepted from the host or an upstream")
 		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
 		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
+		localAsk    = fs.Bool("local-approvals", true, "answer asks the host cannot carry on the local approval surface (mcp-gate approvals)")
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
@@ -80,6 +81,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	probes.policyLoaded(store)
+	local := startLocalApprovals(*localAsk, logger)
+	if local != nil {
+		defer local.Close()
+	}
 	g, err := proxy.New(proxy.Options{
 		Name:            *name,
 		Servers:         servers,
@@ -92,6 +97,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Logger:          logger,
 		Audit:           auditLog,
 		Observer:        probes.observer(),
+		LocalApprover:   localApprover(local),
 	})
 	if err != nil {
 		return err
