@@ -42,6 +42,9 @@ type Web struct {
 	host   string // 127.0.0.1:PORT
 	csrf   string
 	cookie string
+	// Refused, when set, is told of every refused request (the
+	// command's own stderr: the user's terminal).
+	Refused func(why string, r *http.Request)
 
 	mu        sync.Mutex
 	tokenUsed bool
@@ -75,6 +78,9 @@ func ServeWeb(ctx context.Context, c Client, addr string, out, errOut io.Writer)
 		return err
 	}
 	w, login := NewWeb(c, ln.Addr().String())
+	w.Refused = func(why string, r *http.Request) {
+		fmt.Fprintf(errOut, "refused %s %s (Origin %q): %s\n", r.Method, r.URL.Path, r.Header.Get("Origin"), why)
+	}
 	srv := &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -109,7 +115,7 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil || !eq(ck.Value, w.cookie) {
-		http.Error(rw, "not logged in: open the one-time link printed by mcp-gate approvals web", http.StatusUnauthorized)
+		w.refuse(rw, r, http.StatusUnauthorized, "not logged in: open the one-time link printed by mcp-gate approvals web")
 		return
 	}
 	switch {
@@ -162,7 +168,7 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Unlock()
 	if !ok {
-		http.Error(rw, "this link has been used already, or is wrong: run mcp-gate approvals web again for a new one", http.StatusUnauthorized)
+		w.refuse(rw, r, http.StatusUnauthorized, "this link has been used already, or is wrong: run mcp-gate approvals web again for a new one")
 		return
 	}
 	http.SetCookie(rw, &http.Cookie{Name: cookieName, Value: w.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
@@ -171,7 +177,7 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) answer(rw http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Origin") != w.origin {
-		http.Error(rw, "wrong or missing Origin: answers come from this page only", http.StatusForbidden)
+		w.refuse(rw, r, http.StatusForbidden, "wrong or missing Origin: answers come from this page only")
 		return
 	}
 	var a struct {
@@ -187,7 +193,7 @@ func (w *Web) answer(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !eq(a.CSRF, w.csrf) || !eq(r.Header.Get("X-CSRF-Token"), w.csrf) {
-		http.Error(rw, "missing or wrong CSRF token", http.StatusForbidden)
+		w.refuse(rw, r, http.StatusForbidden, "missing or wrong CSRF token")
 		return
 	}
 	if a.Op != "approve" && a.Op != "deny" {
@@ -199,6 +205,13 @@ func (w *Web) answer(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, map[string]bool{"ok": true})
+}
+
+func (w *Web) refuse(rw http.ResponseWriter, r *http.Request, code int, why string) {
+	if w.Refused != nil {
+		w.Refused(why, r)
+	}
+	http.Error(rw, why, code)
 }
 
 func writeJSON(rw http.ResponseWriter, v any) {
