@@ -39,6 +39,12 @@ func procStat(pid int) (ppid, sid int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	return parseStat(pid, b)
+}
+
+// parseStat reads the parent and session ids from the text of
+// /proc/PID/stat.
+func parseStat(pid int, b []byte) (ppid, sid int, err error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, 0, fmt.Errorf("/proc/%d/stat has no command field", pid)

@@ -48,6 +48,10 @@ type question struct {
 // Listen opens this gate's socket in dir (RuntimeDir when dir is "") and
 // starts answering on it until Close.
 func Listen(dir string, log *slog.Logger) (*Surface, error) {
+	return listen(dir, log, newGuardian())
+}
+
+func listen(dir string, log *slog.Logger, guard guardian) (*Surface, error) {
 	if !peerChecks {
 		return nil, errNoPeerCredCheck
 	}
@@ -70,7 +74,7 @@ func Listen(dir string, log *slog.Logger) (*Surface, error) {
 		ln.Close()
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
-	s := &Surface{ln: ln, path: path, log: log, guard: newGuardian(),
+	s := &Surface{ln: ln, path: path, log: log, guard: guard,
 		open: map[string]*question{}, watchers: map[chan Event]struct{}{}, done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
@@ -245,11 +249,9 @@ func (s *Surface) serve(c *net.UnixConn) {
 		reply(Reply{Error: "expected one request line (a JSON object ending in a newline) within 10s, of at most 4096 bytes"})
 		return
 	}
-	var req Request
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		reply(Reply{Error: fmt.Sprintf("the request is not valid: %v; expected {\"op\":\"list\"|\"approve\"|\"deny\"|\"watch\", ...}", err)})
+	req, err := parseRequest(line)
+	if err != nil {
+		reply(Reply{Error: err.Error()})
 		return
 	}
 	switch req.Op {
@@ -337,4 +339,19 @@ func (s *Surface) serve(c *net.UnixConn) {
 	default:
 		reply(Reply{Error: fmt.Sprintf("op is %q; expected list, approve, deny or watch", req.Op)})
 	}
+}
+
+// parseRequest reads one request line: one JSON object, no unknown field,
+// nothing after it.
+func parseRequest(line []byte) (Request, error) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return Request{}, fmt.Errorf("the request is not valid: %v; expected {\"op\":\"list\"|\"approve\"|\"deny\"|\"watch\", ...}", err)
+	}
+	if len(bytes.TrimSpace(line[dec.InputOffset():])) != 0 {
+		return Request{}, fmt.Errorf("the request line has more after its JSON object; expected one object per line")
+	}
+	return req, nil
 }
