@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // RuntimeDir returns the directory where this user's gates put their
@@ -41,12 +40,12 @@ func checkDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("approvals: the runtime directory %s is %s; expected a directory of yours with mode 0700", dir, fi.Mode().Type())
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, ok := ownerUID(fi)
 	if !ok {
 		return fmt.Errorf("approvals: cannot read the owner of %s", dir)
 	}
-	if int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("approvals: the runtime directory %s belongs to uid %d; expected yours (%d): remove it or set XDG_RUNTIME_DIR", dir, st.Uid, os.Getuid())
+	if uid != os.Getuid() {
+		return fmt.Errorf("approvals: the runtime directory %s belongs to uid %d; expected yours (%d): remove it or set XDG_RUNTIME_DIR", dir, uid, os.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
 		return fmt.Errorf("approvals: the runtime directory %s has mode %#o; expected 0700 (run chmod 700 %s)", dir, fi.Mode().Perm(), dir)

@@ -18,16 +18,6 @@ import (
 	"github.com/mcp-gate/mcp-gate/elicitation"
 )
 
-func shortDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "ap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // A runtime directory open to others, or not a directory, is refused.
 func TestCheckDir(t *testing.T) {
 	d := shortDir(t)

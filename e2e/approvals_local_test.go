@@ -302,3 +302,42 @@ func TestLocalApprovalViaPolicy(t *testing.T) {
 		}
 	})
 }
+
+// watch prompts in a terminal (script(1) gives it one) and a "y" there
+// runs the waiting call; without a terminal it refuses to start.
+func TestLocalApprovalWatch(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) from util-linux is needed to give watch a terminal")
+	}
+	g, rt := localGate(t, localAskPolicy)
+	sess := g.connect(t, nil)
+	res := callAsync(t, sess, "honest__echo", map[string]any{"text": "watched"})
+	waitQuestion(t, rt)
+	// No terminal: refused.
+	if out, code := approvalsOutside(t, rt, "watch"); code == 0 || !strings.Contains(out, "from a terminal") {
+		t.Fatalf("watch without a terminal: exit %d: %s", code, out)
+	}
+	dir := t.TempDir()
+	const script = `while [ "$(cat /proc/$(cut -d' ' -f4 /proc/$$/stat)/comm)" = setsid ]; do sleep 0.01; done
+(sleep 2; printf 'y\n'; sleep 3) | script -qfec "$W approvals watch" "$D/typescript" >"$D/out" 2>&1; echo done >"$D/rc"`
+	cmd := exec.Command("setsid", "-f", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "D="+dir, "W="+gateBin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("setsid: %v: %s", err, out)
+	}
+	r := awaitResult(t, res)
+	if r.IsError || !strings.Contains(resultText(r), "watched") {
+		typescript, _ := os.ReadFile(filepath.Join(dir, "typescript"))
+		t.Fatalf("call after y in watch: %q\nwatch's terminal:\n%s", resultText(r), typescript)
+	}
+	waitFor(t, "watch to end", 20*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "rc"))
+		return err == nil
+	})
+	typescript, _ := os.ReadFile(filepath.Join(dir, "typescript"))
+	for _, want := range []string{"watching for questions", `"text": "watched"`, "approve? y = this call"} {
+		if !strings.Contains(string(typescript), want) {
+			t.Errorf("watch's terminal lacks %q:\n%s", want, typescript)
+		}
+	}
+}

@@ -118,8 +118,7 @@ func printQuestion(w io.Writer, q approvals.Question) {
 // a terminal only: y approves this call, s approves it for the session, n
 // refuses; anything else leaves the question open.
 func watch(ctx context.Context, c approvals.Client, stdin io.Reader, stdout io.Writer) error {
-	f, ok := stdin.(*os.File)
-	if st, err := os.Stdin.Stat(); !ok || f != os.Stdin || err != nil || st.Mode()&os.ModeCharDevice == 0 {
+	if f, ok := stdin.(*os.File); !ok || !isTerminal(f) {
 		return fmt.Errorf("watch reads your answers from a terminal, and its input is not one; use approve and deny from a script")
 	}
 	ctx, cancel := context.WithCancel(ctx)
