@@ -5,21 +5,45 @@ import (
 	"os"
 )
 
-// guardian decides whether a peer may talk to the surface: the gate's own
-// process, and the host that started it, must be neither the peer nor any
-// of its ancestors, and the peer must not share their login session. What
-// the host runs (the model's shell above all) descends from the host, so
-// it is refused; a human in another terminal is not.
+// guardian decides whether a peer may talk to the surface. The protected
+// processes are the gate, its parent (the host, or a wrapper the host ran:
+// sh -c, npx), and every further ancestor in the same login session that
+// is not the session's leader (the host above a wrapper). A peer is
+// refused when one of them is the peer or one of its ancestors, or when it
+// shares the gate's or the host's login session. What the host runs (the
+// model's shell above all, with or without setsid) descends from the host,
+// so it is refused; a human in another terminal is not. The session's
+// leader (the shell the host was started from) is not protected: other
+// terminals do not descend from it, and the session check covers its
+// other children.
 type guardian struct {
-	gate, host       int // pids
+	protected        map[int]bool
 	gateSID, hostSID int // session ids; 0 when unknown
 }
 
 func newGuardian() guardian {
-	g := guardian{gate: os.Getpid(), host: os.Getppid()}
-	_, g.gateSID, _ = procStat(g.gate)
-	if g.host > 1 {
-		_, g.hostSID, _ = procStat(g.host)
+	gate, parent := os.Getpid(), os.Getppid()
+	g := guardian{protected: map[int]bool{gate: true}}
+	_, g.gateSID, _ = procStat(gate)
+	if parent <= 1 {
+		return g
+	}
+	g.protected[parent] = true
+	pp, sid, err := procStat(parent)
+	if err != nil {
+		return g
+	}
+	g.hostSID = sid
+	for range maxAncestry {
+		if pp <= 1 || pp == sid {
+			break
+		}
+		next, psid, err := procStat(pp)
+		if err != nil || psid != sid {
+			break
+		}
+		g.protected[pp] = true
+		pp = next
 	}
 	return g
 }
@@ -44,7 +68,7 @@ func (g guardian) check(pid, uid int) error {
 	}
 	p := pid
 	for range maxAncestry {
-		if p == g.gate || (p == g.host && g.host > 1) {
+		if g.protected[p] {
 			return fmt.Errorf("refused: the answering process descends from the host that runs this gate; answer from another terminal")
 		}
 		if p <= 1 {

@@ -341,3 +341,25 @@ func TestLocalApprovalWatch(t *testing.T) {
 		}
 	}
 }
+
+// A host that starts the gate through a wrapper (sh -c, npx) is protected
+// too: the model's process descends from the host, not from the wrapper,
+// and a setsid of its own does not get it out.
+func TestLocalApprovalHostBehindWrapper(t *testing.T) {
+	g, rt := localGate(t, localAskPolicy)
+	g.cmd.Args = append([]string{"sh", "-c", `"$0" "$@"; exit $?`, gateBin}, g.cmd.Args[1:]...)
+	g.cmd.Path = "/bin/sh"
+	sess := g.connect(t, nil)
+	res := callAsync(t, sess, "honest__echo", map[string]any{"text": "wrapped"})
+	id, _ := waitQuestion(t, rt)
+	out, code := approvalsChild(t, rt, true, "approve", id)
+	if code == 0 || !strings.Contains(out, "descends from the host") {
+		t.Fatalf("approve from the host's setsid child, gate behind a wrapper: exit %d: %s", code, out)
+	}
+	if out, code := approvalsOutside(t, rt, "approve", id); code != 0 {
+		t.Fatalf("approve from outside: exit %d: %s", code, out)
+	}
+	if r := awaitResult(t, res); r.IsError {
+		t.Fatalf("call: %q", resultText(r))
+	}
+}
