@@ -207,8 +207,14 @@ func FuzzParseRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		req, err := parseRequest(line)
-		if err == nil && len(req.Op)+len(req.ID)+len(req.Scope) > len(line) {
+		// Invalid UTF-8 becomes U+FFFD, three bytes for one.
+		if err == nil && len(req.Op)+len(req.ID)+len(req.Scope) > 3*len(line) {
 			t.Fatal("a request larger than its line")
+		}
+		if err == nil {
+			if _, err2 := parseRequest(append(append([]byte{}, line...), " x"...)); err2 == nil {
+				t.Fatal("a request with more after it was accepted")
+			}
 		}
 	})
 }
@@ -220,4 +226,35 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, _ = parseStat(1, b)
 	})
+}
+
+// A socket nobody listens on (a gate that crashed) is skipped, and the
+// live gate beside it is still listed.
+func TestClientSkipsStaleSockets(t *testing.T) {
+	s := surface(t, letTestIn)
+	dir := filepath.Dir(s.Path())
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "gate-1-dead.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	go s.Approve(context.Background(), elicitation.Request{Tool: "x"}, 5*time.Second)
+	c := Client{Dir: dir}
+	var qs []Question
+	deadline := time.Now().Add(5 * time.Second)
+	for len(qs) == 0 && time.Now().Before(deadline) {
+		var errs []error
+		qs, errs = c.List()
+		if len(errs) > 0 {
+			t.Fatalf("a stale socket is an error: %v", errs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(qs) != 1 {
+		t.Fatalf("listed %d questions, want 1", len(qs))
+	}
+	if err := c.Answer("deny", qs[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
 }
