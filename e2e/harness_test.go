@@ -157,6 +157,12 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 		wd, _ := os.Getwd()
 		args = append(args, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
 	}
+	if !slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--local-approvals") }) {
+		// The local approval surface would keep an ask the test host
+		// cannot carry open until its timeout; tests of it turn it on
+		// (approvals_local_test.go).
+		args = append(args, "--local-approvals=false")
+	}
 	args = append(args, flags...)
 	g.cmd = exec.Command(gateBin, args...)
 	// The catalog cache and the pins are per user: each gate of a test

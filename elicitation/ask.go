@@ -97,6 +97,14 @@ type Request struct {
 	// Changed, when set, is what differs from the definition the human
 	// approved before: the question is whether to accept it.
 	Changed *DefinitionChange
+	// Via are the channels the policy chose for this question, in order
+	// of preference (policy.ApprovalVia); Channels asks on the first that
+	// can ask. Empty means the host's elicitation only.
+	Via []string
+	// Client and Session say which host session asks (its clientInfo name
+	// and the gate's session id), for the local surface's list.
+	Client  string
+	Session string
 }
 
 // Outcome is how a question ended.

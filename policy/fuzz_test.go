@@ -25,6 +25,8 @@ func withoutComments(data []byte) []byte {
 }
 
 func addPolicySeeds(f *testing.F) {
+	// Approval channels (issue 13): approval.via, approval.hosts, a rule's via.
+	f.Add([]byte("version: 1\nfallback: ask\napproval:\n  via: [local, elicitation]\n  hosts:\n    codex-mcp-client: {via: [local]}\nrules:\n  - match: mcp:github:*\n    action: ask\n    via: [elicitation]\n"))
 	entries, _ := policies.FS.ReadDir(".")
 	for _, e := range entries {
 		data, _ := policies.FS.ReadFile(e.Name())

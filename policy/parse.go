@@ -143,7 +143,7 @@ func parseInto(ps *problems, data []byte, opts Options) *Policy {
 	}
 
 	if f, ok := fs["approval"]; ok {
-		pol.timeout = pr.approval(f.value)
+		pol.timeout = pr.approval(f.value, pol)
 	}
 	for _, list := range []struct {
 		key string
@@ -179,13 +179,14 @@ func parseInto(ps *problems, data []byte, opts Options) *Policy {
 	return pol
 }
 
-func (pr *parser) approval(n *yaml.Node) time.Duration {
+func (pr *parser) approval(n *yaml.Node, pol *Policy) time.Duration {
 	ps := pr.ps
 	if n.Kind != yaml.MappingNode {
 		ps.errorf(n.Line, n.Column, "approval is %s; expected a mapping such as {timeout: 2m}", describe(n))
 		return defaultApprovalTimeout
 	}
-	fs := fields(ps, n, "approval", "timeout")
+	fs := fields(ps, n, "approval", "timeout", "via", "hosts")
+	pr.approvalChannels(fs, pol) // via.go
 	f, ok := fs["timeout"]
 	if !ok {
 		return defaultApprovalTimeout
@@ -243,7 +244,7 @@ func (pr *parser) rule(i int, n *yaml.Node) {
 		ps.errorf(n.Line, n.Column, "%s is %s; expected a mapping with match and action", where, describe(n))
 		return
 	}
-	fs := fields(ps, n, where, "name", "match", "when", "action", "reason")
+	fs := fields(ps, n, where, "name", "match", "when", "action", "reason", "via")
 	r := &rule{name: where}
 	pr.pos[r] = [2]int{n.Line, n.Column}
 	ok := true
@@ -288,6 +289,14 @@ func (pr *parser) rule(i int, n *yaml.Node) {
 		if s, good := str(ps, f.value, where+".reason"); good {
 			r.reason = strings.TrimSpace(s)
 		} else {
+			ok = false
+		}
+	}
+	if f, has := fs["via"]; has {
+		if r.via = pr.via(f.value, where+".via"); r.via == nil {
+			ok = false
+		} else if r.action != Ask {
+			ps.errorf(f.value.Line, f.value.Column, "%s has via, but its action is %s; expected via only on a rule whose action is ask: it chooses how the human is asked", where, r.action)
 			ok = false
 		}
 	}

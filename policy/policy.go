@@ -22,6 +22,8 @@ type Policy struct {
 	revision string
 	fallback Verdict
 	timeout  time.Duration
+	via      []string            // approval.via: the channels, in order (nil: the default)
+	hostVia  map[string][]string // approval.hosts: channels by the host's clientInfo name
 	logOnly  []*glob.Pattern
 	pins     pinPolicy
 	rules    []*rule
@@ -46,6 +48,7 @@ type rule struct {
 	seq    int // position in the file, counted over all rules
 	when   *condition
 	reason string
+	via    []string // the approval channels this rule asks through (nil: the policy's)
 	pats   []*pattern
 }
 

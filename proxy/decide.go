@@ -85,6 +85,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		Server: call.Server, Tool: call.Name, Title: g.itemTitle(call.Kind, call.Server, call.Name),
 		Args: call.Args, ArgsDigest: digest,
 		Rule: d.Rule, Reason: pol.RuleReason(d.Rule), Titled: host.protocolVersion >= "2025-11-25",
+		Via: pol.ApprovalVia(d.Rule, host.client), Client: host.client, Session: g.session,
 	}
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"

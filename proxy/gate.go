@@ -59,9 +59,13 @@ type Options struct {
 	Policy *policy.Store
 	Logger *slog.Logger
 	Audit  *audit.Logger
-	// Approver asks the human when the policy says ask; nil means ask the
-	// host through MCP elicitation (elicitation.HostApprover).
+	// Approver asks the human when the policy says ask; nil means the
+	// channels the policy chooses (elicitation.Channels): the host's MCP
+	// elicitation, or LocalApprover.
 	Approver elicitation.Approver
+	// LocalApprover is the local approval surface (package approvals);
+	// nil means the gate runs none.
+	LocalApprover elicitation.Approver
 	// Observer is told of decisions, approvals, calls, guard refusals,
 	// sessions and upstream lives, for metrics; nil costs nothing (observe.go).
 	Observer Observer
@@ -124,6 +128,7 @@ type hostInfo struct {
 	poolKey         string          // names the session's upstream children (poolKey)
 	elicitForm      bool
 	elicitURL       bool
+	client          string // clientInfo.name, which picks approval.hosts (policy.ApprovalVia)
 	sampling        bool
 	roots           bool
 }
@@ -403,6 +408,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		poolKey:         key,
 		sampling:        p.Capabilities.Sampling != nil,
 		roots:           p.Capabilities.Roots != nil,
+		client:          clientName(params),
 	}
 	if e := p.Capabilities.Elicitation; e != nil {
 		// An empty elicitation object means form mode (2025-11-25 keeps the

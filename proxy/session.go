@@ -113,7 +113,8 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		OnDropped:    s.resultDropped,
 	})
 	if s.approver == nil {
-		s.approver = elicitation.HostApprover{Host: s.host, CanAsk: func() bool { return s.hostCaps().elicitForm }}
+		canAsk := func() bool { return s.hostCaps().elicitForm }
+		s.approver = elicitation.Channels{Host: elicitation.HostApprover{Host: s.host, CanAsk: canAsk}, HostCanAsk: canAsk, Local: g.opts.LocalApprover}
 	}
 	g.mu.Lock()
 	g.sessions[s.session] = s

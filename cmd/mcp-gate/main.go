@@ -10,6 +10,7 @@
 //	mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] HOST
 //	mcp-gate uninstall [--dry-run] HOST
 //	mcp-gate doctor    [--name NAME]
+//	mcp-gate approvals [list | approve ID [--session] | deny ID | watch | web]
 //	mcp-gate version
 package main
 
@@ -86,6 +87,7 @@ Usage:
   mcp-gate install   [--dry-run] [--scope user|project] [--name NAME] claude-code|codex|claude-desktop
   mcp-gate uninstall [--dry-run] claude-code|codex|claude-desktop
   mcp-gate doctor    [--name NAME]
+  mcp-gate approvals [list | approve ID [--session] | deny ID | watch | web]
   mcp-gate version
 
 Run "mcp-gate COMMAND --help" for a command's flags.
@@ -129,6 +131,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = uninstall(rest, stdout, stderr)
 	case "doctor":
 		err = doctor(ctx, rest, stdout, stderr)
+	case "approvals":
+		err = approvalsCmd(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "mcp-gate %s\n", versionString())
 	case "help", "-h", "--help":

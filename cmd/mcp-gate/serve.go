@@ -36,6 +36,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
 		httpOpts    = registerHTTPFlags(fs)
 		noCache     = fs.Bool("no-catalog-cache", false, "list every server live at each session instead of from the catalog cache")
+		localAsk    = fs.Bool("local-approvals", true, "answer asks the host cannot carry on the local approval surface (mcp-gate approvals)")
 	)
 	_ = fs.MarkHidden("ops-addr")
 	if err := fs.Parse(args); err != nil {
@@ -111,6 +112,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	probes.policyLoaded(store)
+	local := startLocalApprovals(*localAsk, logger)
+	if local != nil {
+		defer local.Close()
+	}
 	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
@@ -125,6 +130,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Observer:        probes.observer(),
 		Trouble:         trouble.report,
 		Pins:            openPins(logger),
+		LocalApprover:   localApprover(local),
 	}
 	if !*noCache {
 		opts.CatalogCache = openCatalogCache(logger)

@@ -1,0 +1,67 @@
+"use strict";
+// Every value from a question is set with textContent, never as HTML.
+let csrf = "";
+const shown = new Map();
+
+async function getCSRF() {
+  const r = await fetch("/api/csrf", { credentials: "same-origin" });
+  csrf = (await r.json()).csrf;
+}
+
+async function answer(id, op, scope, box) {
+  const r = await fetch("/api/answer", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify({ id: id, op: op, scope: scope, csrf: csrf }),
+  });
+  const msg = box.querySelector(".result");
+  msg.textContent = r.ok ? (op === "approve" ? "approved" : "denied") : "failed: " + (await r.text());
+}
+
+function render(q) {
+  const box = document.createElement("div");
+  box.className = "q";
+  box.dataset.id = q.id;
+  const head = document.createElement("p");
+  head.textContent = "gate pid " + q.gate_pid + (q.client ? ", host " + q.client : "") +
+    ", expires " + new Date(q.expires).toLocaleTimeString();
+  const pre = document.createElement("pre");
+  pre.className = "message";
+  pre.textContent = q.message;
+  const mk = (label, cls, op, scope) => {
+    const b = document.createElement("button");
+    b.textContent = label;
+    b.className = cls;
+    b.addEventListener("click", () => answer(q.id, op, scope, box));
+    return b;
+  };
+  const result = document.createElement("p");
+  result.className = "result";
+  box.append(head, pre, mk("Approve this call", "approve", "approve", "once"),
+    mk("Approve this tool for the session", "approve-session", "approve", "session"),
+    mk("Deny", "deny", "deny", ""), result);
+  return box;
+}
+
+async function refresh() {
+  try {
+    const r = await fetch("/api/questions", { credentials: "same-origin", headers: { "X-CSRF-Token": csrf } });
+    const data = await r.json();
+    const list = document.getElementById("questions");
+    const ids = new Set(data.questions.map((q) => q.id));
+    for (const [id, el] of shown) {
+      if (!ids.has(id)) { el.remove(); shown.delete(id); }
+    }
+    for (const q of data.questions) {
+      if (!shown.has(q.id)) { const el = render(q); shown.set(q.id, el); list.append(el); }
+    }
+    const st = document.getElementById("status");
+    st.textContent = (data.questions.length ? data.questions.length + " open" : "no open questions") +
+      (data.problems && data.problems.length ? " — " + data.problems.join("; ") : "");
+  } catch (e) {
+    document.getElementById("status").textContent = "cannot reach mcp-gate approvals web: " + e;
+  }
+}
+
+getCSRF().then(() => { refresh(); setInterval(refresh, 500); });
