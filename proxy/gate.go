@@ -100,6 +100,9 @@ type Gate struct {
 
 	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
 	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
+	// rounds mints and redeems the requestStates of approvals asked of
+	// 2026-07-28 hosts (era_ask.go).
+	rounds *elicitation.Rounds
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -159,6 +162,7 @@ func New(opts Options) (*Gate, error) {
 		upCaps:   map[string]json.RawMessage{},
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
+		rounds:   elicitation.NewRounds(),
 	}
 	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
@@ -200,6 +204,9 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	g := h.g
 	if err := checkHostParams(req.Method, req.Params); err != nil {
 		return nil, err
+	}
+	if g.servesModern(req) {
+		return g.serveModern(ctx, req) // a 2026-07-28 host (era.go)
 	}
 	m, ok := hostMethods[req.Method]
 	if !ok {
@@ -381,11 +388,23 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.hostInfo.elicitURL = e.URL != nil
 	}
 	g.mu.Unlock()
-	// The session's children are started with exactly these capabilities,
-	// and shared only with sessions of the same identity that declared the
-	// same (poolKey). Each upstream request still reads the capabilities
-	// of the session it is for.
+	g.joinKey(key, forUp)
+	res := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    g.advertised(),
+		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
+		"instructions":    g.instructions(),
+	}
+	return json.Marshal(res)
+}
+
+// joinKey makes key the session's children: started with exactly forUp
+// as their capabilities, and shared only with sessions of the same
+// identity that declared the same (poolKey). Each upstream request still
+// reads the capabilities of the session it is for.
+func (g *Session) joinKey(key string, forUp json.RawMessage) {
 	g.Gate.mu.Lock()
+	defer g.Gate.mu.Unlock()
 	g.upCaps[key] = forUp
 	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
 	if g.cats[key] == nil {
@@ -393,16 +412,13 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		c.snap.Store(g.empty)
 		g.cats[key] = c
 	}
-	g.Gate.mu.Unlock()
-	res := map[string]any{
-		"protocolVersion": version,
-		"capabilities":    g.advertised(),
-		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
-		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
-			"A tool's name starts with its server's name and two underscores. "+
-			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()),
-	}
-	return json.Marshal(res)
+}
+
+// instructions is what the gate tells a host about itself, in either era.
+func (g *Gate) instructions() string {
+	return fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
+		"A tool's name starts with its server's name and two underscores. "+
+		"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names())
 }
 
 // hostCaps is what the host declared in initialize, read afresh for every
@@ -483,6 +499,9 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 	// Never waited for: this may run on an upstream's read loop, which
 	// other sessions share, and a host that is not reading must not stall
 	// it (backpressure.go). A notification finding no room is dropped.
+	if g.era.modern.Load() && !modernNotifies(method) {
+		return // era.go
+	}
 	if ok, err := g.host.TryNotify(method, params); err != nil || !ok {
 		g.log.Debug("notification to the host dropped", "method", method, "queued", ok, "error", err)
 	}

@@ -78,6 +78,9 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 			return nil, err // withdrawn while a human was asked: nothing is sent
 		}
 		if !v.allow {
+			if v.inputRequired != nil {
+				return v.inputRequired, nil // asked: the host retries with the answer (era_ask.go)
+			}
 			return r.refuse(t, v.reason)
 		}
 		for _, name := range t.also {

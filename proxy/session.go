@@ -36,6 +36,7 @@ type Session struct {
 	// pendingResults counts the bytes of upstream results being served to
 	// this host and not yet handed to its queue (backpressure.go).
 	pendingResults atomic.Int64
+	era            eraState // set when the host opened at 2026-07-28 (era.go)
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo
