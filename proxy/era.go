@@ -267,6 +267,15 @@ func declaredCaps(caps json.RawMessage) hostInfo {
 func (s *Session) discover() (json.RawMessage, error) {
 	caps := s.advertised()
 	delete(caps, "tasks")
+	// List changes and resource updates reach a 2026-07-28 host only on a
+	// subscriptions/listen stream, which the gate does not serve yet: it
+	// does not advertise them (Claude Code opens a listen stream when it
+	// sees listChanged).
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if _, ok := caps[k]; ok {
+			caps[k] = map[string]any{}
+		}
+	}
 	return json.Marshal(map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": []string{ModernVersion},
