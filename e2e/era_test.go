@@ -21,6 +21,8 @@ approval:
   timeout: 2s
 allow:
   - mcp:honest:blob
+  - mcp:honest:ask
+  - mcp:honest:sample
 ask:
   - mcp:honest:echo
 `
@@ -228,6 +230,21 @@ func TestModernHostStdio(t *testing.T) {
 	if text, isErr := toolText(t, bare.request("tools/call", echoCall("noform"))); !isErr || !strings.Contains(text, "cannot ask for approval") {
 		t.Fatalf("ask without elicitation: %q isError=%v", text, isErr)
 	}
+	// An upstream's own questions (elicitation, sampling) cannot reach a
+	// 2026-07-28 host: the call gets an error, never a made-up answer.
+	for _, tool := range []string{"honest__ask", "honest__sample"} {
+		text, isErr := toolText(t, h.request("tools/call", `"name":"`+tool+`","arguments":{}`))
+		if !isErr || strings.Contains(text, "action=accept") {
+			t.Fatalf("%s through a modern host: %q isError=%v", tool, text, isErr)
+		}
+	}
+	h.mu.Lock()
+	for _, l := range h.lines {
+		if strings.Contains(l, `"method":"elicitation/create"`) || strings.Contains(l, `"method":"sampling/createMessage"`) || strings.Contains(l, `"method":"roots/list"`) {
+			t.Errorf("the gate sent a 2026-07-28 host a server-to-client request: %s", l)
+		}
+	}
+	h.mu.Unlock()
 	// initialize has no place on a modern connection.
 	resp = h.send("902", `{"jsonrpc":"2.0","id":902,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if code, _, _ := rpcErrorOf(t, resp); code != -32600 {

@@ -324,3 +324,13 @@ func stampComplete(method string, res json.RawMessage) (json.RawMessage, error) 
 // through subscriptions/listen, which the gate does not serve yet, and a
 // server must not send a type the client did not ask for.
 func modernNotifies(method string) bool { return method == "notifications/progress" }
+
+// modernServerRequest refuses an upstream's request (elicitation, sampling,
+// roots) during a call of a 2026-07-28 host: that revision has no
+// server-to-client requests, and the gate does not yet turn them into
+// input requests of the call in flight. The upstream's children are
+// started declaring none of these capabilities, so a conforming server
+// does not ask; this is the answer to one that asks anyway.
+func modernServerRequest(method string) error {
+	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate does not relay them to it as input requests yet", method, ModernVersion)
+}
