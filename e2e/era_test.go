@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -274,5 +275,43 @@ func TestModernListSameForPrincipal(t *testing.T) {
 	}
 	if !strings.Contains(a, `"resultType":"complete"`) || strings.Index(a, `"honest__echo"`) > strings.Index(a, `"other__echo"`) {
 		t.Fatalf("list: %s", a)
+	}
+}
+
+// An answer is bound to the policy revision that asked: after a reload,
+// even to rules that still ask the same question, the old answer is
+// refused, and a new round asks again.
+func TestModernApprovalPolicyChanged(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	pol := writePolicy(t, eraPolicy)
+	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", pol)
+	h := startModern(t, g, formCaps)
+	state := inputRequired(t, h.request("tools/call", echoCall("before reload")))
+	tmp := pol + ".tmp"
+	if err := os.WriteFile(tmp, []byte(eraPolicy+"# edited\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, pol); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the policy reload", 10*time.Second, func() bool {
+		for _, l := range g.auditLines(t) {
+			if l["event"] == "policy_reload" {
+				return true
+			}
+		}
+		return false
+	})
+	text, isErr := toolText(t, h.request("tools/call", echoCall("before reload")+`,`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state)))
+	if !isErr || !strings.Contains(text, "issued for another call") {
+		t.Fatalf("an answer given under the old policy: %q isError=%v", text, isErr)
+	}
+	if strings.Contains(readEvents(t, events), "echo before reload") {
+		t.Fatal("the call ran on an answer given under the old policy")
+	}
+	// A new round under the new policy works.
+	state = inputRequired(t, h.request("tools/call", echoCall("after reload")))
+	if text, isErr := toolText(t, h.request("tools/call", echoCall("after reload")+`,`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state))); isErr || text != "after reload" {
+		t.Fatalf("after reload: %q isError=%v", text, isErr)
 	}
 }
