@@ -37,6 +37,9 @@ type Config struct {
 	// CallTimeout bounds one call forwarded to the server ("callTimeout";
 	// DefaultCallTimeout when zero): calltimeout.go.
 	CallTimeout time.Duration
+	// Protocol pins the revision the gate speaks to the server
+	// ("protocol"): ModernVersion, or "" for the older era (era.go).
+	Protocol string
 }
 
 // ServerKeyPattern is what a server key must look like. No '_', so a wire
@@ -57,6 +60,8 @@ type entry struct {
 	Headers    map[string]string `json:"headers"`
 	// CallTimeout is a Go duration string (parseCallTimeout).
 	CallTimeout json.RawMessage `json:"callTimeout"`
+	// Protocol is a revision string (parseProtocol).
+	Protocol json.RawMessage `json:"protocol"`
 }
 
 // LoadServers reads and validates a servers file. lookupEnv resolves
@@ -196,6 +201,7 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		bad(`"type" is %q; expected "stdio", "http" or "sse"`, cfg.Type)
 	}
 	cfg.CallTimeout = parseCallTimeout(e.CallTimeout, bad)
+	cfg.Protocol = parseProtocol(e.Protocol, bad)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}

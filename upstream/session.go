@@ -49,6 +49,10 @@ type Session struct {
 	// before OnStart is called.
 	Restart bool
 
+	// envelope, for a server pinned to 2026-07-28, is the _meta members
+	// every request to it carries (era.go); nil for the older era.
+	envelope json.RawMessage
+
 	inflight   atomic.Int64 // calls in either direction
 	lastUsed   atomic.Int64 // unix nanoseconds
 	deliberate atomic.Bool  // the gate stopped it; its end is not a crash
@@ -66,7 +70,16 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 func (s *Session) CallAdmit(ctx context.Context, method string, params json.RawMessage, admit func(size int) error) (json.RawMessage, error) {
 	s.begin()
 	defer s.end()
+	if s.envelope != nil {
+		var err error
+		if params, err = s.modernParams(method, params); err != nil { // era.go
+			return nil, err
+		}
+	}
 	res, err := s.conn.CallAdmit(ctx, method, params, admit)
+	if err == nil && s.envelope != nil {
+		return s.modernResult(method, res)
+	}
 	if err != nil && errors.Is(err, rpc.ErrClosed) {
 		return nil, &rpc.Error{
 			Code:    rpc.CodeInternalError,
@@ -130,21 +143,8 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		return fmt.Errorf("initialize: %w", err)
 	}
 	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Tools *struct {
-				ListChanged bool `json:"listChanged"`
-			} `json:"tools"`
-			Prompts *struct {
-				ListChanged bool `json:"listChanged"`
-			} `json:"prompts"`
-			Resources *struct {
-				ListChanged bool `json:"listChanged"`
-				Subscribe   bool `json:"subscribe"`
-			} `json:"resources"`
-			Completions *struct{} `json:"completions"`
-			Logging     *struct{} `json:"logging"`
-		} `json:"capabilities"`
+		ProtocolVersion string     `json:"protocolVersion"`
+		Capabilities    capsOnWire `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("initialize: the result is not an initialize result: %w", rpc.DescribeJSONError(err))
@@ -158,10 +158,30 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		}
 		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, protocol.Known())
 	}
-	c := r.Capabilities
 	s.ProtocolVersion = r.ProtocolVersion
 	s.InitResult = res
-	s.Caps = Capabilities{
+	s.Caps = r.Capabilities.caps()
+	return s.conn.Notify(ctx, "notifications/initialized", nil)
+}
+
+// capsOnWire is the server capabilities object, as far as the gate reads it.
+type capsOnWire struct {
+	Tools *struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+	Prompts *struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"prompts"`
+	Resources *struct {
+		ListChanged bool `json:"listChanged"`
+		Subscribe   bool `json:"subscribe"`
+	} `json:"resources"`
+	Completions *struct{} `json:"completions"`
+	Logging     *struct{} `json:"logging"`
+}
+
+func (c capsOnWire) caps() Capabilities {
+	return Capabilities{
 		Tools:                c.Tools != nil,
 		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
 		Prompts:              c.Prompts != nil,
@@ -172,7 +192,6 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 		Completions:          c.Completions != nil,
 		Logging:              c.Logging != nil,
 	}
-	return s.conn.Notify(ctx, "notifications/initialized", nil)
 }
 
 // Route passes the inner handler's routing on (rpc.Router): the proxy ties

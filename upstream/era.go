@@ -1,0 +1,143 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/protocol"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// Upstreams of revision 2026-07-28. A server whose entry pins
+// "protocol": "2026-07-28" is opened with server/discover instead of
+// initialize, and every request to it carries the per-request _meta
+// envelope: the protocol version, and the same client capabilities and
+// client info the older era would have declared once in initialize (the
+// capabilities of the child's pool key, never more). Results come back
+// marked complete; resultType is taken off, since the rest of the gate
+// speaks the older era's shapes (a 2026-07-28 host gets it stamped again).
+// An upstream's input-required result is refused: the gate does not yet
+// relay an upstream's input requests, and never acts on its requestState.
+//
+// Servers without the key are spoken to at 2025-11-25 as before; the
+// gate does not probe them with server/discover yet.
+
+// ModernVersion is the 2026-07-28 revision.
+const ModernVersion = "2026-07-28"
+
+// parseProtocol reads an entry's "protocol": a revision the gate speaks.
+// Any of the older era's pins the older era (as no key does); 2026-07-28
+// the new one. Anything else is an error naming the key and the choices.
+func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return ""
+	}
+	choices := append([]string{ModernVersion}, protocol.Known()...)
+	var s string
+	if t[0] != '"' || json.Unmarshal(t, &s) != nil {
+		bad(`"protocol" is %s; expected one of %q`, jsonKind(t), choices)
+		return ""
+	}
+	switch {
+	case s == ModernVersion:
+		return ModernVersion
+	case slices.Contains(protocol.Known(), s):
+		return ""
+	}
+	bad(`"protocol" %q is not a revision mcp-gate speaks; expected one of %q`, s, choices)
+	return ""
+}
+
+// handshake opens the connection in the era the entry pins.
+func (s *Session) handshake(ctx context.Context, era string, initParams json.RawMessage) error {
+	if era != ModernVersion {
+		return s.initialize(ctx, initParams)
+	}
+	return s.discover(ctx, initParams)
+}
+
+// discover opens a 2026-07-28 server: server/discover with the envelope
+// built from what initialize would have said.
+func (s *Session) discover(ctx context.Context, initParams json.RawMessage) error {
+	caps, ok := rawjson.Get(initParams, "capabilities")
+	if !ok || len(caps) == 0 || caps[0] != '{' {
+		caps = json.RawMessage("{}")
+	}
+	info, ok := rawjson.Get(initParams, "clientInfo")
+	if !ok || len(info) == 0 || info[0] != '{' {
+		info = json.RawMessage(`{"name":"mcp-gate","version":"dev"}`)
+	}
+	env := []byte(`{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `"}`)
+	env, _ = rawjson.Set(env, "io.modelcontextprotocol/clientCapabilities", caps)
+	env, _ = rawjson.Set(env, "io.modelcontextprotocol/clientInfo", info)
+	res, err := s.conn.Call(ctx, "server/discover", append(append([]byte(`{"_meta":`), env...), '}'))
+	if err != nil {
+		return fmt.Errorf("server/discover (the servers file pins this server to protocol %s): %w", ModernVersion, err)
+	}
+	var r struct {
+		SupportedVersions []string   `json:"supportedVersions"`
+		Capabilities      capsOnWire `json:"capabilities"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("server/discover: the result is not a discover result: %w", rpc.DescribeJSONError(err))
+	}
+	if !slices.Contains(r.SupportedVersions, ModernVersion) {
+		return fmt.Errorf("server/discover: the server supports %d other revisions, not %s, which the servers file pins it to", len(r.SupportedVersions), ModernVersion)
+	}
+	s.ProtocolVersion = ModernVersion
+	s.InitResult = res
+	s.Caps = r.Capabilities.caps()
+	s.envelope = env
+	return nil
+}
+
+// modernParams puts the envelope into a request's _meta, keeping any
+// other member the params carry (a progress token).
+func (s *Session) modernParams(method string, params json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(params)) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		params = json.RawMessage("{}")
+	}
+	meta, ok := rawjson.Get(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = json.RawMessage("{}")
+	}
+	var err error
+	_ = rawjson.Members(s.envelope, func(m rawjson.Member) bool {
+		meta, err = rawjson.Set(meta, m.Key, m.Value)
+		return err == nil
+	})
+	if err == nil {
+		params, err = rawjson.Set(params, "_meta", meta)
+	}
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s to upstream %q: params: %v", method, s.Name, err)
+	}
+	return params, nil
+}
+
+// modernResult takes resultType off a complete result and refuses any
+// other kind.
+func (s *Session) modernResult(method string, res json.RawMessage) (json.RawMessage, error) {
+	rt, ok := rawjson.Get(res, "resultType")
+	if !ok {
+		return res, nil
+	}
+	if v, _ := rawjson.String(rt); v != "complete" {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered %s with resultType %s; mcp-gate does not relay an upstream's input requests yet", s.Name, method, shortValue(rt))
+	}
+	out, _ := rawjson.Delete(res, "resultType")
+	return out, nil
+}
+
+// shortValue quotes at most a short prefix of a server's value for an error.
+func shortValue(v []byte) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "…"
+	}
+	return string(v)
+}
