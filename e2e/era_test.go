@@ -255,6 +255,16 @@ func TestModernHostStdio(t *testing.T) {
 	if code, _, _ := rpcErrorOf(t, resp); code != -32600 {
 		t.Fatalf("initialize on a modern connection: %s", resp)
 	}
+	// The audit has each round: the question, and each answer or refusal.
+	outcomes := map[string]int{}
+	for _, l := range g.auditLines(t) {
+		if l["event"] == "approval" {
+			outcomes[fmt.Sprint(l["outcome"])]++
+		}
+	}
+	if outcomes["input_required"] != 6 || outcomes["approved"] != 1 || outcomes["invalid_state"] != 5 || outcomes["declined"] != 2 {
+		t.Errorf("approval audit outcomes: %v", outcomes)
+	}
 	if ev := readEvents(t, events); strings.Count(ev, "echo approved") != 1 {
 		t.Fatalf("the approved call ran %d times, want once:\n%s", strings.Count(ev, "echo approved"), ev)
 	}

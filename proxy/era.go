@@ -146,7 +146,9 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 	if s.era.modern.CompareAndSwap(false, true) {
 		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
 	}
-	s.openModern()
+	if err := s.openModern(); err != nil {
+		return nil, err
+	}
 	ctx = context.WithValue(ctx, modernKey{}, m)
 	ctx, release := s.holdResults(ctx)
 	defer release()
@@ -164,15 +166,27 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 // the key of a 2026-07-28 session is its identity and no host
 // capabilities (poolKey), so every connection of one principal shares
 // them, and their lists.
-func (s *Session) openModern() {
+//
+// A host that raced an initialize in ahead of its first modern request has
+// a 2025 session: its children are those initialize chose, and the modern
+// request is refused rather than moving the session to others.
+func (s *Session) openModern() error {
 	s.era.open.Do(func() {
 		forUp := json.RawMessage("{}")
 		key := poolKey(s.identity, forUp, false, s.session)
 		s.mu.Lock()
+		if s.hostInfo.initialized {
+			s.mu.Unlock()
+			return
+		}
 		s.hostInfo = hostInfo{initialized: true, protocolVersion: ModernVersion, capsForUpstream: forUp, poolKey: key}
 		s.mu.Unlock()
 		s.joinKey(key, forUp)
 	})
+	if v := s.hostCaps().protocolVersion; v != ModernVersion {
+		return rpc.Errorf(rpc.CodeInvalidRequest, "this connection opened with initialize at protocol %s; a %s request has no place on it", v, ModernVersion)
+	}
+	return nil
 }
 
 // readEnvelope checks a 2026-07-28 request's _meta envelope and returns
