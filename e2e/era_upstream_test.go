@@ -58,3 +58,45 @@ func TestModernUpstreams(t *testing.T) {
 		}
 	})
 }
+
+// A 2026-07-28 upstream's input-required round reaches a 2025-11-25 host
+// as the elicitation/create that era uses, labelled with the server's
+// name, and the answer goes back to the upstream with its requestState
+// echoed; a 2026-07-28 host's call is refused rather than guessed at.
+func TestModernUpstreamAsksLegacyHost(t *testing.T) {
+	servers := map[string]server{"modern": eraServer("2026-07-28")}
+	g := gateCommand(t, servers)
+	var asked []string
+	answer := "accept"
+	sess := g.connect(t, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		if answer != "accept" {
+			return &mcp.ElicitResult{Action: answer}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "modern__confirm", Arguments: map[string]any{}})
+	if err != nil || res.IsError || resultText(res) != "confirm=true state=upstream-state-1" {
+		t.Fatalf("confirm: %v %+v", err, res)
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "Proceed with the deployment?") || !strings.Contains(asked[0], "modern") {
+		t.Fatalf("the host was asked %q, want the upstream's question labelled with its server", asked)
+	}
+	answer = "decline"
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "modern__confirm", Arguments: map[string]any{}})
+	if err != nil || resultText(res) != "confirm=declined state=upstream-state-1" {
+		t.Fatalf("declined confirm: %v %+v", err, res)
+	}
+
+	g2 := gateCommand(t, servers)
+	h := startModern(t, g2, formCaps)
+	resp := h.request("tools/call", `"name":"modern__confirm","arguments":{}`)
+	// The upstream was told of no capability for this host (the gate passes
+	// none upstream for a 2026-07-28 host), so a conforming one refuses to
+	// ask (-32021); one that asks anyway is refused by the gate.
+	if code, msg, _ := rpcErrorOf(t, resp); code != -32021 && !(code == -32603 && strings.Contains(msg, "asked for input")) {
+		t.Fatalf("a modern host's call to an asking upstream: %s", resp)
+	}
+}

@@ -512,6 +512,10 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 // code, and with hidden characters in their message and data made visible:
 // hosts show error messages to the user.
 func upstreamError(server, method string, err error) error {
+	var ir *upstream.InputRequiredError
+	if errors.As(err, &ir) {
+		return err // questions for the host, not an error (era_upstream.go)
+	}
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
 		if werr.Raw != nil {

@@ -114,7 +114,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 
 // forwardTo sends the request to the upstream that owns its target.
 func forwardTo(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-	return g.forward(ctx, t.server, r.method, t.fwd)
+	return g.forwardRounds(ctx, t.server, r.method, t.fwd) // era_upstream.go
 }
 
 // The relays. Each is a row of the pipeline: the pipeline table test

@@ -20,8 +20,9 @@ import (
 // capabilities of the child's pool key, never more). Results come back
 // marked complete; resultType is taken off, since the rest of the gate
 // speaks the older era's shapes (a 2026-07-28 host gets it stamped again).
-// An upstream's input-required result is refused: the gate does not yet
-// relay an upstream's input requests, and never acts on its requestState.
+// An upstream's input-required result comes back as *InputRequiredError,
+// for the proxy to put its questions to the host (proxy/era_upstream.go);
+// the gate never acts on the upstream's requestState, only echoes it.
 //
 // Servers without the key are spoken to at 2025-11-25 as before; the
 // gate does not probe them with server/discover yet.
@@ -120,15 +121,34 @@ func (s *Session) modernParams(method string, params json.RawMessage) (json.RawM
 	return params, nil
 }
 
-// modernResult takes resultType off a complete result and refuses any
-// other kind.
+// inputRequiredMethods may answer input_required.
+var inputRequiredMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// InputRequiredError is a 2026-07-28 upstream's input-required result:
+// not an answer, but questions (Result's inputRequests) the caller must
+// put to the host before retrying with the answers and the upstream's
+// requestState echoed. The gate never reads that state.
+type InputRequiredError struct {
+	Server, Method string
+	Result         json.RawMessage
+}
+
+func (e *InputRequiredError) Error() string {
+	return fmt.Sprintf("upstream %q answered %s with an input-required result", e.Server, e.Method)
+}
+
+// modernResult takes resultType off a complete result, returns an
+// input-required one as *InputRequiredError, and refuses any other kind.
 func (s *Session) modernResult(method string, res json.RawMessage) (json.RawMessage, error) {
 	rt, ok := rawjson.Get(res, "resultType")
 	if !ok {
 		return res, nil
 	}
-	if v, _ := rawjson.String(rt); v != "complete" {
-		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered %s with resultType %s; mcp-gate does not relay an upstream's input requests yet", s.Name, method, shortValue(rt))
+	switch v, _ := rawjson.String(rt); {
+	case v == "input_required" && inputRequiredMethods[method]:
+		return nil, &InputRequiredError{Server: s.Name, Method: method, Result: res}
+	case v != "complete":
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered %s with resultType %s; expected complete", s.Name, method, shortValue(rt))
 	}
 	out, _ := rawjson.Delete(res, "resultType")
 	return out, nil

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,11 @@ func TestModernParams(t *testing.T) {
 	if got, err := s.modernResult("tools/call", json.RawMessage(`{"content":[],"resultType":"complete"}`)); err != nil || string(got) != `{"content":[]}` {
 		t.Errorf("complete: %s %v", got, err)
 	}
-	if _, err := s.modernResult("tools/call", json.RawMessage(`{"resultType":"input_required","requestState":"x"}`)); err == nil {
-		t.Error("an upstream's input-required result passed")
+	var ir *InputRequiredError
+	if _, err := s.modernResult("tools/call", json.RawMessage(`{"resultType":"input_required","requestState":"x"}`)); !errors.As(err, &ir) {
+		t.Errorf("an upstream's input-required result: %v", err)
+	}
+	if _, err := s.modernResult("tools/list", json.RawMessage(`{"resultType":"input_required"}`)); err == nil || errors.As(err, &ir) {
+		t.Errorf("input_required on a list: %v", err)
 	}
 }
