@@ -253,3 +253,28 @@ func FuzzRedeem(f *testing.F) {
 		_ = r.Redeem(s, b)
 	})
 }
+
+// Two retries racing with one state: exactly one redeems.
+func TestRoundsConcurrentRedeem(t *testing.T) {
+	r, _ := testRounds()
+	b := testBinding(t, `{"x":1}`)
+	s, _ := r.Mint(b, time.Minute)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.Redeem(s, b) == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 {
+		t.Fatalf("%d retries redeemed one state", ok)
+	}
+}
