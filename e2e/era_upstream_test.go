@@ -100,3 +100,21 @@ func TestModernUpstreamAsksLegacyHost(t *testing.T) {
 		t.Fatalf("a modern host's call to an asking upstream: %s", resp)
 	}
 }
+
+// "protocol": "auto" probes with server/discover: the SDK 2.0.0 server is
+// found modern, the go-sdk test server (2025-11-25 only) legacy, and both
+// serve their tools.
+func TestUpstreamEraProbe(t *testing.T) {
+	honest := testserver("honest")
+	honest.Protocol = "auto"
+	g := gateCommand(t, map[string]server{"modern": eraServer("auto"), "honest": honest})
+	sess := g.connect(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for tool, want := range map[string]string{"modern__echo": "modern:hi", "honest__echo": "hi"} {
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hi"}})
+		if err != nil || res.IsError || resultText(res) != want {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+	}
+}

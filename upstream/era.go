@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/protocol"
@@ -24,8 +26,10 @@ import (
 // for the proxy to put its questions to the host (proxy/era_upstream.go);
 // the gate never acts on the upstream's requestState, only echoes it.
 //
-// Servers without the key are spoken to at 2025-11-25 as before; the
-// gate does not probe them with server/discover yet.
+// Servers without the key are spoken to at 2025-11-25 as before;
+// "protocol": "auto" has the gate probe them with server/discover (probe).
+// Probing is opt-in: it costs every older server a round trip, or the probe
+// timeout for one that never answers a request before initialize.
 
 // ModernVersion is the 2026-07-28 revision.
 const ModernVersion = "2026-07-28"
@@ -38,15 +42,15 @@ func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
 	if len(t) == 0 {
 		return ""
 	}
-	choices := append([]string{ModernVersion}, protocol.Known()...)
+	choices := append([]string{ProtocolAuto, ModernVersion}, protocol.Known()...)
 	var s string
 	if t[0] != '"' || json.Unmarshal(t, &s) != nil {
 		bad(`"protocol" is %s; expected one of %q`, jsonKind(t), choices)
 		return ""
 	}
 	switch {
-	case s == ModernVersion:
-		return ModernVersion
+	case s == ModernVersion, s == ProtocolAuto:
+		return s
 	case slices.Contains(protocol.Known(), s):
 		return ""
 	}
@@ -54,13 +58,56 @@ func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
 	return ""
 }
 
-// handshake opens the connection in the era the entry pins.
+// ProtocolAuto ("protocol": "auto") asks the gate to find the server's era
+// by probing it (probe).
+const ProtocolAuto = "auto"
+
+// ProbeTimeout bounds the server/discover probe of an "auto" server: a
+// server of the older era may never answer a request before initialize.
+var ProbeTimeout = 5 * time.Second
+
+// handshake opens the connection in the era the entry pins, or finds it.
 func (s *Session) handshake(ctx context.Context, era string, initParams json.RawMessage) error {
-	if era != ModernVersion {
-		return s.initialize(ctx, initParams)
+	switch era {
+	case ModernVersion:
+		return s.discover(ctx, initParams)
+	case ProtocolAuto:
+		return s.probe(ctx, initParams)
 	}
-	return s.discover(ctx, initParams)
+	return s.initialize(ctx, initParams)
 }
+
+// probe classifies a server as the spec's stdio rules say: it is sent
+// server/discover first; a discover result, or an error only the new era
+// defines (-32022 unsupported version, with the versions it supports), means
+// modern; anything else (method not found, "before initialize", garbage, no
+// answer within ProbeTimeout) means the older era, which is then opened
+// with initialize on the same connection. A modern server that supports no
+// revision the gate speaks is an error saying so.
+func (s *Session) probe(ctx context.Context, initParams json.RawMessage) error {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	err := s.discover(pctx, initParams)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code == codeUnsupportedVersion {
+		return fmt.Errorf("the server speaks protocol 2026-07-28 or later but not %s: %w", ModernVersion, err)
+	}
+	if errors.Is(err, errNotModernVersion) {
+		return err
+	}
+	return s.initialize(ctx, initParams)
+}
+
+// codeUnsupportedVersion is the new era's -32022.
+const codeUnsupportedVersion = -32022
+
+var errNotModernVersion = errors.New("the server lists other revisions")
 
 // discover opens a 2026-07-28 server: server/discover with the envelope
 // built from what initialize would have said.
@@ -88,7 +135,7 @@ func (s *Session) discover(ctx context.Context, initParams json.RawMessage) erro
 		return fmt.Errorf("server/discover: the result is not a discover result: %w", rpc.DescribeJSONError(err))
 	}
 	if !slices.Contains(r.SupportedVersions, ModernVersion) {
-		return fmt.Errorf("server/discover: the server supports %d other revisions, not %s, which the servers file pins it to", len(r.SupportedVersions), ModernVersion)
+		return fmt.Errorf("server/discover: %w (%d), not %s", errNotModernVersion, len(r.SupportedVersions), ModernVersion)
 	}
 	s.ProtocolVersion = ModernVersion
 	s.InitResult = res

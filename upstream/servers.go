@@ -38,7 +38,8 @@ type Config struct {
 	// DefaultCallTimeout when zero): calltimeout.go.
 	CallTimeout time.Duration
 	// Protocol pins the revision the gate speaks to the server
-	// ("protocol"): ModernVersion, or "" for the older era (era.go).
+	// ("protocol"): ModernVersion, ProtocolAuto to probe, or "" for the
+	// older era (era.go).
 	Protocol string
 }
 
