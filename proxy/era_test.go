@@ -23,6 +23,12 @@ func TestReadEnvelope(t *testing.T) {
 	if !m.caps.elicitForm || m.caps.elicitURL || !m.hasState || m.requestState != "s" || string(m.inputResponses) != `{"k":{}}` {
 		t.Fatalf("declared: %+v", m)
 	}
+	for caps, form := range map[string]bool{`{"elicitation":{"url":{}}}`: false, `{"elicitation":{"form":{},"url":{}}}`: true, `{}`: false, `{"sampling":{}}`: false} {
+		m, _, err := readEnvelope("tools/call", json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":`+caps+`}}`))
+		if err != nil || m.caps.elicitForm != form {
+			t.Errorf("%s: form elicitation %v, want %v (%v)", caps, m != nil && m.caps.elicitForm, form, err)
+		}
+	}
 	// Other _meta members stay.
 	_, out, err = readEnvelope("tools/call", json.RawMessage(`{"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`))
 	if err != nil || string(out) != `{"_meta":{"progressToken":7}}` {
