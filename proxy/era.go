@@ -143,11 +143,11 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method)
 		}
 	}
-	if s.era.modern.CompareAndSwap(false, true) {
-		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
-	}
 	if err := s.openModern(); err != nil {
 		return nil, err
+	}
+	if s.era.modern.CompareAndSwap(false, true) {
+		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
 	}
 	ctx = context.WithValue(ctx, modernKey{}, m)
 	ctx, release := s.holdResults(ctx)
