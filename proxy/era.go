@@ -86,7 +86,12 @@ func (s *Session) servesModern(req *rpc.Message) bool {
 	if s.era.modern.Load() {
 		return true
 	}
-	if s.hostCaps().initialized || req.Method == "initialize" {
+	if h := s.hostCaps(); h.initialized {
+		// Opened: by initialize, or by a modern request still on its way
+		// to marking the session (serveModern).
+		return h.protocolVersion == ModernVersion
+	}
+	if req.Method == "initialize" {
 		return false
 	}
 	meta, ok := rawjson.Get(req.Params, "_meta")
