@@ -325,3 +325,32 @@ func TestModernApprovalPolicyChanged(t *testing.T) {
 		t.Fatalf("after reload: %q isError=%v", text, isErr)
 	}
 }
+
+// A host that pipelines its first requests: every one is served by the
+// 2026-07-28 rules, however they race the first.
+func TestModernPipelinedOpening(t *testing.T) {
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
+	h := startModern(t, g, formCaps)
+	var lines strings.Builder
+	chans := map[int]chan string{}
+	h.mu.Lock()
+	for id := 1; id <= 6; id++ {
+		chans[id] = make(chan string, 2)
+		h.byID[fmt.Sprint(id)] = chans[id]
+		fmt.Fprintf(&lines, `{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{%s}}`+"\n", id, h.envelope())
+	}
+	h.mu.Unlock()
+	if _, err := h.stdin.Write([]byte(lines.String())); err != nil {
+		t.Fatal(err)
+	}
+	for id, ch := range chans {
+		select {
+		case resp := <-ch:
+			if r := modernResult(t, resp); r["resultType"] != "complete" {
+				t.Fatalf("request %d: %s", id, resp)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no answer to %d", id)
+		}
+	}
+}
