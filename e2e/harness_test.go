@@ -92,6 +92,8 @@ type server struct {
 	Command string            `json:"command"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Protocol pins the revision the gate speaks to the server (era tests).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 func everything() server {

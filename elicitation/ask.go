@@ -105,6 +105,9 @@ type Request struct {
 	// and the gate's session id), for the local surface's list.
 	Client  string
 	Session string
+	// OnceOnly leaves out the "remember for this session" choice: a
+	// 2026-07-28 host has no session for the gate to remember it in.
+	OnceOnly bool
 }
 
 // Outcome is how a question ended.
@@ -247,22 +250,26 @@ func Params(req Request) (json.RawMessage, error) {
 		scope["enum"] = []string{"once", "session"}
 		scope["enumNames"] = []string{"Only this call", "This tool, for this session"}
 	}
+	props := map[string]any{
+		// A required boolean with no default: an empty or
+		// auto-filled form can never amount to a yes.
+		"approve": map[string]any{
+			"type":        "boolean",
+			"title":       "Approve this call",
+			"description": "Yes lets this one call run. No refuses it.",
+		},
+		"scope": scope,
+	}
+	if req.OnceOnly {
+		delete(props, "scope")
+	}
 	p := map[string]any{
 		"mode":    "form",
 		"message": Message(req),
 		"requestedSchema": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				// A required boolean with no default: an empty or
-				// auto-filled form can never amount to a yes.
-				"approve": map[string]any{
-					"type":        "boolean",
-					"title":       "Approve this call",
-					"description": "Yes lets this one call run. No refuses it.",
-				},
-				"scope": scope,
-			},
-			"required": []string{"approve"},
+			"type":       "object",
+			"properties": props,
+			"required":   []string{"approve"},
 		},
 	}
 	var b bytes.Buffer

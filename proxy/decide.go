@@ -28,6 +28,9 @@ const CodeDenied = -32010
 type verdict struct {
 	allow  bool
 	reason string // for a refusal: the text the model and the user read
+	// inputRequired, for a 2026-07-28 host, is the gate's input-required
+	// result asking the human (era_ask.go): the answer to the request.
+	inputRequired json.RawMessage
 }
 
 // decide takes the policy's decision about a call and, for ask, the human's.
@@ -90,7 +93,18 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"
 	}
-	a := g.approver.Approve(ctx, req, pol.ApprovalTimeout())
+	var a elicitation.Answer
+	if m := modernOf(ctx); m != nil {
+		// A 2026-07-28 host: asked in an input-required result, answered
+		// in a retry, which is this decision taken again (era_ask.go).
+		var ir json.RawMessage
+		if a, ir = g.askModern(m, pol, call, d, req); ir != nil {
+			record(a)
+			return verdict{reason: a.Detail, inputRequired: ir}
+		}
+	} else {
+		a = g.approver.Approve(ctx, req, pol.ApprovalTimeout())
+	}
 	record(a)
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}

@@ -118,6 +118,9 @@ type Gate struct {
 	// (trouble.go). Guarded by mu.
 	startFailed map[child]error
 	persist     persistState // the catalog cache and the pins (persist.go)
+	// rounds mints and redeems the requestStates of approvals asked of
+	// 2026-07-28 hosts (era_ask.go).
+	rounds *elicitation.Rounds
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -179,6 +182,7 @@ func New(opts Options) (*Gate, error) {
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
 		persist:  persistState{written: map[string][32]byte{}},
+		rounds:   elicitation.NewRounds(),
 	}
 	g.empty = emptySnapshot(budget)
 	g.tools = catalog{kind: kindTool}
@@ -220,6 +224,9 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	g := h.g
 	if err := checkHostParams(req.Method, req.Params); err != nil {
 		return nil, err
+	}
+	if g.servesModern(req) {
+		return g.serveModern(ctx, req) // a 2026-07-28 host (era.go)
 	}
 	m, ok := hostMethods[req.Method]
 	if !ok {
@@ -417,11 +424,24 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 		g.hostInfo.elicitURL = e.URL != nil
 	}
 	g.mu.Unlock()
-	// The session's children are started with exactly these capabilities,
-	// and shared only with sessions of the same identity that declared the
-	// same (poolKey). Each upstream request still reads the capabilities
-	// of the session it is for.
+	g.joinKey(key, forUp, seed.snap)
+	res := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    g.advertised(),
+		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
+		"instructions":    g.instructions() + g.relayedInstructions(key, seed.instructions),
+	}
+	return json.Marshal(res)
+}
+
+// joinKey makes key the session's children: started with exactly forUp
+// as their capabilities, and shared only with sessions of the same
+// identity that declared the same (poolKey). Each upstream request still
+// reads the capabilities of the session it is for. A key's first session
+// seeds its catalog (seed: from the catalog cache, persist.go).
+func (g *Session) joinKey(key string, forUp json.RawMessage, seed *snapshot) {
 	g.Gate.mu.Lock()
+	defer g.Gate.mu.Unlock()
 	g.upCaps[key] = forUp
 	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
 	if g.Gate.anyShared() {
@@ -430,20 +450,17 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	}
 	if g.cats[key] == nil {
 		c := &keyCatalog{}
-		c.snap.Store(seed.snap)
+		c.snap.Store(seed)
 		g.cats[key] = c
 	}
-	g.Gate.mu.Unlock()
-	res := map[string]any{
-		"protocolVersion": version,
-		"capabilities":    g.advertised(),
-		"serverInfo":      map[string]any{"name": "mcp-gate", "version": Version},
-		"instructions": fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
-			"A tool's name starts with its server's name and two underscores. "+
-			"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) + g.troubleInstructions() +
-			g.relayedInstructions(key, seed.instructions),
-	}
-	return json.Marshal(res)
+}
+
+// instructions is what the gate tells a host about itself, in either era.
+func (g *Gate) instructions() string {
+	return fmt.Sprintf("mcp-gate relays the tools of these MCP servers: %v. "+
+		"A tool's name starts with its server's name and two underscores. "+
+		"Every call is checked against a policy; a refused call returns an error that says why.", g.pool.Names()) +
+		g.troubleInstructions()
 }
 
 // hostCaps is what the host declared in initialize, read afresh for every
@@ -527,6 +544,9 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 	// Never waited for: this may run on an upstream's read loop, which
 	// other sessions share, and a host that is not reading must not stall
 	// it (backpressure.go). A notification finding no room is dropped.
+	if g.era.modern.Load() && !modernNotifies(method) {
+		return // era.go
+	}
 	if ok, err := g.host.TryNotify(method, params); err != nil || !ok {
 		g.log.Debug("notification to the host dropped", "method", method, "queued", ok, "error", err)
 	}
@@ -537,6 +557,10 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 // code, and with hidden characters in their message and data made visible:
 // hosts show error messages to the user.
 func upstreamError(server, method string, err error) error {
+	var ir *upstream.InputRequiredError
+	if errors.As(err, &ir) {
+		return err // questions for the host, not an error (era_upstream.go)
+	}
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
 		if werr.Raw != nil {

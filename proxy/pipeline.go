@@ -81,6 +81,9 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 			return nil, err // withdrawn while a human was asked: nothing is sent
 		}
 		if !v.allow {
+			if v.inputRequired != nil {
+				return v.inputRequired, nil // asked: the host retries with the answer (era_ask.go)
+			}
 			return r.refuse(t, v.reason)
 		}
 		for _, name := range t.also {
@@ -114,7 +117,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 
 // forwardTo sends the request to the upstream that owns its target.
 func forwardTo(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-	return g.forward(ctx, t.server, r.method, t.fwd)
+	return g.forwardRounds(ctx, t.server, r.method, t.fwd) // era_upstream.go
 }
 
 // The relays. Each is a row of the pipeline: the pipeline table test

@@ -38,6 +38,7 @@ type Session struct {
 	// this host and not yet handed to its queue (backpressure.go).
 	pendingResults atomic.Int64
 	hostCalls      hostCalls // the host requests in flight to each child
+	era            eraState  // set when the host opened at 2026-07-28 (era.go)
 
 	mu           sync.Mutex // guards what follows
 	hostInfo     hostInfo

@@ -22,6 +22,7 @@ var envelopeMembers = []string{
 	"name", "arguments", "uri", "ref", "type", "_meta", "progressToken",
 	"cursor", "level", "argument", "value", "context",
 	"protocolVersion", "capabilities", "clientInfo",
+	"inputResponses", "requestState", // a 2026-07-28 retry's, taken out by the gate (era.go)
 	"task", // stripped (tasks.go): a variant would reach the server as task augmentation
 }
 

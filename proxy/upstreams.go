@@ -135,6 +135,11 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 			return nil, r.err
 		}
 		s = r.s
+		if s.era.modern.Load() {
+			err := modernServerRequest(req.Method) // era.go
+			h.g.log.Warn("upstream request refused", "server", h.server, "method", req.Method, "error", err)
+			return nil, err
+		}
 	}
 	return m.serve(s, h.server, ctx, req)
 }

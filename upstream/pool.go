@@ -382,7 +382,7 @@ func (p *Pool) start(key string, cfg Config) (*Session, error) {
 		params = p.opts.InitParams(key, cfg.Name)
 	}
 	initErr := make(chan error, 1)
-	go func() { initErr <- s.initialize(ctx, params) }()
+	go func() { initErr <- s.handshake(ctx, cfg.Protocol, params) }() // era.go
 	select {
 	case err = <-initErr:
 	case <-s.conn.Done():

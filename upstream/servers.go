@@ -41,6 +41,10 @@ type Config struct {
 	// one child may serve every user of the same upstream-facing
 	// capabilities. By default each identity gets children of its own.
 	Shared bool
+	// Protocol pins the revision the gate speaks to the server
+	// ("protocol"): ModernVersion, ProtocolAuto to probe, or "" for the
+	// older era (era.go).
+	Protocol string
 }
 
 // ServerKeyPattern is what a server key must look like. No '_', so a wire
@@ -62,6 +66,8 @@ type entry struct {
 	// CallTimeout is a Go duration string (parseCallTimeout).
 	CallTimeout json.RawMessage `json:"callTimeout"`
 	Shared      *bool           `json:"shared"`
+	// Protocol is a revision string (parseProtocol).
+	Protocol json.RawMessage `json:"protocol"`
 }
 
 // LoadServers reads and validates a servers file. lookupEnv resolves
@@ -181,6 +187,7 @@ func parseEntry(filename, name string, raw json.RawMessage, lookupEnv func(strin
 		bad(`"type" is %q; expected "stdio", "http" or "sse"`, cfg.Type)
 	}
 	cfg.CallTimeout = parseCallTimeout(e.CallTimeout, bad)
+	cfg.Protocol = parseProtocol(e.Protocol, bad)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}

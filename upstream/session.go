@@ -49,6 +49,10 @@ type Session struct {
 	// before OnStart is called.
 	Restart bool
 
+	// envelope, for a server pinned to 2026-07-28, is the _meta members
+	// every request to it carries (era.go); nil for the older era.
+	envelope json.RawMessage
+
 	inflight   atomic.Int64 // calls in either direction
 	lastUsed   atomic.Int64 // unix nanoseconds
 	deliberate atomic.Bool  // the gate stopped it; its end is not a crash
@@ -66,7 +70,16 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 func (s *Session) CallAdmit(ctx context.Context, method string, params json.RawMessage, admit func(size int) error) (json.RawMessage, error) {
 	s.begin()
 	defer s.end()
+	if s.envelope != nil {
+		var err error
+		if params, err = s.modernParams(method, params); err != nil { // era.go
+			return nil, err
+		}
+	}
 	res, err := s.conn.CallAdmit(ctx, method, params, admit)
+	if err == nil && s.envelope != nil {
+		return s.modernResult(method, res)
+	}
 	if err != nil && errors.Is(err, rpc.ErrClosed) {
 		return nil, &rpc.Error{
 			Code:    rpc.CodeInternalError,
@@ -124,25 +137,33 @@ func (c countingHandler) HandleNotification(msg *rpc.Message) { c.h.HandleNotifi
 // capabilities member of its initialize result): from a live handshake, or
 // from a catalog cache entry that recorded one.
 func ParseCapabilities(raw json.RawMessage) (Capabilities, error) {
-	var c struct {
-		Tools *struct {
-			ListChanged bool `json:"listChanged"`
-		} `json:"tools"`
-		Prompts *struct {
-			ListChanged bool `json:"listChanged"`
-		} `json:"prompts"`
-		Resources *struct {
-			ListChanged bool `json:"listChanged"`
-			Subscribe   bool `json:"subscribe"`
-		} `json:"resources"`
-		Completions *struct{} `json:"completions"`
-		Logging     *struct{} `json:"logging"`
-	}
+	var c capsOnWire
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return Capabilities{}, fmt.Errorf("the capabilities are not an object of capabilities: %w", rpc.DescribeJSONError(err))
 		}
 	}
+	return c.caps(), nil
+}
+
+// capsOnWire is the server capabilities object, as far as the gate reads
+// it (an initialize result, a server/discover result, a cache entry).
+type capsOnWire struct {
+	Tools *struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+	Prompts *struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"prompts"`
+	Resources *struct {
+		ListChanged bool `json:"listChanged"`
+		Subscribe   bool `json:"subscribe"`
+	} `json:"resources"`
+	Completions *struct{} `json:"completions"`
+	Logging     *struct{} `json:"logging"`
+}
+
+func (c capsOnWire) caps() Capabilities {
 	return Capabilities{
 		Tools:                c.Tools != nil,
 		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
@@ -153,7 +174,7 @@ func ParseCapabilities(raw json.RawMessage) (Capabilities, error) {
 		ResourcesSubscribe:   c.Resources != nil && c.Resources.Subscribe,
 		Completions:          c.Completions != nil,
 		Logging:              c.Logging != nil,
-	}, nil
+	}
 }
 
 // versionShape is what an MCP protocol version looks like.

@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// Both protocol eras on one connection type. A host of revision 2026-07-28
+// opens with server/discover (or any request) carrying the per-request
+// _meta envelope; a 2025-11-25 host opens with initialize. The session
+// chooses by how the host opens, as the spec's compatibility matrix says:
+// a request with an envelope claim before any initialize is modern, an
+// initialize is the older era and served exactly as before (gate.go).
+//
+// A modern request stands on its own: its protocol version and client
+// capabilities are read from its own _meta, never from an earlier request,
+// and every result carries resultType. There are no server-to-client
+// requests, so the gate asks for approval with an input-required result
+// (era_ask.go), and the session's upstream children are those of its
+// principal alone (no host capabilities are passed upstream, so nothing
+// an upstream asks can need this host), which makes tools/list the same
+// for every connection of one principal.
+//
+// What here is stdio-independent (readEnvelope, the result stamp, the
+// ask) is what an HTTP front end reuses; the HTTP header rules
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name) are that front end's.
+
+// ModernVersion is the 2026-07-28 revision the gate serves.
+const ModernVersion = "2026-07-28"
+
+// Error codes of the 2026-07-28 revision.
+const (
+	CodeMissingClientCapability = -32021
+	CodeUnsupportedVersion      = -32022
+)
+
+// The reserved _meta keys of the per-request envelope.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// eraState is a session's era: set once the host opened at 2026-07-28.
+type eraState struct {
+	modern atomic.Bool
+	open   sync.Once // joins the principal's upstream children, once
+}
+
+// modernReq is what one 2026-07-28 request declared, carried in its
+// context to the decision (decide, askModern).
+type modernReq struct {
+	method  string
+	version string
+	caps    hostInfo // elicitForm, elicitURL, sampling, roots of this request
+	// The retry of an input-required round: the answers and the state.
+	inputResponses json.RawMessage
+	requestState   string
+	hasState       bool
+	// asked is set when the gate answered with its own input-required
+	// result, which carries its own resultType.
+	asked atomic.Bool
+}
+
+type modernKey struct{}
+
+// modernOf returns the modern request ctx serves, or nil for a 2025 one.
+func modernOf(ctx context.Context) *modernReq {
+	m, _ := ctx.Value(modernKey{}).(*modernReq)
+	return m
+}
+
+// servesModern says whether req is served by the 2026-07-28 rules: on a
+// session that opened modern, or as the opening of one (an envelope claim
+// before any initialize).
+func (s *Session) servesModern(req *rpc.Message) bool {
+	if s.era.modern.Load() {
+		return true
+	}
+	if h := s.hostCaps(); h.initialized {
+		// Opened: by initialize, or by a modern request still on its way
+		// to marking the session (serveModern).
+		return h.protocolVersion == ModernVersion
+	}
+	if req.Method == "initialize" {
+		return false
+	}
+	meta, ok := rawjson.Get(req.Params, "_meta")
+	if !ok {
+		return false
+	}
+	_, claim := rawjson.Get(meta, metaProtocolVersion)
+	return claim
+}
+
+// modernMethods are the requests a 2026-07-28 host may send, served by the
+// same code as the older era's (hostMethods), so both take one path.
+// logging/setLevel and resources/(un)subscribe have no place in that
+// revision (the log level and subscriptions are per request and per
+// listen stream there) and are refused as unknown.
+var modernMethods = map[string]bool{
+	"ping": true, "tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "tools/call": true, "prompts/get": true,
+	"resources/read": true, "completion/complete": true,
+}
+
+// cacheable are the methods whose 2026-07-28 results carry ttlMs and
+// cacheScope. Lists depend on the principal and the policy: private, and
+// not to be reused (a policy reload changes them).
+var cacheable = map[string]bool{
+	"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "resources/read": true,
+}
+
+// serveModern serves one request of a 2026-07-28 host.
+func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	if req.Method == "initialize" {
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "initialize: this connection opened at protocol %s, which has no initialize; a 2025-11-25 host must open a new connection with initialize", ModernVersion)
+	}
+	m, params, err := readEnvelope(req.Method, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if req.Method == "server/discover" {
+		return s.discover()
+	}
+	if !modernMethods[req.Method] {
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate at protocol %s", req.Method, ModernVersion)
+	}
+	if m.hasState || m.inputResponses != nil {
+		if !m.caps.elicitForm {
+			// Answers to the gate's form question from a request that says
+			// its client cannot show forms.
+			return nil, &rpc.Error{Code: CodeMissingClientCapability,
+				Message: "Missing required client capabilities: elicitation (a retry with inputResponses answers a form elicitation)",
+				Data:    json.RawMessage(`{"requiredCapabilities":{"elicitation":{"form":{}}}}`)}
+		}
+		if !m.hasState {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method)
+		}
+	}
+	if err := s.openModern(); err != nil {
+		return nil, err
+	}
+	if s.era.modern.CompareAndSwap(false, true) {
+		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
+	}
+	ctx = context.WithValue(ctx, modernKey{}, m)
+	ctx, release := s.holdResults(ctx)
+	defer release()
+	res, err := hostMethods[req.Method].serve(s, ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if m.asked.Load() {
+		return res, nil // the gate's own input-required result
+	}
+	return stampComplete(req.Method, res)
+}
+
+// openModern gives the session its principal's upstream children, once:
+// the key of a 2026-07-28 session is its identity and no host
+// capabilities (poolKey), so every connection of one principal shares
+// them, and their lists.
+//
+// A host that raced an initialize in ahead of its first modern request has
+// a 2025 session: its children are those initialize chose, and the modern
+// request is refused rather than moving the session to others.
+func (s *Session) openModern() error {
+	s.era.open.Do(func() {
+		forUp := json.RawMessage("{}")
+		key := poolKey(s.identity, forUp, false, s.session)
+		s.mu.Lock()
+		if s.hostInfo.initialized {
+			s.mu.Unlock()
+			return
+		}
+		s.hostInfo = hostInfo{initialized: true, protocolVersion: ModernVersion, capsForUpstream: forUp, poolKey: key}
+		s.mu.Unlock()
+		s.joinKey(key, forUp, s.seedCatalog(forUp).snap)
+	})
+	if v := s.hostCaps().protocolVersion; v != ModernVersion {
+		return rpc.Errorf(rpc.CodeInvalidRequest, "this connection opened with initialize at protocol %s; a %s request has no place on it", v, ModernVersion)
+	}
+	return nil
+}
+
+// readEnvelope checks a 2026-07-28 request's _meta envelope and returns
+// what it declared, with the params the older-era code serves: the
+// envelope keys and the retry members taken out, everything else as sent.
+// A missing or malformed envelope is -32602, an unsupported version
+// -32022, each saying what was found and what was expected.
+func readEnvelope(method string, params json.RawMessage) (*modernReq, json.RawMessage, error) {
+	bad := func(key, problem string) error {
+		return &rpc.Error{Code: rpc.CodeInvalidParams,
+			Message: fmt.Sprintf("Invalid _meta envelope for protocol revision %s: %s: %s", ModernVersion, key, problem),
+			Data:    mustJSON(map[string]any{"envelope": map[string]string{"key": key, "problem": problem}})}
+	}
+	if len(params) == 0 || params[0] != '{' {
+		return nil, nil, bad(metaProtocolVersion, "missing")
+	}
+	meta, ok := rawjson.Get(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		return nil, nil, bad(metaProtocolVersion, "missing")
+	}
+	vRaw, hasV := rawjson.Get(meta, metaProtocolVersion)
+	capsRaw, hasC := rawjson.Get(meta, metaClientCapabilities)
+	switch {
+	case !hasV:
+		return nil, nil, bad(metaProtocolVersion, "missing")
+	case !hasC:
+		return nil, nil, bad(metaClientCapabilities, "missing")
+	}
+	version, ok := rawjson.String(vRaw)
+	if !ok {
+		return nil, nil, bad(metaProtocolVersion, "expected a string")
+	}
+	if len(capsRaw) == 0 || capsRaw[0] != '{' {
+		return nil, nil, bad(metaClientCapabilities, "expected an object")
+	}
+	if version != ModernVersion {
+		return nil, nil, &rpc.Error{Code: CodeUnsupportedVersion,
+			Message: "Unsupported protocol version: " + shorten(version, 64),
+			Data:    mustJSON(map[string]any{"supported": []string{ModernVersion}, "requested": version})}
+	}
+	m := &modernReq{method: method, version: version, caps: declaredCaps(capsRaw)}
+	if st, ok := rawjson.Get(params, "requestState"); ok {
+		s, isStr := rawjson.String(st)
+		if !isStr {
+			return nil, nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: requestState must be the string the gate sent", method)
+		}
+		m.requestState, m.hasState = s, true
+	}
+	if ir, ok := rawjson.Get(params, "inputResponses"); ok {
+		if len(ir) == 0 || ir[0] != '{' {
+			return nil, nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses must be an object", method)
+		}
+		m.inputResponses = ir
+	}
+	// What the older-era code and the upstream see: no envelope (an
+	// upstream that reads it would take a 2025 session for a modern one),
+	// no retry members (they are the gate's, not the server's).
+	for _, k := range []string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel} {
+		meta, _ = rawjson.Delete(meta, k)
+	}
+	out := params
+	if bytes.Equal(bytes.TrimSpace(meta), []byte("{}")) {
+		out, _ = rawjson.Delete(out, "_meta")
+	} else {
+		var err error
+		if out, err = rawjson.Set(out, "_meta", meta); err != nil {
+			return nil, nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: _meta: %v", method, err)
+		}
+	}
+	out, _ = rawjson.Delete(out, "requestState")
+	out, _ = rawjson.Delete(out, "inputResponses")
+	return m, out, nil
+}
+
+// declaredCaps reads the capabilities a request declared, as initialize
+// reads them (a bare elicitation object means form).
+func declaredCaps(caps json.RawMessage) hostInfo {
+	var h hostInfo
+	if e, ok := rawjson.Get(caps, "elicitation"); ok && len(e) > 0 && e[0] == '{' {
+		_, form := rawjson.Get(e, "form")
+		_, url := rawjson.Get(e, "url")
+		h.elicitForm = form || !url
+		h.elicitURL = url
+	}
+	_, h.sampling = rawjson.Get(caps, "sampling")
+	_, h.roots = rawjson.Get(caps, "roots")
+	return h
+}
+
+// discover answers server/discover: what initialize says, for the modern
+// revision, with no state kept.
+func (s *Session) discover() (json.RawMessage, error) {
+	caps := s.advertised()
+	delete(caps, "tasks")
+	// List changes and resource updates reach a 2026-07-28 host only on a
+	// subscriptions/listen stream, which the gate does not serve yet: it
+	// does not advertise them (Claude Code opens a listen stream when it
+	// sees listChanged).
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if _, ok := caps[k]; ok {
+			caps[k] = map[string]any{}
+		}
+	}
+	return json.Marshal(map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": []string{ModernVersion},
+		"capabilities":      caps,
+		"instructions":      s.instructions(),
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			metaServerInfo: map[string]any{"name": "mcp-gate", "version": Version},
+		},
+	})
+}
+
+// stampComplete marks a result complete for a 2026-07-28 host without
+// re-encoding it: resultType, and for a cacheable method ttlMs and
+// cacheScope when the upstream gave none. A result already carrying another
+// resultType comes from an upstream speaking that revision's vocabulary,
+// whose input requests and state the gate does not relay (yet): it is
+// refused rather than passed on for the host to act on.
+func stampComplete(method string, res json.RawMessage) (json.RawMessage, error) {
+	if len(res) == 0 || res[0] != '{' {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the result is not an object", method)
+	}
+	if rt, ok := rawjson.Get(res, "resultType"); ok {
+		if v, _ := rawjson.String(rt); v != "complete" {
+			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the upstream answered with resultType %s, which mcp-gate does not relay; only complete results reach a %s host", method, shorten(string(rt), 40), ModernVersion)
+		}
+	}
+	out, err := rawjson.Set(res, "resultType", []byte(`"complete"`))
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v", method, err)
+	}
+	if cacheable[method] {
+		if _, ok := rawjson.Get(out, "ttlMs"); !ok {
+			out, _ = rawjson.Set(out, "ttlMs", []byte("0"))
+		}
+		if _, ok := rawjson.Get(out, "cacheScope"); !ok {
+			out, _ = rawjson.Set(out, "cacheScope", []byte(`"private"`))
+		}
+	}
+	return out, nil
+}
+
+// modernNotifies says which notifications a 2026-07-28 host gets: only
+// progress of its own requests. List changes and resource updates reach it
+// through subscriptions/listen, which the gate does not serve yet, and a
+// server must not send a type the client did not ask for.
+func modernNotifies(method string) bool { return method == "notifications/progress" }
+
+// modernServerRequest refuses an upstream's request (elicitation, sampling,
+// roots) during a call of a 2026-07-28 host: that revision has no
+// server-to-client requests, and the gate does not yet turn them into
+// input requests of the call in flight. The upstream's children are
+// started declaring none of these capabilities, so a conforming server
+// does not ask; this is the answer to one that asks anyway.
+func modernServerRequest(method string) error {
+	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate does not relay them to it as input requests yet", method, ModernVersion)
+}

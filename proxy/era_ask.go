@@ -1,0 +1,56 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/policy"
+)
+
+// askModern is the approval of a 2026-07-28 request the policy asks about.
+// Without a requestState it asks: the gate's question (the same form as
+// elicitation.Params, without the session choice) goes back as an
+// input-required result, with a state bound to this principal, method,
+// tool, canonical arguments and policy revision (the returned result; the
+// call is not run). With one it reads the answer, which counts only if
+// the state redeems for exactly this call (elicitation.Rounds): this
+// decision was taken afresh under the policy in force, so a reload since
+// the question changes the revision and the old answer does not redeem.
+//
+// A question is only ever sent as the form elicitation the request
+// declared it can show; a host that declared none is refused as a
+// 2025-11-25 host without elicitation is.
+func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, d policy.Decision, req elicitation.Request) (elicitation.Answer, json.RawMessage) {
+	switch m.method {
+	case "tools/call", "prompts/get", "resources/read":
+	default:
+		return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: fmt.Sprintf("a %s %s cannot carry an approval question (only tools/call, prompts/get and resources/read can); ask your security team to allow it in the policy", ModernVersion, m.method)}, nil
+	}
+	if !m.caps.elicitForm {
+		return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: "this host cannot ask for approval (its request declared no form elicitation); " +
+			"ask your security team to allow this tool in the policy, or use a host that supports MCP elicitation (Claude Code, Codex)"}, nil
+	}
+	digest, err := elicitation.CanonicalDigest(call.Args)
+	if err != nil {
+		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, nil
+	}
+	b := elicitation.Binding{
+		Principal: g.identity.Key(), Method: m.method, Server: call.Server, Name: call.Name,
+		ArgsDigest: digest, Revision: d.Revision,
+	}
+	if m.hasState {
+		return g.rounds.AnswerFrom(m.inputResponses, m.requestState, b), nil
+	}
+	req.OnceOnly, req.Titled = true, true
+	state, err := g.rounds.Mint(b, pol.ApprovalTimeout())
+	if err != nil {
+		return elicitation.Answer{Outcome: elicitation.Failed, Detail: err.Error()}, nil
+	}
+	ir, err := elicitation.InputRequired(req, state)
+	if err != nil {
+		return elicitation.Answer{Outcome: elicitation.Failed, Detail: err.Error()}, nil
+	}
+	m.asked.Store(true)
+	return elicitation.Answer{Outcome: elicitation.Pending, Detail: "asked the user in an input-required result; the call runs only when retried with their yes"}, ir
+}

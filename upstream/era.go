@@ -1,0 +1,210 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/protocol"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// Upstreams of revision 2026-07-28. A server whose entry pins
+// "protocol": "2026-07-28" is opened with server/discover instead of
+// initialize, and every request to it carries the per-request _meta
+// envelope: the protocol version, and the same client capabilities and
+// client info the older era would have declared once in initialize (the
+// capabilities of the child's pool key, never more). Results come back
+// marked complete; resultType is taken off, since the rest of the gate
+// speaks the older era's shapes (a 2026-07-28 host gets it stamped again).
+// An upstream's input-required result comes back as *InputRequiredError,
+// for the proxy to put its questions to the host (proxy/era_upstream.go);
+// the gate never acts on the upstream's requestState, only echoes it.
+//
+// Servers without the key are spoken to at 2025-11-25 as before;
+// "protocol": "auto" has the gate probe them with server/discover (probe).
+// Probing is opt-in: it costs every older server a round trip, or the probe
+// timeout for one that never answers a request before initialize.
+
+// ModernVersion is the 2026-07-28 revision.
+const ModernVersion = "2026-07-28"
+
+// parseProtocol reads an entry's "protocol": a revision the gate speaks.
+// Any of the older era's pins the older era (as no key does); 2026-07-28
+// the new one. Anything else is an error naming the key and the choices.
+func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return ""
+	}
+	choices := append([]string{ProtocolAuto, ModernVersion}, protocol.Known()...)
+	var s string
+	if t[0] != '"' || json.Unmarshal(t, &s) != nil {
+		bad(`"protocol" is %s; expected one of %q`, jsonKind(t), choices)
+		return ""
+	}
+	switch {
+	case s == ModernVersion, s == ProtocolAuto:
+		return s
+	case slices.Contains(protocol.Known(), s):
+		return ""
+	}
+	bad(`"protocol" %q is not a revision mcp-gate speaks; expected one of %q`, s, choices)
+	return ""
+}
+
+// ProtocolAuto ("protocol": "auto") asks the gate to find the server's era
+// by probing it (probe).
+const ProtocolAuto = "auto"
+
+// ProbeTimeout bounds the server/discover probe of an "auto" server: a
+// server of the older era may never answer a request before initialize.
+var ProbeTimeout = 5 * time.Second
+
+// handshake opens the connection in the era the entry pins, or finds it.
+func (s *Session) handshake(ctx context.Context, era string, initParams json.RawMessage) error {
+	switch era {
+	case ModernVersion:
+		return s.discover(ctx, initParams)
+	case ProtocolAuto:
+		return s.probe(ctx, initParams)
+	}
+	return s.initialize(ctx, initParams)
+}
+
+// probe classifies a server as the spec's stdio rules say: it is sent
+// server/discover first; a discover result, or an error only the new era
+// defines (-32022 unsupported version, with the versions it supports), means
+// modern; anything else (method not found, "before initialize", garbage, no
+// answer within ProbeTimeout) means the older era, which is then opened
+// with initialize on the same connection. A modern server that supports no
+// revision the gate speaks is an error saying so.
+func (s *Session) probe(ctx context.Context, initParams json.RawMessage) error {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	err := s.discover(pctx, initParams)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code == codeUnsupportedVersion {
+		return fmt.Errorf("the server speaks protocol 2026-07-28 or later but not %s: %w", ModernVersion, err)
+	}
+	if errors.Is(err, errNotModernVersion) {
+		return err
+	}
+	return s.initialize(ctx, initParams)
+}
+
+// codeUnsupportedVersion is the new era's -32022.
+const codeUnsupportedVersion = -32022
+
+var errNotModernVersion = errors.New("the server lists other revisions")
+
+// discover opens a 2026-07-28 server: server/discover with the envelope
+// built from what initialize would have said.
+func (s *Session) discover(ctx context.Context, initParams json.RawMessage) error {
+	caps, ok := rawjson.Get(initParams, "capabilities")
+	if !ok || len(caps) == 0 || caps[0] != '{' {
+		caps = json.RawMessage("{}")
+	}
+	info, ok := rawjson.Get(initParams, "clientInfo")
+	if !ok || len(info) == 0 || info[0] != '{' {
+		info = json.RawMessage(`{"name":"mcp-gate","version":"dev"}`)
+	}
+	env := []byte(`{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `"}`)
+	env, _ = rawjson.Set(env, "io.modelcontextprotocol/clientCapabilities", caps)
+	env, _ = rawjson.Set(env, "io.modelcontextprotocol/clientInfo", info)
+	res, err := s.conn.Call(ctx, "server/discover", append(append([]byte(`{"_meta":`), env...), '}'))
+	if err != nil {
+		return fmt.Errorf("server/discover (the servers file pins this server to protocol %s): %w", ModernVersion, err)
+	}
+	var r struct {
+		SupportedVersions []string   `json:"supportedVersions"`
+		Capabilities      capsOnWire `json:"capabilities"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("server/discover: the result is not a discover result: %w", rpc.DescribeJSONError(err))
+	}
+	if !slices.Contains(r.SupportedVersions, ModernVersion) {
+		return fmt.Errorf("server/discover: %w (%d), not %s", errNotModernVersion, len(r.SupportedVersions), ModernVersion)
+	}
+	s.ProtocolVersion = ModernVersion
+	s.InitResult = res
+	s.Caps = r.Capabilities.caps()
+	s.envelope = env
+	return nil
+}
+
+// modernParams puts the envelope into a request's _meta, keeping any
+// other member the params carry (a progress token).
+func (s *Session) modernParams(method string, params json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(params)) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		params = json.RawMessage("{}")
+	}
+	meta, ok := rawjson.Get(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = json.RawMessage("{}")
+	}
+	var err error
+	_ = rawjson.Members(s.envelope, func(m rawjson.Member) bool {
+		meta, err = rawjson.Set(meta, m.Key, m.Value)
+		return err == nil
+	})
+	if err == nil {
+		params, err = rawjson.Set(params, "_meta", meta)
+	}
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s to upstream %q: params: %v", method, s.Name, err)
+	}
+	return params, nil
+}
+
+// inputRequiredMethods may answer input_required.
+var inputRequiredMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// InputRequiredError is a 2026-07-28 upstream's input-required result:
+// not an answer, but questions (Result's inputRequests) the caller must
+// put to the host before retrying with the answers and the upstream's
+// requestState echoed. The gate never reads that state.
+type InputRequiredError struct {
+	Server, Method string
+	Result         json.RawMessage
+}
+
+func (e *InputRequiredError) Error() string {
+	return fmt.Sprintf("upstream %q answered %s with an input-required result", e.Server, e.Method)
+}
+
+// modernResult takes resultType off a complete result, returns an
+// input-required one as *InputRequiredError, and refuses any other kind.
+func (s *Session) modernResult(method string, res json.RawMessage) (json.RawMessage, error) {
+	rt, ok := rawjson.Get(res, "resultType")
+	if !ok {
+		return res, nil
+	}
+	switch v, _ := rawjson.String(rt); {
+	case v == "input_required" && inputRequiredMethods[method]:
+		return nil, &InputRequiredError{Server: s.Name, Method: method, Result: res}
+	case v != "complete":
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q answered %s with resultType %s; expected complete", s.Name, method, shortValue(rt))
+	}
+	out, _ := rawjson.Delete(res, "resultType")
+	return out, nil
+}
+
+// shortValue quotes at most a short prefix of a server's value for an error.
+func shortValue(v []byte) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "…"
+	}
+	return string(v)
+}
