@@ -109,9 +109,21 @@ func TestDoctor(t *testing.T) {
 	ev := everything()
 	h.run(t, claude, "mcp", "add", "everything", "-e", "GZIP_ALLOWED_DOMAINS=example.invalid", "--", ev.Command, ev.Args[0], "stdio")
 	h.run(t, gateBin, "install", "claude-code")
-	if out, err := h.try(gateBin, "doctor"); err != nil || !strings.Contains(out, "no problems found") {
+	if out, err := h.try(gateBin, "doctor"); err != nil || !strings.Contains(out, "no problems found") || !strings.Contains(out, "ok: local approval surface") {
 		t.Fatalf("doctor on a clean install: %v\n%s", err, out)
 	}
+	// A runtime directory others can open leaves no local approval channel.
+	rt := t.TempDir()
+	if err := os.Mkdir(filepath.Join(rt, "mcp-gate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(rt, "mcp-gate"), 0o755)
+	saved := h.env
+	h.env = append(h.env[:len(h.env):len(h.env)], "XDG_RUNTIME_DIR="+rt)
+	if out, err := h.try(gateBin, "doctor"); exitCode(err) != 1 || !strings.Contains(out, "PROBLEM: the local approval surface cannot open") {
+		t.Errorf("doctor with a runtime directory open to others: %v\n%s", err, out)
+	}
+	h.env = saved
 
 	// The bypass: the same server registered again, directly.
 	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")

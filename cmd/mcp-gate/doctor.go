@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-gate/mcp-gate/approvals"
 	"github.com/mcp-gate/mcp-gate/hostconfig"
 )
 
@@ -121,14 +123,29 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	// Approval channels: an ask rule needs a human, reached through the
-	// host's form where it declares elicitation.
+	// host's form where it declares elicitation, else on the local
+	// approval surface (mcp-gate approvals), which needs this user's
+	// runtime directory.
+	local := false
+	if runtime.GOOS != "linux" {
+		fmt.Fprintln(stdout, "note: the local approval surface is Linux-only: where the host cannot ask, an ask call is refused")
+	} else if dir, err := approvals.RuntimeDir(); err != nil {
+		problem(fmt.Sprintf("the local approval surface cannot open: %v", err), "make the directory yours with mode 0700 (or set XDG_RUNTIME_DIR); until then asks the host cannot carry are refused")
+	} else {
+		local = true
+		fmt.Fprintf(stdout, "ok: local approval surface (sockets in %s): answer with `mcp-gate approvals watch` where the host cannot ask\n", dir)
+	}
 	for _, r := range hostconfig.Scan(o) {
 		if len(r.Gates) == 0 {
 			continue
 		}
 		switch r.Host {
 		case "claude-desktop":
-			fmt.Fprintln(stdout, "note: claude-desktop does not declare elicitation: an ask call there is refused unless a local approval channel answers it (docs/hosts/claude-desktop.md)")
+			if local {
+				fmt.Fprintln(stdout, "note: claude-desktop does not declare elicitation: its ask calls wait for `mcp-gate approvals watch` (or approve/deny) in a terminal of yours (docs/hosts/claude-desktop.md)")
+			} else {
+				fmt.Fprintln(stdout, "note: claude-desktop does not declare elicitation and no local approval surface is available: its ask calls are refused (docs/hosts/claude-desktop.md)")
+			}
 		default:
 			fmt.Fprintf(stdout, "ok: %s asks through its elicitation form (docs/hosts/%s.md)\n", r.Host, r.Host)
 		}
