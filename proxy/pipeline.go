@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -77,8 +78,8 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 			return r.refuse(t, v.reason)
 		}
 		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.wire)
-		if err := ctx.Err(); err != nil {
-			return nil, err // withdrawn while a human was asked: nothing is sent
+		if ctx.Err() != nil {
+			return r.withdrawn(ctx, t) // while a human was asked: nothing is sent
 		}
 		if !v.allow {
 			if v.inputRequired != nil {
@@ -88,8 +89,8 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 		}
 		for _, name := range t.also {
 			v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: name, Args: t.args}, t.wire)
-			if err := ctx.Err(); err != nil {
-				return nil, err
+			if ctx.Err() != nil {
+				return r.withdrawn(ctx, t)
 			}
 			if !v.allow {
 				return r.refuse(t, v.reason)
@@ -357,4 +358,18 @@ func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.
 		}
 	}
 	return forwardTo(g, ctx, r, t)
+}
+
+// withdrawn answers a request whose context ended before it was sent
+// upstream (while a human was being asked). A request the host cancelled
+// gets no answer, as MCP says; one ended for another reason (the host's
+// input ended and the drain time ran out, rpc.ErrDrained) is refused with
+// that reason, so that a host still reading learns what became of it.
+func (r *relay) withdrawn(ctx context.Context, t target) (json.RawMessage, error) {
+	cause := context.Cause(ctx)
+	var pc *rpc.PeerCancelled
+	if errors.As(cause, &pc) {
+		return nil, ctx.Err()
+	}
+	return r.refuse(t, "the call was withdrawn before it was sent: "+cause.Error())
 }

@@ -237,7 +237,7 @@ func (c *Conn) drain(ctx context.Context) {
 	if c.opts.Drain <= 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Drain)
+	dctx, cancel := context.WithTimeout(ctx, c.opts.Drain)
 	defer cancel()
 	served := make(chan struct{})
 	go func() {
@@ -246,14 +246,50 @@ func (c *Conn) drain(ctx context.Context) {
 	}()
 	select {
 	case <-served:
-	case <-ctx.Done():
-		return
 	case <-c.done:
 		return
+	case <-dctx.Done():
+		if ctx.Err() != nil {
+			return
+		}
+		// The drain time is up. The calls still running (one waiting for a
+		// human, a slow upstream) are ended with a cause, so that each
+		// answers (a refusal, an error) rather than vanishing with the
+		// connection: a peer that stopped writing may still be reading.
+		c.cancelIncoming(ErrDrained)
+		gctx, gcancel := context.WithTimeout(ctx, drainGrace)
+		defer gcancel()
+		select {
+		case <-served:
+		case <-gctx.Done():
+			return
+		case <-c.done:
+			return
+		}
+		dctx = gctx
 	}
 	// The responses are handed to the transport, perhaps not yet sent.
 	if f, ok := c.t.(Flusher); ok {
-		_ = f.Flush(ctx)
+		_ = f.Flush(dctx)
+	}
+}
+
+// ErrDrained is the cause a call in progress is cancelled with when the
+// peer has ended its stream and the call did not finish within
+// Options.Drain.
+var ErrDrained = errors.New("the peer ended its input and the call did not finish within the drain time")
+
+// drainGrace is how long calls cancelled at the end of the drain get to
+// answer: handlers return promptly once their context is done.
+const drainGrace = 2 * time.Second
+
+// cancelIncoming cancels every call being served with cause, without
+// marking it cancelled by the peer: each still sends its response.
+func (c *Conn) cancelIncoming(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, in := range c.incoming {
+		in.cancel(cause)
 	}
 }
 

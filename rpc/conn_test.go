@@ -1152,6 +1152,30 @@ func TestDrainWaitsForResponsesToBeWritten(t *testing.T) {
 	}
 }
 
+// A call still running when the drain time is up is cancelled with
+// ErrDrained and its answer is still written: a peer that closed its
+// input may still read (a pipe, a script), and nothing it asked for
+// vanishes without an answer.
+func TestDrainTimeoutCancelsAndAnswers(t *testing.T) {
+	connR, peerW := io.Pipe()
+	var out lockedBuffer
+	c := New(NewStream(connR, &out, nil, Limits{}), funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), ErrDrained) {
+			return nil, fmt.Errorf("cancelled with %v, want ErrDrained", context.Cause(ctx))
+		}
+		return json.RawMessage(`"withdrawn"`), nil
+	}}, Options{Peer: "host", Logger: testLogger(t), Drain: 50 * time.Millisecond})
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(context.Background()) }()
+	io.WriteString(peerW, `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`+"\n")
+	peerW.Close()
+	wait(t, ran, "Run")
+	if got, want := out.String(), `{"jsonrpc":"2.0","id":7,"result":"withdrawn"}`+"\n"; got != want {
+		t.Errorf("the Conn wrote %q, want %q", got, want)
+	}
+}
+
 // stalledConn returns a running Conn whose peer neither reads what it writes
 // nor closes its own end; over a stream it has no closer (like stdin and
 // stdout). runErr waits for Run to return and returns what it returned.
