@@ -155,9 +155,7 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
 	}
 	ctx = context.WithValue(ctx, modernKey{}, m)
-	ctx, release := s.holdResults(ctx)
-	defer release()
-	res, err := hostMethods[req.Method].serve(s, ctx, params)
+	res, err := s.serveMethod(ctx, hostMethods[req.Method], req.Method, params)
 	if err != nil {
 		return nil, err
 	}

@@ -235,13 +235,23 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
 	}
-	if err := g.refuseInTrouble(req.Method); err != nil {
+	return g.serveMethod(ctx, m, req.Method, req.Params)
+}
+
+// serveMethod serves one host request of either era once its framing is
+// read (initialize, or a 2026-07-28 request's _meta envelope): what the
+// gate cannot serve (trouble.go) refuses it, its results count against the
+// session's budget (backpressure.go), and a list whose servers did not
+// start says so (afterList). Both eras come through here, so neither can
+// miss a check the other has.
+func (g *Session) serveMethod(ctx context.Context, m hostMethod, method string, params json.RawMessage) (json.RawMessage, error) {
+	if err := g.refuseInTrouble(method); err != nil {
 		return nil, err
 	}
 	ctx, release := g.holdResults(ctx)
 	defer release()
-	res, err := m.serve(g, ctx, req.Params)
-	return g.afterList(ctx, req.Method, res, err)
+	res, err := m.serve(g, ctx, params)
+	return g.afterList(ctx, method, res, err)
 }
 
 // hostMethod is how the gate serves one request from the host.
