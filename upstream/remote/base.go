@@ -96,7 +96,7 @@ func newClient() *http.Client {
 	// may be a stream), so as many connections as calls in flight are
 	// open; fewer kept idle means the rest are closed after each reply
 	// and dialed again for the next call. 64 keeps a busy session's
-	// connections (e2e/httpbench at 64 concurrent calls: a quarter fewer
+	// connections (e2e/httpbench at 64 concurrent calls: a third fewer
 	// calls per second with 8) and bounds what an idle upstream holds.
 	tr.MaxIdleConnsPerHost = 64
 	return &http.Client{
