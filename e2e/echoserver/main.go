@@ -12,12 +12,18 @@
 // Requests are answered one at a time in arrival order; replies are flushed
 // when no more input is already buffered, so a pipelined burst is answered
 // with few writes, as a real server reading a pipe would.
+//
+// With -http ADDR it serves the same tools over Streamable HTTP instead
+// (http.go): raw net/http, every request answered with a JSON body, so that
+// an HTTP benchmark of the gate (e2e/httpbench) has an upstream lighter
+// than the gate itself.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +54,15 @@ const toolsList = `{"tools":[` +
 	`]}`
 
 func main() {
+	addr := flag.String("http", "", "serve Streamable HTTP on this loopback host:port (port 0 picks one) instead of stdio; the URL is printed on stdout")
+	flag.Parse()
+	if *addr != "" {
+		if err := serveHTTP(*addr); err != nil {
+			fmt.Fprintln(os.Stderr, "echoserver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := serve(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "echoserver:", err)
 		os.Exit(1)
@@ -57,8 +72,7 @@ func main() {
 func serve(in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
-	var blob []byte // the last blob result, reused while the size is the same
-	blobSize := -1
+	blobs := blobCache{size: -1}
 	for {
 		line, err := r.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -74,46 +88,7 @@ func serve(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("reading stdin: %w", err)
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			var req request
-			if jerr := json.Unmarshal(line, &req); jerr != nil {
-				writeError(w, []byte("null"), -32700, "parse error: "+jerr.Error())
-			} else if len(req.ID) > 0 { // notifications get no answer
-				switch req.Method {
-				case "initialize":
-					v := req.Params.ProtocolVersion
-					if v == "" {
-						v = "2025-06-18"
-					}
-					q, _ := json.Marshal(v)
-					writeResult(w, req.ID, `{"protocolVersion":`+string(q)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"echoserver","version":"1"}}`)
-				case "ping":
-					writeResult(w, req.ID, `{}`)
-				case "tools/list":
-					writeResult(w, req.ID, toolsList)
-				case "tools/call":
-					switch req.Params.Name {
-					case "echo":
-						q, _ := json.Marshal(req.Params.Arguments.Text)
-						writeResult(w, req.ID, `{"content":[{"type":"text","text":`+string(q)+`}]}`)
-					case "blob":
-						n := req.Params.Arguments.Bytes
-						if n < 0 || n > maxBlob {
-							writeError(w, req.ID, -32602, "bytes must be between 0 and "+strconv.Itoa(maxBlob))
-							break
-						}
-						if n != blobSize {
-							blob = append([]byte(`{"content":[{"type":"text","text":"`), strings.Repeat("x", n)...)
-							blob = append(blob, `"}]}`...)
-							blobSize = n
-						}
-						writeResultBytes(w, req.ID, blob)
-					default:
-						writeError(w, req.ID, -32602, "unknown tool")
-					}
-				default:
-					writeError(w, req.ID, -32601, "method not found")
-				}
-			}
+			answer(w, line, &blobs)
 		}
 		if err == io.EOF {
 			return w.Flush()
@@ -126,7 +101,67 @@ func serve(in io.Reader, out io.Writer) error {
 	}
 }
 
-func writeResult(w *bufio.Writer, id json.RawMessage, result string) {
+// blobCache keeps the last blob result, reused while the size is the same.
+type blobCache struct {
+	blob []byte
+	size int
+}
+
+// writer is what a reply is written to: the stdout buffer, or an HTTP
+// reply's.
+type writer interface {
+	io.Writer
+	io.StringWriter
+}
+
+// answer writes the reply to one message (nothing for a notification).
+func answer(w writer, line []byte, blobs *blobCache) {
+	var req request
+	if jerr := json.Unmarshal(line, &req); jerr != nil {
+		writeError(w, []byte("null"), -32700, "parse error: "+jerr.Error())
+		return
+	}
+	if len(req.ID) == 0 { // notifications get no answer
+		return
+	}
+	switch req.Method {
+	case "initialize":
+		v := req.Params.ProtocolVersion
+		if v == "" {
+			v = "2025-06-18"
+		}
+		q, _ := json.Marshal(v)
+		writeResult(w, req.ID, `{"protocolVersion":`+string(q)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"echoserver","version":"1"}}`)
+	case "ping":
+		writeResult(w, req.ID, `{}`)
+	case "tools/list":
+		writeResult(w, req.ID, toolsList)
+	case "tools/call":
+		switch req.Params.Name {
+		case "echo":
+			q, _ := json.Marshal(req.Params.Arguments.Text)
+			writeResult(w, req.ID, `{"content":[{"type":"text","text":`+string(q)+`}]}`)
+		case "blob":
+			n := req.Params.Arguments.Bytes
+			if n < 0 || n > maxBlob {
+				writeError(w, req.ID, -32602, "bytes must be between 0 and "+strconv.Itoa(maxBlob))
+				break
+			}
+			if n != blobs.size {
+				blobs.blob = append([]byte(`{"content":[{"type":"text","text":"`), strings.Repeat("x", n)...)
+				blobs.blob = append(blobs.blob, `"}]}`...)
+				blobs.size = n
+			}
+			writeResultBytes(w, req.ID, blobs.blob)
+		default:
+			writeError(w, req.ID, -32602, "unknown tool")
+		}
+	default:
+		writeError(w, req.ID, -32601, "method not found")
+	}
+}
+
+func writeResult(w writer, id json.RawMessage, result string) {
 	w.WriteString(`{"jsonrpc":"2.0","id":`)
 	w.Write(id)
 	w.WriteString(`,"result":`)
@@ -134,7 +169,7 @@ func writeResult(w *bufio.Writer, id json.RawMessage, result string) {
 	w.WriteString("}\n")
 }
 
-func writeResultBytes(w *bufio.Writer, id json.RawMessage, result []byte) {
+func writeResultBytes(w writer, id json.RawMessage, result []byte) {
 	w.WriteString(`{"jsonrpc":"2.0","id":`)
 	w.Write(id)
 	w.WriteString(`,"result":`)
@@ -142,7 +177,7 @@ func writeResultBytes(w *bufio.Writer, id json.RawMessage, result []byte) {
 	w.WriteString("}\n")
 }
 
-func writeError(w *bufio.Writer, id json.RawMessage, code int, msg string) {
+func writeError(w writer, id json.RawMessage, code int, msg string) {
 	q, _ := json.Marshal(msg)
 	w.WriteString(`{"jsonrpc":"2.0","id":`)
 	w.Write(id)

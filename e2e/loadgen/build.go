@@ -32,6 +32,7 @@ func Build(out, pkg string) error {
 // Snapshot is what a process holds at one moment (Linux /proc).
 type Snapshot struct {
 	RSSKB, HWMKB, FDs, Children int
+	Threads                     int // OS threads (Threads: in /proc status)
 }
 
 func (s Snapshot) String() string {
@@ -49,6 +50,9 @@ func Measure(pid int) (Snapshot, error) {
 		return s, err
 	}
 	s.Children = countChildren(pid)
+	if tasks, err := readDirNames(fmt.Sprintf("/proc/%d/task", pid)); err == nil {
+		s.Threads = len(tasks)
+	}
 	return s, nil
 }
 
