@@ -352,3 +352,12 @@ func TestHTTPConformance(t *testing.T) {
 		t.Logf("conformance output:\n%s", out.String())
 	}
 }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
