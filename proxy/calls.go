@@ -71,7 +71,15 @@ func (p callParams) withName(params json.RawMessage, name string) json.RawMessag
 // needs to hear.
 func (g *Session) unknown(noun, name string) error {
 	if server, _, ok := strings.Cut(name, "__"); ok && g.pool.Has(server) {
-		if err := g.pool.LastError(g.childKeyFor(g.childKey(), server), server); err != nil {
+		err := g.pool.LastError(g.childKeyFor(g.childKey(), server), server)
+		if err == nil {
+			// Started, but its list could not be fetched (it failed or
+			// ended the session while listing): the same news.
+			g.Gate.mu.Lock()
+			err = g.listFailed[child{g.childKey(), server}]
+			g.Gate.mu.Unlock()
+		}
+		if err != nil {
 			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: its server %q is unavailable: %v", noun, name, server, err)
 		}
 	}

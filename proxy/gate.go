@@ -117,7 +117,10 @@ type Gate struct {
 	// startFailed: child → why its last start for a list failed
 	// (trouble.go). Guarded by mu.
 	startFailed map[child]error
-	persist     persistState // the catalog cache and the pins (persist.go)
+	// listFailed: child → why its last list fetch failed, nil entries
+	// removed (trouble.go). Guarded by mu.
+	listFailed map[child]error
+	persist    persistState // the catalog cache and the pins (persist.go)
 	// rounds mints and redeems the requestStates of approvals asked of
 	// 2026-07-28 hosts (era_ask.go).
 	rounds *elicitation.Rounds

@@ -109,6 +109,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		g.noteStart(key, server, err)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
+			g.noteListed(key, server, err)
 		}
 		cancel()
 		changed := false

@@ -168,6 +168,18 @@ func (g *Gate) releaseKey(key string) {
 	delete(g.upLevel, key)
 	delete(g.cats, key)
 	g.forgetLive(key)
+	// What the key's children failed at is news for the key's sessions
+	// only: kept past them, one entry per key ever seen would stay.
+	for c := range g.startFailed {
+		if c.key == key {
+			delete(g.startFailed, c)
+		}
+	}
+	for c := range g.listFailed {
+		if c.key == key {
+			delete(g.listFailed, c)
+		}
+	}
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
 		for c, st := range l.state {
 			if c.key == key && st.running == nil {

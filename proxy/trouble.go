@@ -131,6 +131,23 @@ func (g *Gate) noteStart(key, server string, err error) {
 	g.startFailed[child{key, server}] = err
 }
 
+// noteListed records how the last list fetch from a started child went,
+// so that a call to a name of that server which is not in the catalog
+// says why the server could not be listed (Session.unknown) rather than
+// only that the name is unknown.
+func (g *Gate) noteListed(key, server string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil {
+		delete(g.listFailed, child{key, server})
+		return
+	}
+	if g.listFailed == nil {
+		g.listFailed = map[child]error{}
+	}
+	g.listFailed[child{key, server}] = err
+}
+
 // listMethods are the host requests that list what the upstreams offer.
 var listMethods = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true}
 

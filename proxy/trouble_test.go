@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,25 @@ func TestGuardedTailWithholdsApprovalShapes(t *testing.T) {
 	plain := "exit status 1: cannot find module 'foo'"
 	if got := guardedTail(plain); got != plain {
 		t.Errorf("guardedTail(%q) = %q; want it as is", plain, got)
+	}
+}
+
+// What a key's children failed at is forgotten with the key: an HTTP
+// front end sees many keys come and go (a host with roots has a key of
+// its own), and one entry per key ever seen must not stay.
+func TestReleasedKeyForgetsFailures(t *testing.T) {
+	g, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.noteStart("k1", "a", errors.New("did not start"))
+	g.noteListed("k1", "b", errors.New("ended the session while listing"))
+	g.noteStart("k2", "a", errors.New("did not start"))
+	g.releaseKey("k1")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.startFailed) != 1 || g.startFailed[child{"k2", "a"}] == nil || len(g.listFailed) != 0 {
+		t.Errorf("after releasing k1: startFailed %v, listFailed %v; want only k2's", g.startFailed, g.listFailed)
 	}
 }
