@@ -353,3 +353,24 @@ func modernNotifies(method string) bool { return method == "notifications/progre
 func modernServerRequest(method string) error {
 	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate does not relay them to it as input requests yet", method, ModernVersion)
 }
+
+// CheckModernEnvelope checks a 2026-07-28 request's _meta envelope as the
+// session will (missing or malformed: -32602; another version: -32022), so
+// that a transport can refuse it before serving it (the HTTP front end
+// answers those with status 400). It returns nil or an *rpc.Error.
+func CheckModernEnvelope(method string, params json.RawMessage) error {
+	_, _, err := readEnvelope(method, params)
+	return err
+}
+
+// ClaimsModern reports whether a request's params carry the 2026-07-28
+// envelope claim (the protocol version key in _meta): the body-primary
+// test by which a transport routes a request to that era's rules.
+func ClaimsModern(params json.RawMessage) bool {
+	meta, ok := rawjson.Get(params, "_meta")
+	if !ok {
+		return false
+	}
+	_, claim := rawjson.Get(meta, metaProtocolVersion)
+	return claim
+}
