@@ -234,7 +234,11 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		if err := h.opts.Serve(context.Background(), id, t); err != nil && !errors.Is(err, rpc.ErrClosed) {
+		serve := h.opts.ServeRequest
+		if serve == nil {
+			serve = h.opts.Serve
+		}
+		if err := serve(context.Background(), id, t); err != nil && !errors.Is(err, rpc.ErrClosed) {
 			h.log.Debug("2026-07-28 request session ended", "error", err)
 		}
 		t.Close()

@@ -49,6 +49,9 @@ type Options struct {
 	Path string
 	// Serve runs a session. Required.
 	Serve ServeFunc
+	// ServeRequest runs the session of one 2026-07-28 request (modern.go);
+	// nil uses Serve.
+	ServeRequest ServeFunc
 	// Auth checks bearer tokens; nil serves every request as Anonymous
 	// (only on loopback: the command refuses to bind elsewhere without).
 	Auth auth.Authenticator
