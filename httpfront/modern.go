@@ -243,6 +243,14 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 		}
 		t.Close()
 	}()
+	go func() {
+		// Close ends the request's session too (a drain that timed out).
+		select {
+		case <-h.done:
+			t.Close()
+		case <-t.Done():
+		}
+	}()
 	if err := t.deliver(r.Context(), m); err != nil {
 		return
 	}
@@ -283,6 +291,12 @@ func (h *Handler) anchorFor(ctx context.Context, id proxy.Identity) (*anchor, er
 	key := id.Key()
 	h.mu.Lock()
 	a := h.anchors[key]
+	select {
+	case <-h.done:
+		h.mu.Unlock()
+		return nil, errors.New("the gate is shutting down")
+	default:
+	}
 	if a == nil {
 		if len(h.sessions)+len(h.anchors) >= h.opts.MaxSessions {
 			h.mu.Unlock()

@@ -1,9 +1,12 @@
 package httpfront
 
 import (
+	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -65,4 +68,39 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 			t.Fatalf("%q decoded to invalid text %q", v, d)
 		}
 	})
+}
+
+// Close ends a 2026-07-28 request's session whose call is still running,
+// as it ends the sessions of the older era.
+func TestModernCloseEndsRequests(t *testing.T) {
+	h, url := newTestServer(t, nil)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"wait":true},` + env + `}}`
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "x")
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.inflight.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() { h.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		cancel() // lets the request, and so Close, end
+		<-closed
+		t.Fatal("Close waited for a 2026-07-28 call in flight until its client went away")
+	}
+	<-done
 }
