@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -249,4 +250,55 @@ func TestModernHTTPCloseCancels(t *testing.T) {
 	waitFor(t, "the upstream to see the cancellation", 30*time.Second, func() bool {
 		return strings.Contains(readEvents(t, events), "cancelled slow")
 	})
+}
+
+// Two users of one team gate over HTTP at 2026-07-28: each has its own
+// upstream processes, and a requestState minted for one user's call does
+// not redeem for the other's identical call.
+func TestModernHTTPPrincipals(t *testing.T) {
+	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	file := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(file, []byte(aliceTok+": {sub: alice}\n"+bobTok+": {sub: bob}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, eraPolicy), "--auth-tokens", file)
+	url := g.serveHTTP(t)
+	as := func(tok, method, name, members string) string {
+		t.Helper()
+		c := &modernHTTP{t: t, url: url, caps: formCaps}
+		if members != "" {
+			members += ","
+		}
+		hdr := modernHeaders(method, name)
+		hdr["Authorization"] = "Bearer " + tok
+		r, b := post(t, url, hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":{%s%s}}`, method, members, c.envelope()))
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", method, r.StatusCode, b)
+		}
+		return b
+	}
+	// Without a token: 401, as for the older era.
+	if r, _ := post(t, url, modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", r.StatusCode)
+	}
+	as(aliceTok, "tools/list", "", "")
+	as(bobTok, "tools/list", "", "")
+	st := inputRequired(t, as(aliceTok, "tools/call", "honest__echo", echoCall("alice's")))
+	retry := echoCall("alice's") + `,` + answer("accept", true) + `,"requestState":` + fmt.Sprintf("%q", st)
+	if text, isErr := toolText(t, as(bobTok, "tools/call", "honest__echo", retry)); !isErr || !strings.Contains(text, "issued for another call") {
+		t.Fatalf("alice's state presented by bob: %q isError=%v", text, isErr)
+	}
+	if strings.Contains(readEvents(t, events), "echo alice's") {
+		t.Fatal("bob ran a call on alice's approval")
+	}
+	// Alice's own round works.
+	st = inputRequired(t, as(aliceTok, "tools/call", "honest__echo", echoCall("alice's")))
+	retry = echoCall("alice's") + `,` + answer("accept", true) + `,"requestState":` + fmt.Sprintf("%q", st)
+	if text, isErr := toolText(t, as(aliceTok, "tools/call", "honest__echo", retry)); isErr || text != "alice's" {
+		t.Fatalf("alice's own retry: %q isError=%v", text, isErr)
+	}
+	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 2 {
+		t.Errorf("upstream started %d times, want once per user", n)
+	}
 }
