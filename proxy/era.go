@@ -165,12 +165,6 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method)
 		}
 	}
-	// A gate in trouble (a policy that did not load) says so on every
-	// request but discover and ping, as it does after initialize for the
-	// older era, so that the host shows the reason.
-	if err := s.refuseInTrouble(req.Method); err != nil {
-		return nil, err
-	}
 	if err := s.openModern(); err != nil {
 		return nil, err
 	}
@@ -181,7 +175,6 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 	ctx, release := s.holdResults(ctx)
 	defer release()
 	res, err := hostMethods[req.Method].serve(s, ctx, params)
-	res, err = s.afterList(ctx, req.Method, res, err)
 	if err != nil {
 		return nil, err
 	}
