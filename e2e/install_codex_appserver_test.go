@@ -24,13 +24,13 @@ type appServer struct {
 	onRequest func(method string, params json.RawMessage) any
 }
 
-func startAppServer(t *testing.T, h *hostHome, codex string) *appServer {
+func startAppServer(t *testing.T, h *hostHome, codex string, extra ...string) *appServer {
 	t.Helper()
 	// The model provider points at a closed loopback port: tests touch
 	// loopback only, and nothing here needs a model.
-	cmd := exec.Command(codex, "app-server",
+	cmd := exec.Command(codex, append([]string{"app-server",
 		"-c", `model_provider="loopback"`,
-		"-c", `model_providers.loopback={name="loopback",base_url="http://127.0.0.1:9/v1",wire_api="responses"}`)
+		"-c", `model_providers.loopback={name="loopback",base_url="http://127.0.0.1:9/v1",wire_api="responses"}`}, extra...)...)
 	cmd.Dir = h.proj
 	cmd.Env = h.env
 	in, err := cmd.StdinPipe()

@@ -4,6 +4,13 @@
 // or an SSE stream, holds an optional GET stream for what belongs to no
 // request, and ends a session on DELETE.
 //
+// On the same endpoint it serves revision 2026-07-28, chosen per POST by
+// the body (modern.go): a request carrying that revision's _meta envelope
+// without a session id is one self-contained request, its headers checked
+// against its body, served by a proxy session of its own; there are no
+// sessions, GET or DELETE in that revision. What follows is the older
+// revision's.
+//
 // A session is created by an initialize POST without an Mcp-Session-Id. Its
 // id is 128 random bits; from then on every message carries it, and an id
 // the front end does not know (expired, deleted, never issued, or issued to
@@ -34,5 +41,6 @@
 // when their Host or Origin is foreign (DNS rebinding: 403 with the
 // reason), their credentials do not authenticate (401 with a
 // WWW-Authenticate header pointing at the Protected Resource Metadata), or
-// their MCP-Protocol-Version is one the gate does not speak (400).
+// their MCP-Protocol-Version is one the gate does not speak (400; 2026-07-28
+// is spoken, by the rules of modern.go).
 package httpfront

@@ -49,6 +49,9 @@ type Options struct {
 	Path string
 	// Serve runs a session. Required.
 	Serve ServeFunc
+	// ServeRequest runs the session of one 2026-07-28 request (modern.go);
+	// nil uses Serve.
+	ServeRequest ServeFunc
 	// Auth checks bearer tokens; nil serves every request as Anonymous
 	// (only on loopback: the command refuses to bind elsewhere without).
 	Auth auth.Authenticator
@@ -103,7 +106,8 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	wg       sync.WaitGroup // session goroutines
+	anchors  map[string]*anchor // 2026-07-28: by identity key (modern.go)
+	wg       sync.WaitGroup     // session goroutines
 }
 
 // httpSession is one session: its transport and who it acts for.
@@ -146,7 +150,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 25 * time.Second
 	}
-	h := &Handler{opts: opts, log: opts.Logger, sessions: map[string]*httpSession{}, done: make(chan struct{})}
+	h := &Handler{opts: opts, log: opts.Logger, sessions: map[string]*httpSession{}, anchors: map[string]*anchor{}, done: make(chan struct{})}
 	go h.sweep()
 	return h, nil
 }
@@ -195,6 +199,9 @@ func (h *Handler) Close() {
 	for _, s := range h.sessions {
 		s.t.Close()
 	}
+	for _, a := range h.anchors {
+		a.t.Close()
+	}
 	h.mu.Unlock()
 	h.wg.Wait()
 }
@@ -215,6 +222,12 @@ func (h *Handler) sweep() {
 					h.log.Info("HTTP session expired", "session", id, "idle", h.opts.IdleTimeout)
 					delete(h.sessions, id)
 					s.t.Close()
+				}
+			}
+			for key, a := range h.anchors {
+				if a.t.idleFor(now) > h.opts.IdleTimeout {
+					delete(h.anchors, key)
+					a.t.Close()
 				}
 			}
 			h.mu.Unlock()
@@ -247,8 +260,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: unsupported %s %q; expected one of %s", HeaderProtocolVersion, v, strings.Join(protocolVersions, ", ")))
+	v := r.Header.Get(HeaderProtocolVersion)
+	if v != "" && v != proxy.ModernVersion && !slices.Contains(protocolVersions, v) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: unsupported %s %q; expected one of %s", HeaderProtocolVersion, v, strings.Join(append([]string{proxy.ModernVersion}, protocolVersions...), ", ")))
+		return
+	}
+	if v == proxy.ModernVersion && r.Method != http.MethodPost {
+		// 2026-07-28 has no GET stream and no session to delete.
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, fmt.Sprintf("Method Not Allowed: protocol %s is served by POST only (no GET stream, no sessions)", proxy.ModernVersion))
 		return
 	}
 	switch r.Method {
@@ -539,6 +559,21 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 	if err != nil {
 		me := rpc.DecodeError(err, body)
 		rpcError(w, http.StatusBadRequest, me.ID, me.Code, me.Reason)
+		return
+	}
+	modernHeader := r.Header.Get(HeaderProtocolVersion) == proxy.ModernVersion
+	switch {
+	case r.Header.Get(HeaderSessionID) == "" && modernClaim(m):
+		h.postModern(w, r, id, m)
+		return
+	case modernHeader && r.Header.Get(HeaderSessionID) != "":
+		rpcError(w, http.StatusBadRequest, m.ID, rpc.CodeInvalidRequest, fmt.Sprintf("protocol %s has no sessions: send its requests without %s", proxy.ModernVersion, HeaderSessionID))
+		return
+	case m.Method == "initialize" && modernHeader:
+		mismatch(w, m.ID, "an initialize request (the 2025-11-25 handshake) was sent with MCP-Protocol-Version "+proxy.ModernVersion)
+		return
+	case modernHeader:
+		rpcError(w, http.StatusBadRequest, m.ID, rpc.CodeInvalidParams, fmt.Sprintf("Invalid params: the MCP-Protocol-Version header names %s, but the body carries no _meta envelope (io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities)", proxy.ModernVersion))
 		return
 	}
 	var s *httpSession

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -54,6 +55,22 @@ const (
 type eraState struct {
 	modern atomic.Bool
 	open   sync.Once // joins the principal's upstream children, once
+	// perRequest: the session serves one request (PerRequest), so its
+	// start and end are logged at debug, not info.
+	perRequest bool
+}
+
+// PerRequest marks a session that serves a single 2026-07-28 request (the
+// HTTP front end runs one per POST): its start, opening and end are
+// logged at debug, so that a busy gate logs requests, not sessions.
+func PerRequest() SessionOption { return func(s *Session) { s.era.perRequest = true } }
+
+// lifeLevel is the level of the session's start and end lines.
+func (s *Session) lifeLevel() slog.Level {
+	if s.era.perRequest {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 // modernReq is what one 2026-07-28 request declared, carried in its
@@ -152,7 +169,7 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 		return nil, err
 	}
 	if s.era.modern.CompareAndSwap(false, true) {
-		s.log.Info("host session opened at protocol "+ModernVersion, "session", s.session)
+		s.log.Log(ctx, s.lifeLevel(), "host session opened at protocol "+ModernVersion, "session", s.session)
 	}
 	ctx = context.WithValue(ctx, modernKey{}, m)
 	res, err := s.serveMethod(ctx, hostMethods[req.Method], req.Method, params)
@@ -184,7 +201,16 @@ func (s *Session) openModern() error {
 		}
 		s.hostInfo = hostInfo{initialized: true, protocolVersion: ModernVersion, capsForUpstream: forUp, poolKey: key}
 		s.mu.Unlock()
-		s.joinKey(key, forUp, s.seedCatalog(forUp).snap)
+		// The catalog cache is read only for a key no session holds yet:
+		// over HTTP every 2026-07-28 request is a session of its own.
+		s.Gate.mu.Lock()
+		held := s.cats[key] != nil
+		s.Gate.mu.Unlock()
+		seed := s.empty
+		if !held {
+			seed = s.seedCatalog(forUp).snap
+		}
+		s.joinKey(key, forUp, seed)
 	})
 	if v := s.hostCaps().protocolVersion; v != ModernVersion {
 		return rpc.Errorf(rpc.CodeInvalidRequest, "this connection opened with initialize at protocol %s; a %s request has no place on it", v, ModernVersion)
@@ -350,4 +376,25 @@ func modernNotifies(method string) bool { return method == "notifications/progre
 // does not ask; this is the answer to one that asks anyway.
 func modernServerRequest(method string) error {
 	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate does not relay them to it as input requests yet", method, ModernVersion)
+}
+
+// CheckModernEnvelope checks a 2026-07-28 request's _meta envelope as the
+// session will (missing or malformed: -32602; another version: -32022), so
+// that a transport can refuse it before serving it (the HTTP front end
+// answers those with status 400). It returns nil or an *rpc.Error.
+func CheckModernEnvelope(method string, params json.RawMessage) error {
+	_, _, err := readEnvelope(method, params)
+	return err
+}
+
+// ClaimsModern reports whether a request's params carry the 2026-07-28
+// envelope claim (the protocol version key in _meta): the body-primary
+// test by which a transport routes a request to that era's rules.
+func ClaimsModern(params json.RawMessage) bool {
+	meta, ok := rawjson.Get(params, "_meta")
+	if !ok {
+		return false
+	}
+	_, claim := rawjson.Get(meta, metaProtocolVersion)
+	return claim
 }

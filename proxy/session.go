@@ -129,12 +129,12 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		g.releaseKey(s.childKey())
 	}()
 	pol := g.policy.Current()
-	g.log.Info("host session started", "session", s.session, "subject", s.identity.Subject, "user", s.identity.Name, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
+	g.log.Log(ctx, s.lifeLevel(), "host session started", "session", s.session, "subject", s.identity.Subject, "user", s.identity.Name, "servers", g.pool.Names(), "policy", pol.Source(), "revision", pol.Revision())
 	err := s.host.Run(ctx)
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	g.log.Info("host session ended", "session", s.session)
+	g.log.Log(ctx, s.lifeLevel(), "host session ended", "session", s.session)
 	return err
 }
 

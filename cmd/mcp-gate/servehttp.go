@@ -124,6 +124,9 @@ func serveHTTP(ctx context.Context, g *proxy.Gate, f *httpFlags, maxBody int64, 
 		Serve: func(ctx context.Context, id proxy.Identity, t rpc.Transport) error {
 			return g.NewSession(proxy.WithIdentity(id)).ServeTransport(ctx, t)
 		},
+		ServeRequest: func(ctx context.Context, id proxy.Identity, t rpc.Transport) error {
+			return g.NewSession(proxy.WithIdentity(id), proxy.PerRequest()).ServeTransport(ctx, t)
+		},
 		Auth:               authn,
 		Anonymous:          proxy.OSUser(),
 		AllowedHosts:       allowed,
