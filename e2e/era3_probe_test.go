@@ -11,21 +11,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Upstreams without a "protocol" pin are probed by default, and the result
-// is remembered in the catalog cache: the SDK 2.0.0 server is found modern,
+// Upstreams pinned to "protocol": "auto" are probed, and the result is
+// remembered in the catalog cache: the SDK 2.0.0 server is found modern,
 // a server that never answers a request before initialize is found legacy
 // once (after the probe's timeout) and is not probed again by the next gate
 // of the same user, and one that exits on the probe is started again at
 // the older protocol.
-func TestUpstreamEraDefaultProbe(t *testing.T) {
+func TestUpstreamEraProbeRemembered(t *testing.T) {
 	home := t.TempDir()
 	silentEvents := filepath.Join(home, "silent.events")
 	exitEvents := filepath.Join(home, "exit.events")
 	servers := map[string]server{
-		"modern": eraServer(""),
+		"modern": eraServer("auto"),
 		"silent": testserver("preinit-silent", "--events", silentEvents),
 		"exits":  testserver("preinit-exit", "--events", exitEvents),
 		"honest": testserver("honest"),
+	}
+	for _, n := range []string{"silent", "exits", "honest"} {
+		s := servers[n]
+		s.Protocol = "auto"
+		servers[n] = s
 	}
 	env := []string{"XDG_CACHE_HOME=" + filepath.Join(home, "cache"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}
 	probes := func(file string) int {

@@ -75,10 +75,6 @@ type Options struct {
 	// CatalogCache, when set, seeds each key's catalog with the servers'
 	// last catalogs, so listing starts nothing (persist.go).
 	CatalogCache *catalogcache.Store
-	// ProbeUpstreams has each stdio server without a "protocol" pin probed
-	// with server/discover to find its era, remembered in CatalogCache
-	// (upstream.PoolOptions.ProbeUnpinned; the binary sets it).
-	ProbeUpstreams bool
 	// Pins, when set, holds every definition to its pin (pinning.go).
 	Pins *pins.Store
 }
@@ -206,7 +202,6 @@ func New(opts Options) (*Gate, error) {
 		ReadStall:       opts.UpstreamStall,
 		InitParams:      g.upstreamInitParams,
 		Era:             g.upstreamEra,
-		ProbeUnpinned:   opts.ProbeUpstreams,
 		Handler: func(key, server string) rpc.Handler {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},

@@ -26,14 +26,17 @@ import (
 // for the proxy to put its questions to the host (proxy/era_upstream.go);
 // the gate never acts on the upstream's requestState, only echoes it.
 //
-// A stdio server without the key (or with "protocol": "auto") is probed
-// with server/discover (probe), unless the gate remembers its era from an
-// earlier start (PoolOptions.Era: the catalog cache, or this process): a
-// server remembered as the older era is opened with initialize at once, so
-// the probe's cost (a round trip, or ProbeTimeout for a server that never
-// answers a request before initialize) is paid once per server entry. A
-// server pinned to an older revision is never probed; nor is a remote (HTTP
-// or SSE) server without a pin, whose era the stdio rules do not decide.
+// Servers without the key are spoken to at 2025-11-25 as before.
+// "protocol": "auto" has the gate probe them with server/discover (probe),
+// unless it remembers the era from an earlier start (PoolOptions.Era: the
+// catalog cache, or this pool): a server remembered as the older era is
+// opened with initialize at once, so the probe's cost (a round trip, or
+// ProbeTimeout for a server that never answers a request before
+// initialize) is paid once per server entry. Probing is not the default:
+// servers that speak both eras (the go-sdk 1.8 and the TypeScript SDK 2.0)
+// answer it, and the gate would then speak 2026-07-28 to them, where they
+// cannot send sampling or elicitation requests nor list changes (the gate
+// does not open subscriptions/listen upstream).
 
 // ModernVersion is the 2026-07-28 revision.
 const ModernVersion = "2026-07-28"
@@ -73,17 +76,14 @@ const ProtocolAuto = "auto"
 // and only once, since the result is remembered.
 var ProbeTimeout = 5 * time.Second
 
-// startEra is the era to open cfg's child of key in: the entry's pin; else,
-// for a stdio server, the era remembered for it (this pool's last start of
-// the server, else PoolOptions.Era), a modern one still opened by probing
-// so that a server that changed back is found; or a probe when nothing is
+// startEra is the era to open cfg's child of key in: the entry's pin; for
+// "protocol": "auto", the era remembered for the server (this pool's last
+// start of it, else PoolOptions.Era), a modern one still opened by probing
+// so that a server that changed back is found, or a probe when nothing is
 // remembered.
 func (p *Pool) startEra(key string, cfg Config) string {
-	switch {
-	case cfg.Protocol != "":
+	if cfg.Protocol != ProtocolAuto {
 		return cfg.Protocol
-	case cfg.Type != TypeStdio, !p.opts.ProbeUnpinned:
-		return ""
 	}
 	p.mu.Lock()
 	v := p.eras[cfg.Name]
@@ -97,9 +97,8 @@ func (p *Pool) startEra(key string, cfg Config) string {
 	return probeDefault
 }
 
-// probeDefault is the probe of a server whose entry has no "protocol": as
-// ProtocolAuto, except that a discover result naming no revision the gate
-// speaks also means the older era, where "auto" reports it.
+// probeDefault is the probe startEra asks for: a discover result naming
+// no revision the gate speaks also means the older era.
 const probeDefault = "\x00probe"
 
 // noteEra remembers how cfg's server was last opened, or, after a probe
@@ -111,7 +110,7 @@ func (p *Pool) noteEra(cfg Config, s *Session, err error) {
 	switch {
 	case err == nil:
 		v = s.ProtocolVersion
-	case errors.Is(err, errProbeEnded) && cfg.Protocol == "":
+	case errors.Is(err, errProbeEnded):
 		v = ProtocolVersion
 		p.log.Warn(`upstream ended the connection on the server/discover probe; it is started at the older protocol from now on (pin "protocol": "2025-11-25" in its entry to skip the probe)`, "server", cfg.Name)
 	}

@@ -19,8 +19,8 @@ func TestProbeTakesInitializeAnswer(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	configs := []upstream.Config{{Name: "plain", Type: upstream.TypeStdio, Command: "sh", Args: []string{"-c", envScript}}}
-	p := newPool(t, configs, &upstream.ExecLauncher{Logger: testLogger(t)}, func(o *upstream.PoolOptions) { o.ProbeUnpinned = true })
+	configs := []upstream.Config{{Name: "plain", Type: upstream.TypeStdio, Command: "sh", Args: []string{"-c", envScript}, Protocol: upstream.ProtocolAuto}}
+	p := newPool(t, configs, &upstream.ExecLauncher{Logger: testLogger(t)}, nil)
 	s := session(t, p, "plain")
 	if s.ProtocolVersion != "2025-11-25" || !strings.Contains(string(s.InitResult), `"serverInfo"`) {
 		t.Fatalf("session %s %s", s.ProtocolVersion, s.InitResult)

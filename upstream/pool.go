@@ -38,13 +38,9 @@ type PoolOptions struct {
 	InitParams func(key, server string) json.RawMessage
 	// Era returns the protocol revision cfg's server was last found to
 	// speak by a child of key ("" when nothing is remembered): a server
-	// without a "protocol" pin remembered as the older era is not probed
+	// pinned to "protocol": "auto" remembered as the older era is not probed
 	// (era.go, startEra).
 	Era func(key string, cfg Config) string
-	// ProbeUnpinned has a stdio server without a "protocol" pin probed
-	// with server/discover (era.go, startEra), as the binary does; without
-	// it such a server is opened with initialize, as before the probe.
-	ProbeUnpinned bool
 	// Handler serves what one child (a server's, of one key) sends on its
 	// own initiative (elicitation, sampling, roots, notifications).
 	Handler func(key, server string) rpc.Handler

@@ -219,8 +219,6 @@ func warm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g, err := proxy.New(proxy.Options{
 		Name: *name, Servers: servers, Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger}, Logger: logger},
 		StartTimeout: *startTO, Logger: logger, CatalogCache: cache, Pins: openPins(logger),
-		// As serve: the era warm finds is the one the cache records.
-		ProbeUpstreams: true,
 	})
 	if err != nil {
 		return err

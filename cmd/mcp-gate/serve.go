@@ -131,7 +131,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Trouble:         trouble.report,
 		Pins:            openPins(logger),
 		LocalApprover:   localApprover(local),
-		ProbeUpstreams:  true, // each unpinned stdio server's era, found once (upstream/era.go)
 	}
 	if !*noCache {
 		opts.CatalogCache = openCatalogCache(logger)
