@@ -25,7 +25,7 @@ func eraServer(protocol string) server {
 // 2026-07-28 host, each with an upstream pinned to 2026-07-28 and one
 // spoken to at 2025-11-25 (the same server, unpinned).
 func TestModernUpstreams(t *testing.T) {
-	servers := map[string]server{"modern": eraServer("2026-07-28"), "legacy": eraServer("")}
+	servers := map[string]server{"modern": eraServer("2026-07-28"), "legacy": eraServer("2025-11-25")}
 
 	t.Run("2025 host", func(t *testing.T) {
 		g := gateCommand(t, servers)

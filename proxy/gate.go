@@ -201,6 +201,7 @@ func New(opts Options) (*Gate, error) {
 		MaxMessageBytes: opts.MaxMessageBytes,
 		ReadStall:       opts.UpstreamStall,
 		InitParams:      g.upstreamInitParams,
+		Era:             g.upstreamEra,
 		Handler: func(key, server string) rpc.Handler {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},

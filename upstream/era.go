@@ -26,10 +26,17 @@ import (
 // for the proxy to put its questions to the host (proxy/era_upstream.go);
 // the gate never acts on the upstream's requestState, only echoes it.
 //
-// Servers without the key are spoken to at 2025-11-25 as before;
-// "protocol": "auto" has the gate probe them with server/discover (probe).
-// Probing is opt-in: it costs every older server a round trip, or the probe
-// timeout for one that never answers a request before initialize.
+// Servers without the key are spoken to at 2025-11-25 as before.
+// "protocol": "auto" has the gate probe them with server/discover (probe),
+// unless it remembers the era from an earlier start (PoolOptions.Era: the
+// catalog cache, or this pool): a server remembered as the older era is
+// opened with initialize at once, so the probe's cost (a round trip, or
+// ProbeTimeout for a server that never answers a request before
+// initialize) is paid once per server entry. Probing is not the default:
+// servers that speak both eras (the go-sdk 1.8 and the TypeScript SDK 2.0)
+// answer it, and the gate would then speak 2026-07-28 to them, where they
+// cannot send sampling or elicitation requests nor list changes (the gate
+// does not open subscriptions/listen upstream).
 
 // ModernVersion is the 2026-07-28 revision.
 const ModernVersion = "2026-07-28"
@@ -49,10 +56,10 @@ func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
 		return ""
 	}
 	switch {
-	case s == ModernVersion, s == ProtocolAuto:
+	case s == ModernVersion, s == ProtocolAuto, slices.Contains(protocol.Known(), s):
+		// An older revision is kept too: it pins the older era, where
+		// no key lets the gate probe.
 		return s
-	case slices.Contains(protocol.Known(), s):
-		return ""
 	}
 	bad(`"protocol" %q is not a revision mcp-gate speaks; expected one of %q`, s, choices)
 	return ""
@@ -62,17 +69,70 @@ func parseProtocol(raw json.RawMessage, bad func(string, ...any)) string {
 // by probing it (probe).
 const ProtocolAuto = "auto"
 
-// ProbeTimeout bounds the server/discover probe of an "auto" server: a
+// ProbeTimeout bounds the server/discover probe of an unpinned server: a
 // server of the older era may never answer a request before initialize.
+// Servers that answer (with method not found, "before initialize", or any
+// other error) are classified at once; only a silent one waits this long,
+// and only once, since the result is remembered.
 var ProbeTimeout = 5 * time.Second
+
+// startEra is the era to open cfg's child of key in: the entry's pin; for
+// "protocol": "auto", the era remembered for the server (this pool's last
+// start of it, else PoolOptions.Era), a modern one still opened by probing
+// so that a server that changed back is found, or a probe when nothing is
+// remembered.
+func (p *Pool) startEra(key string, cfg Config) string {
+	if cfg.Protocol != ProtocolAuto {
+		return cfg.Protocol
+	}
+	p.mu.Lock()
+	v := p.eras[cfg.Name]
+	p.mu.Unlock()
+	if v == "" && p.opts.Era != nil {
+		v = p.opts.Era(key, cfg)
+	}
+	if v != "" && v != ModernVersion {
+		return ""
+	}
+	return probeDefault
+}
+
+// probeDefault is the probe startEra asks for: a discover result naming
+// no revision the gate speaks also means the older era.
+const probeDefault = "\x00probe"
+
+// noteEra remembers how cfg's server was last opened, or, after a probe
+// the server ended the connection over (some older servers exit on an
+// unknown first request), that it is of the older era: its next start
+// skips the probe.
+func (p *Pool) noteEra(cfg Config, s *Session, err error) {
+	v := ""
+	switch {
+	case err == nil:
+		v = s.ProtocolVersion
+	case errors.Is(err, errProbeEnded):
+		v = ProtocolVersion
+		p.log.Warn(`upstream ended the connection on the server/discover probe; it is started at the older protocol from now on (pin "protocol": "2025-11-25" in its entry to skip the probe)`, "server", cfg.Name)
+	}
+	if v == "" {
+		return
+	}
+	p.mu.Lock()
+	p.eras[cfg.Name] = v
+	p.mu.Unlock()
+}
+
+// errProbeEnded: the server ended the connection while server/discover was
+// pending.
+var errProbeEnded = errors.New("the server ended the connection on the server/discover probe")
 
 // handshake opens the connection in the era the entry pins, or finds it.
 func (s *Session) handshake(ctx context.Context, era string, initParams json.RawMessage) error {
 	switch era {
 	case ModernVersion:
 		return s.discover(ctx, initParams)
-	case ProtocolAuto:
-		return s.probe(ctx, initParams)
+	case ProtocolAuto, probeDefault:
+		return s.probe(ctx, initParams, era == probeDefault)
 	}
 	return s.initialize(ctx, initParams)
 }
@@ -84,10 +144,19 @@ func (s *Session) handshake(ctx context.Context, era string, initParams json.Raw
 // answer within ProbeTimeout) means the older era, which is then opened
 // with initialize on the same connection. A modern server that supports no
 // revision the gate speaks is an error saying so.
-func (s *Session) probe(ctx context.Context, initParams json.RawMessage) error {
+func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient bool) error {
+	s.probing.Store(true)
 	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	err := s.discover(pctx, initParams)
 	cancel()
+	if err != nil {
+		select {
+		case <-s.conn.Done():
+			return fmt.Errorf("%w: %w", errProbeEnded, err)
+		default:
+		}
+	}
+	s.probing.Store(false)
 	if err == nil {
 		return nil
 	}
@@ -98,7 +167,13 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage) error {
 	if errors.As(err, &re) && re.Code == codeUnsupportedVersion {
 		return fmt.Errorf("the server speaks protocol 2026-07-28 or later but not %s: %w", ModernVersion, err)
 	}
-	if errors.Is(err, errNotModernVersion) {
+	var ia *initAnswerError
+	if lenient && errors.As(err, &ia) {
+		// A server that answers any first request as initialize: the
+		// older era, already opened.
+		return s.initialized(ctx, ia.res)
+	}
+	if (errors.Is(err, errNotModernVersion) || ia != nil) && !lenient {
 		return err
 	}
 	return s.initialize(ctx, initParams)
@@ -108,6 +183,15 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage) error {
 const codeUnsupportedVersion = -32022
 
 var errNotModernVersion = errors.New("the server lists other revisions")
+
+// initAnswerError is a discover answered with an initialize result (a
+// protocolVersion, no supportedVersions): a server that takes any first
+// request for initialize.
+type initAnswerError struct{ res json.RawMessage }
+
+func (e *initAnswerError) Error() string {
+	return "server/discover: the server answered with an initialize result"
+}
 
 // discover opens a 2026-07-28 server: server/discover with the envelope
 // built from what initialize would have said.
@@ -125,7 +209,7 @@ func (s *Session) discover(ctx context.Context, initParams json.RawMessage) erro
 	env, _ = rawjson.Set(env, "io.modelcontextprotocol/clientInfo", info)
 	res, err := s.conn.Call(ctx, "server/discover", append(append([]byte(`{"_meta":`), env...), '}'))
 	if err != nil {
-		return fmt.Errorf("server/discover (the servers file pins this server to protocol %s): %w", ModernVersion, err)
+		return fmt.Errorf("server/discover (protocol %s): %w", ModernVersion, err)
 	}
 	var r struct {
 		SupportedVersions []string   `json:"supportedVersions"`
@@ -133,6 +217,11 @@ func (s *Session) discover(ctx context.Context, initParams json.RawMessage) erro
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("server/discover: the result is not a discover result: %w", rpc.DescribeJSONError(err))
+	}
+	if r.SupportedVersions == nil {
+		if _, ok := rawjson.Get(res, "protocolVersion"); ok {
+			return &initAnswerError{res}
+		}
 	}
 	if !slices.Contains(r.SupportedVersions, ModernVersion) {
 		return fmt.Errorf("server/discover: %w (%d), not %s", errNotModernVersion, len(r.SupportedVersions), ModernVersion)

@@ -11,7 +11,7 @@ func TestServersProtocolKey(t *testing.T) {
 	parse := func(v string) ([]Config, error) {
 		return ParseServers("servers.json", []byte(`{"mcpServers":{"a":{"command":"x","protocol":`+v+`}}}`), func(string) (string, bool) { return "", false })
 	}
-	for v, want := range map[string]string{`"2026-07-28"`: ModernVersion, `"2025-11-25"`: "", `"2024-11-05"`: "", `"auto"`: ProtocolAuto} {
+	for v, want := range map[string]string{`"2026-07-28"`: ModernVersion, `"2025-11-25"`: "2025-11-25", `"2024-11-05"`: "2024-11-05", `"auto"`: ProtocolAuto} {
 		cfgs, err := parse(v)
 		if err != nil || cfgs[0].Protocol != want {
 			t.Errorf("protocol %s: %+v %v, want %q", v, cfgs, err, want)

@@ -36,6 +36,11 @@ type PoolOptions struct {
 	// server's child of one key. It is called on every start, so an
 	// upstream always sees the current capabilities of its key.
 	InitParams func(key, server string) json.RawMessage
+	// Era returns the protocol revision cfg's server was last found to
+	// speak by a child of key ("" when nothing is remembered): a server
+	// pinned to "protocol": "auto" remembered as the older era is not probed
+	// (era.go, startEra).
+	Era func(key string, cfg Config) string
 	// Handler serves what one child (a server's, of one key) sends on its
 	// own initiative (elicitation, sampling, roots, notifications).
 	Handler func(key, server string) rpc.Handler
@@ -75,7 +80,8 @@ type Pool struct {
 
 	mu     sync.Mutex // guards the fields below
 	slots  map[slotKey]*slot
-	open   map[string]bool // keys opened and not stopped since (OpenKeysOnly)
+	open   map[string]bool   // keys opened and not stopped since (OpenKeysOnly)
+	eras   map[string]string // server → the revision it was last opened at (era.go, noteEra)
 	closed bool
 }
 
@@ -116,6 +122,7 @@ func NewPool(configs []Config, opts PoolOptions) *Pool {
 		log:     opts.Logger,
 		slots:   map[slotKey]*slot{},
 		open:    map[string]bool{},
+		eras:    map[string]string{},
 		stopIdl: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -263,7 +270,8 @@ func (p *Pool) Session(ctx context.Context, key, server string) (*Session, error
 // runStart starts cfg's server for the attempt a and settles its slot.
 func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 	defer p.starts.Done()
-	s, err := p.start(key, cfg)
+	s, err := p.start(key, cfg, p.startEra(key, cfg))
+	p.noteEra(cfg, s, err)
 
 	p.mu.Lock()
 	sl.starting = nil
@@ -322,7 +330,7 @@ func backoff(failures int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-func (p *Pool) start(key string, cfg Config) (*Session, error) {
+func (p *Pool) start(key string, cfg Config, era string) (*Session, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.opts.StartTimeout)
 	defer cancel()
 	proc, err := p.opts.Launcher.Launch(ctx, cfg, rpc.Limits{
@@ -382,11 +390,14 @@ func (p *Pool) start(key string, cfg Config) (*Session, error) {
 		params = p.opts.InitParams(key, cfg.Name)
 	}
 	initErr := make(chan error, 1)
-	go func() { initErr <- s.handshake(ctx, cfg.Protocol, params) }() // era.go
+	go func() { initErr <- s.handshake(ctx, era, params) }() // era.go
 	select {
 	case err = <-initErr:
 	case <-s.conn.Done():
 		err = s.conn.Cause()
+		if s.probing.Load() {
+			err = fmt.Errorf("%w: %w", errProbeEnded, err)
+		}
 	case <-ctx.Done():
 		// The initialize request may not even be written yet: a server
 		// that does not read its input blocks the write, not the Call.

@@ -52,6 +52,10 @@ type Session struct {
 	// envelope, for a server pinned to 2026-07-28, is the _meta members
 	// every request to it carries (era.go); nil for the older era.
 	envelope json.RawMessage
+	// probing is set while an unpinned server's server/discover probe is
+	// pending (era.go, probe): the connection ending then is the probe's
+	// doing, and the start is retried in the older era.
+	probing atomic.Bool
 
 	inflight   atomic.Int64 // calls in either direction
 	lastUsed   atomic.Int64 // unix nanoseconds
@@ -186,6 +190,12 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) error 
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
+	return s.initialized(ctx, res)
+}
+
+// initialized takes res as the server's initialize result and completes the
+// handshake.
+func (s *Session) initialized(ctx context.Context, res json.RawMessage) error {
 	var r struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`

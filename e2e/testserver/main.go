@@ -69,6 +69,8 @@ func main() {
 		err = runAuditCheck(flag.Args())
 	case "lazy":
 		err = runLazy(ev, flag.Args())
+	case "preinit-silent", "preinit-exit":
+		err = runPreinit(ev, (*mode)[len("preinit-"):])
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)
