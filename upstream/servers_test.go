@@ -38,12 +38,12 @@ func TestParseServersValid(t *testing.T) {
 				"preferences": {"theme": "dark"},
 				"mcpServers": {
 					"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
-					"github": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${TOKEN}"}}
+					"github": {"command": "docker", "args": ["run", "-i", "--rm", "images.example/github-mcp-server"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${TOKEN}"}}
 				}
 			}`,
 			want: []Config{
 				{Name: "filesystem", Type: TypeStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}},
-				{Name: "github", Type: TypeStdio, Command: "docker", Args: []string{"run", "-i", "--rm", "ghcr.io/github/github-mcp-server"}, Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "t0k"}},
+				{Name: "github", Type: TypeStdio, Command: "docker", Args: []string{"run", "-i", "--rm", "images.example/github-mcp-server"}, Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "t0k"}},
 			},
 		},
 		{
