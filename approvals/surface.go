@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +16,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
 )
@@ -345,13 +346,8 @@ func (s *Surface) serve(c *net.UnixConn) {
 // nothing after it.
 func parseRequest(line []byte) (Request, error) {
 	var req Request
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return Request{}, fmt.Errorf("the request is not valid: %v; expected {\"op\":\"list\"|\"approve\"|\"deny\"|\"watch\", ...}", err)
-	}
-	if len(bytes.TrimSpace(line[dec.InputOffset():])) != 0 {
-		return Request{}, fmt.Errorf("the request line has more after its JSON object; expected one object per line")
+	if err := rawjson.DecodeStrict(line, &req); err != nil {
+		return Request{}, fmt.Errorf("the request is not valid: %v; expected one object per line, {\"op\":\"list\"|\"approve\"|\"deny\"|\"watch\", ...}", err)
 	}
 	return req, nil
 }

@@ -26,13 +26,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 
 	"github.com/mcp-gate/mcp-gate/internal/statefile"
 )
@@ -180,14 +181,9 @@ func (s *Store) Load(key, server string) (*Entry, error) {
 // version, data after the object, a list item that is not an object, a
 // list or instructions over their bounds are errors.
 func Decode(data []byte) (*Entry, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var e Entry
-	if err := dec.Decode(&e); err != nil {
+	if err := rawjson.DecodeStrict(data, &e); err != nil {
 		return nil, fmt.Errorf("not a catalog cache entry: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not a catalog cache entry: data after the object")
 	}
 	if e.Version != 1 {
 		return nil, fmt.Errorf("catalog cache entry version %d; expected 1", e.Version)

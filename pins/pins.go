@@ -34,6 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+
 	"github.com/mcp-gate/mcp-gate/internal/statefile"
 )
 
@@ -244,14 +246,9 @@ func (s *Store) read(server string) (*File, error) {
 // Decode reads a pins file strictly: unknown members, a wrong version,
 // data after the object, or an item without a sha256 digest are errors.
 func Decode(data []byte) (*File, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f File
-	if err := dec.Decode(&f); err != nil {
+	if err := rawjson.DecodeStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("not a pins file: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not a pins file: data after the object")
 	}
 	if f.Version != 1 {
 		return nil, fmt.Errorf("pins file version %d; expected 1", f.Version)

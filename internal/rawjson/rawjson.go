@@ -510,3 +510,24 @@ func skipValue(b []byte, i int) (int, error) {
 func isScalarByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-' || c == '+' || c == '.' || c == 'E'
 }
+
+// DecodeStrict decodes data, one JSON value and nothing after it, into v
+// with no member v does not name and no key twice, case-insensitively
+// (UniqueKeys): encoding/json matches keys without regard to case and lets
+// the last duplicate win, so a file or request the gate reads back
+// (a catalog cache entry, a pins file, an approval request) could
+// otherwise mean two things.
+func DecodeStrict(data []byte, v any) error {
+	if err := UniqueKeys(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}

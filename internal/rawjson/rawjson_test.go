@@ -346,3 +346,29 @@ func TestUniqueKeysPosition(t *testing.T) {
 		t.Errorf("a long key makes a long error (%d bytes)", len(err.Error()))
 	}
 }
+
+// DecodeStrict refuses every reading on which two decoders could differ:
+// a key twice or in two cases, a member the type does not name, and data
+// after the value.
+func TestDecodeStrict(t *testing.T) {
+	type doc struct {
+		Op string `json:"op"`
+		ID string `json:"id"`
+	}
+	var d doc
+	if err := DecodeStrict([]byte(`{"op":"deny","id":"x"} `), &d); err != nil || d.Op != "deny" || d.ID != "x" {
+		t.Fatalf("a plain object: %v, %+v", err, d)
+	}
+	for _, in := range []string{
+		`{"op":"deny","op":"approve"}`,
+		`{"op":"deny","OP":"approve"}`,
+		`{"op":"deny","other":1}`,
+		`{"op":"deny"} {"op":"approve"}`,
+		`{"op":"deny"`,
+	} {
+		var d doc
+		if err := DecodeStrict([]byte(in), &d); err == nil {
+			t.Errorf("DecodeStrict(%s) = nil, decoded %+v; want an error", in, d)
+		}
+	}
+}
