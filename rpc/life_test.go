@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +15,10 @@ import (
 // A Stream bounded in bytes holds at most its bound queued (one larger
 // message alone), lets as many bytes again wait, refuses a large message
 // beyond that at once, and stops reading its peer while full.
-func TestQueueBytesBound(t *testing.T) {
-	connR, peerW := io.Pipe()
+func TestQueueBytesBound(t *testing.T) { forPipes(t, testQueueBytesBound) }
+
+func testQueueBytesBound(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
+	connR, peerW := pipe(t)
 	defer peerW.Close()
 	w := newGatedWriter()
 	defer close(w.closed)
@@ -133,9 +136,11 @@ func TestResponseDroppedWhenQueueFull(t *testing.T) {
 
 // An upstream line with no end, and a partial message followed by silence,
 // end the Stream with a *FramingError; a Conn on it fails its calls.
-func TestFramingErrors(t *testing.T) {
+func TestFramingErrors(t *testing.T) { forPipes(t, testFramingErrors) }
+
+func testFramingErrors(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
 	t.Run("endless", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
 		defer s.Close()
@@ -156,7 +161,7 @@ func TestFramingErrors(t *testing.T) {
 		connR.Close()
 	})
 	t.Run("oversized but finite", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
 		defer s.Close()
@@ -172,7 +177,7 @@ func TestFramingErrors(t *testing.T) {
 		}
 	})
 	t.Run("partial then silence", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 200 * time.Millisecond})
 		defer s.Close()
@@ -189,7 +194,7 @@ func TestFramingErrors(t *testing.T) {
 		connR.Close()
 	})
 	t.Run("whole lines and silence", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
 		defer s.Close()
@@ -204,4 +209,38 @@ func TestFramingErrors(t *testing.T) {
 			t.Fatalf("Read of an idle peer = %v; want it still waiting", err)
 		}
 	})
+}
+
+// forPipes runs a Stream test over io.Pipe, which a Stream reads with a
+// goroutine of its own, and over os.Pipe, whose pollable descriptor it
+// reads in direct mode on Read's goroutine: every limit must hold in both.
+func forPipes(t *testing.T, test func(*testing.T, func(*testing.T) (io.ReadCloser, io.WriteCloser))) {
+	t.Run("goroutine", func(t *testing.T) {
+		test(t, func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() })
+	})
+	t.Run("direct", func(t *testing.T) {
+		test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close(); w.Close() })
+			return r, w
+		})
+	})
+}
+
+// A direct-mode Stream is in direct mode (the forPipes tests would
+// otherwise test goroutine mode twice).
+func TestForPipesDirect(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := NewStream(r, io.Discard, r, Limits{ReadStall: time.Second})
+	defer s.Close()
+	if s.rdl == nil {
+		t.Fatal("a Stream over os.Pipe with a stall watch is not in direct mode")
+	}
 }
