@@ -20,6 +20,10 @@ const DefaultMaxMessageBytes = 32 << 20
 // reading a 30 MB result slowly is still reading.
 const writeChunk = 64 << 10
 
+// largeMessage is the size from which a message may not fit a pipe's
+// default buffer (64 KB on Linux).
+const largeMessage = 64 << 10
+
 // A Stream is a Transport of newline-delimited messages over a byte stream:
 // the gate's stdin and stdout, the pipes of an upstream child.
 //
@@ -89,6 +93,11 @@ type Stream struct {
 	wmu    sync.Mutex
 	queued int
 
+	// growR and growW, when not nil, ask once for a larger buffer on the
+	// pipe read or written, the first time a message larger than the
+	// default pipe buffer crosses it (pipeGrower).
+	growR, growW func()
+
 	closeOnce sync.Once
 	mu        sync.Mutex
 	err       error // a *WriteError, or nil
@@ -131,6 +140,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 	// goroutine and still return on cancellation, Close and a framing
 	// failure, without a hand-off per message. The deadline is set on the
 	// reader itself, under the stall watch, which only times its reads.
+	raw := r
 	rdl, _ := r.(readDeadliner)
 	if rdl != nil && rdl.SetReadDeadline(time.Time{}) != nil {
 		rdl = nil
@@ -161,6 +171,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 		watch.timer.Stop()
 	}
 	s.rdl = rdl
+	s.growR, s.growW = pipeGrower(raw), pipeGrower(w)
 	s.tw = nonblockingWriter(w)
 	go s.writeLoop()
 	return s
@@ -363,6 +374,9 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 				// The line goes on past the reader's buffer: make room
 				// for it at once, as large as the last such line was.
 				st.buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
+				if s.growR != nil {
+					s.growR()
+				}
 			}
 			st.buf = append(st.buf, frag...)
 		case st.tooBig == 0:
@@ -443,6 +457,9 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 		return err
 	}
 	b = append(b, '\n')
+	if len(b) > largeMessage && s.growW != nil {
+		s.growW()
+	}
 	if s.tw == nil {
 		return s.q.put(ctx, outgoing{msg: b})
 	}
