@@ -141,6 +141,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 	// failure, without a hand-off per message. The deadline is set on the
 	// reader itself, under the stall watch, which only times its reads.
 	raw := r
+	r = directReader(r)
 	rdl, _ := r.(readDeadliner)
 	if rdl != nil && rdl.SetReadDeadline(time.Time{}) != nil {
 		rdl = nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // nonblockingWriter returns a function that writes as much of b as w takes
@@ -31,12 +32,8 @@ func nonblockingWriter(w io.Writer) func([]byte) (int, error) {
 			// rc.Write holds the file's write lock and reports a closed
 			// file; the function never asks it to wait.
 			if err := rc.Write(func(fd uintptr) bool {
-				for {
-					n, werr = syscall.Write(int(fd), b)
-					if werr != syscall.EINTR {
-						return true
-					}
-				}
+				n, werr = rawIO(syscall.SYS_WRITE, fd, b)
+				return true
 			}); err != nil {
 				return 0, err
 			}
@@ -74,3 +71,76 @@ func (p *polledSocket) tryWrite(b []byte) (int, error) {
 		return n, nil
 	}
 }
+
+// rawIO makes one read or write system call on a non-blocking descriptor
+// without telling the scheduler (RawSyscall). Such a call never waits: it
+// moves what fits and returns, or EAGAIN. Announced as a system call (as
+// os.File does), a write that wakes the peer on a shared CPU is often
+// preempted by it while it is still inside the call; the runtime then
+// counts the gate's only P as held in a system call, takes it back
+// (sysmon's retake) and hands it to another thread, and every relayed
+// message pays futex wake-ups and thread switches for nothing. Files and
+// blocking descriptors keep the announced calls: they can wait.
+func rawIO(trap, fd uintptr, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		}
+		return 0, e
+	}
+}
+
+// directReader returns a reader of the pollable pipe r that reads with
+// rawIO, waiting for data and honouring read deadlines in the netpoller
+// as os.File does, or r itself when r is not such a file.
+func directReader(r io.Reader) io.Reader {
+	f, ok := r.(*os.File)
+	if !ok || f.SetReadDeadline(time.Time{}) != nil {
+		return r
+	}
+	if _, ok := pipeStat(f); !ok {
+		return r
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return r
+	}
+	return &rawPipeReader{f: f, rc: rc}
+}
+
+// rawPipeReader reads a non-blocking pipe with rawIO (see there for why).
+type rawPipeReader struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func (p *rawPipeReader) Read(b []byte) (int, error) {
+	var n int
+	var rerr error
+	// rc.Read calls the function again once the pipe is readable, and
+	// returns os.ErrDeadlineExceeded when a deadline ends the wait.
+	err := p.rc.Read(func(fd uintptr) bool {
+		n, rerr = rawIO(syscall.SYS_READ, fd, b)
+		return rerr != syscall.EAGAIN
+	})
+	if err != nil {
+		return 0, err
+	}
+	if rerr != nil {
+		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: rerr}
+	}
+	if n == 0 && len(b) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// SetReadDeadline interrupts a waiting Read, as the file's own does.
+func (p *rawPipeReader) SetReadDeadline(t time.Time) error { return p.f.SetReadDeadline(t) }
