@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -242,5 +243,82 @@ func TestForPipesDirect(t *testing.T) {
 	defer s.Close()
 	if s.rdl == nil {
 		t.Fatal("a Stream over os.Pipe with a stall watch is not in direct mode")
+	}
+}
+
+// A message with a large payload, sent as head, payload and tail, reaches
+// the peer byte for byte as the one-buffer encoding would, also when the
+// peer takes it in small reads (partial writes that split any part), and
+// messages written after it stay behind it.
+func TestLargePayloadWireForm(t *testing.T) { forPipes(t, testLargePayloadWireForm) }
+
+func testLargePayloadWireForm(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
+	peerR, connW := pipe(t)
+	idle, _ := io.Pipe()
+	s := NewStream(idle, connW, nil, Limits{QueueBytes: 256 << 10})
+	defer s.Close()
+	big := strings.Repeat("r", 300<<10)
+	msgs := []*Message{
+		{ID: json.RawMessage(`7`), Result: json.RawMessage(`{"t":"` + big + `"}`)},
+		{Method: "notifications/message", Params: json.RawMessage(`{"data":"` + big + `"}`)},
+		{ID: json.RawMessage(`"x"`), Method: "tools/call", Params: json.RawMessage(`{"name":"n","arguments":{"a":"` + big + `"}}`)},
+		{ID: json.RawMessage(`8`), Result: json.RawMessage(`{}`)},
+		{ID: json.RawMessage(`9`), Error: &Error{Code: -32000, Message: "m", Data: json.RawMessage(`"` + big + `"`)}},
+	}
+	var want bytes.Buffer
+	for _, m := range msgs {
+		b, err := encodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(append(b, '\n'))
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		// Small reads, slowly at first: the pipe fills and the writes
+		// that follow are partial.
+		var out bytes.Buffer
+		buf := make([]byte, 3000)
+		for out.Len() < want.Len() {
+			if out.Len() < 200<<10 {
+				time.Sleep(50 * time.Microsecond)
+			}
+			n, err := peerR.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		got <- out.Bytes()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	for _, m := range msgs {
+		if err := s.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want.Bytes()) {
+			t.Fatalf("the peer read %d bytes that differ from the %d of the one-buffer encoding", len(b), want.Len())
+		}
+	case <-time.After(hang):
+		t.Fatal("the peer did not receive every message")
+	}
+	// The writer releases a message's bytes just after its last write
+	// returns, which may be just after the peer read them.
+	deadline := time.Now().Add(hang)
+	for {
+		s.q.bytes.mu.Lock()
+		queued := s.q.bytes.queued
+		s.q.bytes.mu.Unlock()
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still accounted in the queue once everything was read", queued)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

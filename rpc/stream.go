@@ -89,7 +89,7 @@ type Stream struct {
 	// and queues only what the peer has no room for yet. wmu orders those
 	// direct writes with the queue; queued counts the messages in the queue
 	// not yet wholly written.
-	tw     func([]byte) (int, error)
+	tw     func([][]byte) (int, error)
 	wmu    sync.Mutex
 	queued int
 
@@ -453,18 +453,17 @@ func keepTail(tail, frag []byte) []byte {
 
 // Write encodes m as one line and sends or queues it; see Transport.
 func (s *Stream) Write(ctx context.Context, m *Message) error {
-	b, err := encodeMessage(m)
+	o, err := encodeLine(m)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	if len(b) > largeMessage && s.growW != nil {
+	if o.len() > largeMessage && s.growW != nil {
 		s.growW()
 	}
 	if s.tw == nil {
-		return s.q.put(ctx, outgoing{msg: b})
+		return s.q.put(ctx, o)
 	}
-	sent, err := s.writeDirect(b, true)
+	sent, err := s.writeDirect(o, true)
 	if sent || err != nil {
 		return err
 	}
@@ -473,21 +472,45 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	s.wmu.Lock()
 	s.queued++
 	s.wmu.Unlock()
-	if err := s.q.put(ctx, outgoing{msg: b}); err != nil {
+	if err := s.q.put(ctx, o); err != nil {
 		s.unqueued()
 		return err
 	}
 	return nil
 }
 
-// writeDirect sends b on the caller's goroutine when nothing is queued
+// largePayload is the size of params or a result from which a message is
+// sent as head, payload and tail (see outgoing) rather than copied whole
+// into one buffer: a 1 MB result is then neither allocated nor copied a
+// second time on its way out.
+const largePayload = 32 << 10
+
+// encodeLine encodes m as one line. A large payload is not copied: the
+// line is its head, the payload itself, and the closing brace and newline.
+// The payload is sent from m's own bytes, possibly after Write returned
+// (Transport.Write says so).
+func encodeLine(m *Message) (outgoing, error) {
+	if head, body, ok := appendLargeHead(nil, m, largePayload); ok {
+		return outgoing{msg: head, body: body, tail: lineTail}, nil
+	}
+	b, err := encodeMessage(m)
+	if err != nil {
+		return outgoing{}, err
+	}
+	return outgoing{msg: append(b, '\n')}, nil
+}
+
+// lineTail ends a line sent as head, payload and tail.
+var lineTail = []byte("}\n")
+
+// writeDirect sends o on the caller's goroutine when nothing is queued
 // before it: as much as the peer has room for at once, the rest queued for
 // the writer goroutine, so the caller never waits on the peer. It reports
-// whether b was sent or queued; false means others' messages are queued
-// and b must go behind them. With wait false, a remainder that finds the
-// queue full (only flush markers can fill it then) is dropped rather than
-// waited for: nothing of b was written in that case either.
-func (s *Stream) writeDirect(b []byte, wait bool) (bool, error) {
+// whether o was sent or queued; false means others' messages are queued
+// and o must go behind them. With wait false, a message of which nothing
+// could be written and that finds the queue full (only flush markers can
+// fill it then) is refused with errNoRoom rather than waited for.
+func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.queued > 0 {
@@ -498,20 +521,22 @@ func (s *Stream) writeDirect(b []byte, wait bool) (bool, error) {
 		return true, s.closedErr()
 	default:
 	}
-	n, err := s.tw(b)
+	parts := [3][]byte{o.msg, o.body, o.tail}
+	n, err := s.tw(parts[:])
 	if err != nil {
 		s.fail(&WriteError{Err: err})
 		return true, s.closedErr()
 	}
-	if n == len(b) {
-		s.q.progressed()
-		return true, nil
-	}
 	if n > 0 {
 		s.q.progressed()
-	} else if !wait {
+	}
+	rest, left := o.after(n)
+	if !left {
+		return true, nil
+	}
+	if n == 0 && !wait {
 		// Nothing written: queue it whole if there is room at once.
-		if !s.q.tryPut(outgoing{msg: b}) {
+		if !s.q.tryPut(rest) {
 			return true, errNoRoom
 		}
 		s.queued++
@@ -522,7 +547,7 @@ func (s *Stream) writeDirect(b []byte, wait bool) (bool, error) {
 	// it; it is made under wmu, so that no other message can come between
 	// the two parts of this one.
 	s.queued++
-	if err := s.q.put(context.Background(), outgoing{msg: b[n:]}); err != nil {
+	if err := s.q.put(context.Background(), rest); err != nil {
 		s.queued--
 		return true, err
 	}
@@ -547,15 +572,14 @@ func (s *Stream) Flush(ctx context.Context) error { return s.q.flush(ctx) }
 // tryWrite queues m if there is room at once, for a Conn that must not wait
 // (a cancellation owed to a peer that may not be reading).
 func (s *Stream) tryWrite(m *Message) (bool, error) {
-	b, err := encodeMessage(m)
+	o, err := encodeLine(m)
 	if err != nil {
 		return false, err
 	}
-	b = append(b, '\n')
 	if s.tw == nil {
-		return s.q.tryPut(outgoing{msg: b}), nil
+		return s.q.tryPut(o), nil
 	}
-	sent, err := s.writeDirect(b, false)
+	sent, err := s.writeDirect(o, false)
 	switch {
 	case errors.Is(err, errNoRoom):
 		return false, nil
@@ -564,7 +588,7 @@ func (s *Stream) tryWrite(m *Message) (bool, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if !s.q.tryPut(outgoing{msg: b}) {
+	if !s.q.tryPut(o) {
 		return false, nil
 	}
 	s.queued++
@@ -594,14 +618,16 @@ func (s *Stream) writeLoop() {
 			continue
 		}
 		s.q.progressed()
-		for b := o.msg; len(b) > 0; {
-			n := min(len(b), writeChunk)
-			if _, err := s.w.Write(b[:n]); err != nil {
-				s.fail(&WriteError{Err: err})
-				return
+		for _, b := range [3][]byte{o.msg, o.body, o.tail} {
+			for len(b) > 0 {
+				n := min(len(b), writeChunk)
+				if _, err := s.w.Write(b[:n]); err != nil {
+					s.fail(&WriteError{Err: err})
+					return
+				}
+				b = b[n:]
+				s.q.progressed()
 			}
-			b = b[n:]
-			s.q.progressed()
 		}
 		s.q.sent(o)
 		if s.tw != nil {

@@ -14,7 +14,7 @@ import (
 // by Stdio) and a polled socket can: a write that would block writes
 // nothing (EAGAIN) instead. A blocking descriptor (a TTY, a file, a pipe
 // Stdio could not reopen) cannot, and keeps the writer goroutine.
-func nonblockingWriter(w io.Writer) func([]byte) (int, error) {
+func nonblockingWriter(w io.Writer) func([][]byte) (int, error) {
 	switch f := w.(type) {
 	case *os.File:
 		// Only a pollable file takes a deadline; only a pollable file is
@@ -26,14 +26,37 @@ func nonblockingWriter(w io.Writer) func([]byte) (int, error) {
 		if err != nil {
 			return nil
 		}
-		return func(b []byte) (int, error) {
+		return func(bufs [][]byte) (int, error) {
+			var iov [3]syscall.Iovec
+			k := 0
+			for _, b := range bufs {
+				if len(b) > 0 && k < len(iov) {
+					iov[k].Base = &b[0]
+					iov[k].SetLen(len(b))
+					k++
+				}
+			}
+			if k == 0 {
+				return 0, nil
+			}
 			var n int
 			var werr error
 			// rc.Write holds the file's write lock and reports a closed
-			// file; the function never asks it to wait.
+			// file; the function never asks it to wait. One writev: the
+			// parts of a message (head, payload, tail) in one raw system
+			// call (see rawIO).
 			if err := rc.Write(func(fd uintptr) bool {
-				n, werr = rawIO(syscall.SYS_WRITE, fd, b)
-				return true
+				for {
+					r, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
+					if e == syscall.EINTR {
+						continue
+					}
+					n, werr = int(r), nil
+					if e != 0 {
+						n, werr = 0, e
+					}
+					return true
+				}
 			}); err != nil {
 				return 0, err
 			}
@@ -46,7 +69,15 @@ func nonblockingWriter(w io.Writer) func([]byte) (int, error) {
 			return n, nil
 		}
 	case *polledSocket:
-		return f.tryWrite
+		return func(bufs [][]byte) (int, error) {
+			// One part at a time: what is left goes to the writer goroutine.
+			for _, b := range bufs {
+				if len(b) > 0 {
+					return f.tryWrite(b)
+				}
+			}
+			return 0, nil
+		}
 	}
 	return nil
 }
