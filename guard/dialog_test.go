@@ -213,7 +213,7 @@ func TestDialogWorkBudget(t *testing.T) {
 func TestDialogPrefilterSkipsOrdinaryText(t *testing.T) {
 	for seed := range int64(8) {
 		if r := textResult(ordinaryText(64<<10, seed)); mayHold(r) {
-			p, st := pf.next(r, 0)
+			p, st := pf().next(r, 0)
 			t.Errorf("seed %d: ordinary text holds stem %q at %d", seed, stems[st].text, p)
 		}
 	}

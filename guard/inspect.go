@@ -31,7 +31,7 @@ func InspectResult(result []byte) []Finding {
 // hide one, as written or once folded (see fold.go): " yes," and "1. yes"
 // spelt with a no-break space, "ａｐｐｒｏｖｅ" in fullwidth letters.
 func mayHold(b []byte) bool {
-	p, _, high := pf.nextHigh(b, 0)
+	p, _, high := pf().nextHigh(b, 0)
 	if p < len(b) {
 		return true
 	}
@@ -58,7 +58,7 @@ func mayHold(b []byte) bool {
 
 // stemIn reports a stem, or an escape that could hide one, in b.
 func stemIn(b []byte) bool {
-	if p, _ := pf.next(b, 0); p < len(b) {
+	if p, _ := pf().next(b, 0); p < len(b) {
 		return true
 	}
 	c := newEscCursor(b)

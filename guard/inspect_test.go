@@ -186,7 +186,7 @@ func TestStemsAtEveryAlignment(t *testing.T) {
 			for pad := range 9 {
 				for post := range 9 {
 					b := []byte(strings.Repeat("x", pad) + variant + strings.Repeat("y", post))
-					if p, s := pf.next(b, 0); p != pad || stems[s].text != st.text {
+					if p, s := pf().next(b, 0); p != pad || stems[s].text != st.text {
 						t.Fatalf("%q with %d before, %d after: found at %d (stem %d)", variant, pad, post, p, s)
 					}
 				}
@@ -197,7 +197,7 @@ func TestStemsAtEveryAlignment(t *testing.T) {
 	b := []byte("..approve....ALLOW..permission.........Grant")
 	var got []int
 	for p := 0; ; {
-		h, _ := pf.next(b, p)
+		h, _ := pf().next(b, p)
 		if h >= len(b) {
 			break
 		}
@@ -213,7 +213,7 @@ func TestStemsAtEveryAlignment(t *testing.T) {
 // safe: every key, value and word that can make a rule fire holds a stem,
 // so a result without stems cannot hold a payload.
 func TestVocabularyHasStems(t *testing.T) {
-	hasStem := func(s string) bool { p, _ := pf.next([]byte(s), 0); return p < len(s) }
+	hasStem := func(s string) bool { p, _ := pf().next([]byte(s), 0); return p < len(s) }
 	const triggers = kcBoolGrant | kcPendingFlag | kcStrongDecision | kcApprovalObj | kcExecName |
 		kcRequestedSchema | kcElicitationID | kcCodexMarker | kcBehavior
 	for k, kc := range keyClasses {

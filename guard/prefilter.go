@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"encoding/binary"
+	"sync"
 )
 
 // stemCat says what a stem is evidence of.
@@ -76,8 +77,16 @@ var stems = []struct {
 // escape of one of them can hide a stem from the raw-byte prefilter.
 var stemAlphabet [128]bool
 
-// pf is the prefilter built once from stems.
-var pf = newPrefilter()
+// pf returns the prefilter, built from stems on first use rather than at
+// package initialisation: building it takes most of a millisecond, which a
+// process that starts the gate to run one command, or a cold start before
+// its first result, need not pay up front. Prepare builds it ahead.
+var pf = sync.OnceValue(newPrefilter)
+
+// Prepare builds the guard's tables now, so that the first result
+// inspected does not wait for them. The gate calls it on a goroutine of
+// its own while it starts; calling it is never required.
+func Prepare() { pf() }
 
 func init() {
 	for _, s := range stems {
@@ -317,7 +326,7 @@ func (c *hitCursor) next(from int) (pos, stem int) {
 }
 
 func (c *hitCursor) scan(from int) {
-	c.pos, c.stem = pf.next(c.data, from)
+	c.pos, c.stem = pf().next(c.data, from)
 	c.from = from
 }
 

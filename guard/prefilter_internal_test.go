@@ -6,17 +6,17 @@ import "testing"
 // table: the longest probe chain must stay short.
 func TestPrefilterProbeChains(t *testing.T) {
 	longest := 0
-	for i := range pf.keys {
-		if pf.vals[i] == nil {
+	for i := range pf().keys {
+		if pf().vals[i] == nil {
 			continue
 		}
 		n := 0
-		for h := pf.slot(pf.keys[i]); h != uint32(i); h = (h + 1) & pf.mask {
+		for h := pf().slot(pf().keys[i]); h != uint32(i); h = (h + 1) & pf().mask {
 			n++
 		}
 		longest = max(longest, n)
 	}
-	t.Logf("exact table: %d slots, longest displacement %d", len(pf.keys), longest)
+	t.Logf("exact table: %d slots, longest displacement %d", len(pf().keys), longest)
 	if longest > 16 {
 		t.Errorf("longest probe displacement %d, want <= 16", longest)
 	}

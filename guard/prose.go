@@ -91,7 +91,7 @@ func (in *inspector) prose(text []byte, path func() string) {
 			break
 		}
 		pos = h + 1
-		cat := pf.cats[st]
+		cat := pf().cats[st]
 		if cat == catShape || h > 0 && isASCIILetter(text[h-1]) && isASCIILetter(text[h]) {
 			continue
 		}

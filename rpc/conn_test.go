@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +150,45 @@ var pipeWire = wire{name: "pipe", overhead: 0, connect: func(t *testing.T, lim L
 	}
 }}
 
-var wires = []wire{streamWire, pipeWire}
+// osPipeWire is a Stream over os.Pipe: pollable descriptors, so the
+// Stream reads on its caller's goroutine and writes on its writer's while
+// nothing is queued (direct mode), where streamWire's io.Pipe keeps the
+// reader and writer goroutines.
+var osPipeWire = wire{name: "ospipe", overhead: 1, connect: func(t *testing.T, lim Limits) (Transport, *rawPeer) {
+	connR, peerW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerR, connW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewStream(connR, connW, closerFunc(func() error {
+		connR.Close()
+		connW.Close()
+		return nil
+	}), lim)
+	if tr.rdl == nil || (tr.tw == nil && runtime.GOOS == "linux") {
+		t.Fatal("a Stream over os.Pipe is not in direct mode")
+	}
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(peerR)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return tr, &rawPeer{
+		write:      func(b string) error { _, err := io.WriteString(peerW, b); return err },
+		closeWrite: func() { peerW.Close() },
+		close:      func() { peerW.Close(); peerR.Close() },
+		lines:      lines,
+	}
+}}
+
+var wires = []wire{streamWire, osPipeWire, pipeWire}
 
 // eachWire runs f over every wire, as subtests named after them.
 func eachWire(t *testing.T, f func(t *testing.T, w wire)) {
@@ -1195,6 +1235,20 @@ func stalledConn(t *testing.T, w wire, opts Options, lim Limits) (c *Conn, runEr
 		peerR, connW := io.Pipe()
 		tr = NewStream(connR, connW, nil, lim)
 		release = func() { peerR.Close(); peerW.Close() }
+	case "ospipe":
+		connR, peerW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peerR, connW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The peer reads nothing: fill the kernel's pipe buffer first, so
+		// that what the Conn writes waits in the Stream's queue.
+		fillPipe(t, connW)
+		tr = NewStream(connR, connW, nil, lim)
+		release = func() { peerR.Close(); peerW.Close(); connR.Close(); connW.Close() }
 	case "pipe":
 		a, b := Pipe(lim)
 		tr, release = a, func() { b.Close() }

@@ -1,10 +1,12 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +16,10 @@ import (
 // A Stream bounded in bytes holds at most its bound queued (one larger
 // message alone), lets as many bytes again wait, refuses a large message
 // beyond that at once, and stops reading its peer while full.
-func TestQueueBytesBound(t *testing.T) {
-	connR, peerW := io.Pipe()
+func TestQueueBytesBound(t *testing.T) { forPipes(t, testQueueBytesBound) }
+
+func testQueueBytesBound(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
+	connR, peerW := pipe(t)
 	defer peerW.Close()
 	w := newGatedWriter()
 	defer close(w.closed)
@@ -133,9 +137,11 @@ func TestResponseDroppedWhenQueueFull(t *testing.T) {
 
 // An upstream line with no end, and a partial message followed by silence,
 // end the Stream with a *FramingError; a Conn on it fails its calls.
-func TestFramingErrors(t *testing.T) {
+func TestFramingErrors(t *testing.T) { forPipes(t, testFramingErrors) }
+
+func testFramingErrors(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
 	t.Run("endless", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
 		defer s.Close()
@@ -156,7 +162,7 @@ func TestFramingErrors(t *testing.T) {
 		connR.Close()
 	})
 	t.Run("oversized but finite", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{MaxMessageBytes: 1 << 10, MaxSkipBytes: 8 << 10})
 		defer s.Close()
@@ -172,7 +178,7 @@ func TestFramingErrors(t *testing.T) {
 		}
 	})
 	t.Run("partial then silence", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 200 * time.Millisecond})
 		defer s.Close()
@@ -189,7 +195,7 @@ func TestFramingErrors(t *testing.T) {
 		connR.Close()
 	})
 	t.Run("whole lines and silence", func(t *testing.T) {
-		connR, peerW := io.Pipe()
+		connR, peerW := pipe(t)
 		defer peerW.Close()
 		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
 		defer s.Close()
@@ -204,4 +210,115 @@ func TestFramingErrors(t *testing.T) {
 			t.Fatalf("Read of an idle peer = %v; want it still waiting", err)
 		}
 	})
+}
+
+// forPipes runs a Stream test over io.Pipe, which a Stream reads with a
+// goroutine of its own, and over os.Pipe, whose pollable descriptor it
+// reads in direct mode on Read's goroutine: every limit must hold in both.
+func forPipes(t *testing.T, test func(*testing.T, func(*testing.T) (io.ReadCloser, io.WriteCloser))) {
+	t.Run("goroutine", func(t *testing.T) {
+		test(t, func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() })
+	})
+	t.Run("direct", func(t *testing.T) {
+		test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close(); w.Close() })
+			return r, w
+		})
+	})
+}
+
+// A direct-mode Stream is in direct mode (the forPipes tests would
+// otherwise test goroutine mode twice).
+func TestForPipesDirect(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := NewStream(r, io.Discard, r, Limits{ReadStall: time.Second})
+	defer s.Close()
+	if s.rdl == nil {
+		t.Fatal("a Stream over os.Pipe with a stall watch is not in direct mode")
+	}
+}
+
+// A message with a large payload, sent as head, payload and tail, reaches
+// the peer byte for byte as the one-buffer encoding would, also when the
+// peer takes it in small reads (partial writes that split any part), and
+// messages written after it stay behind it.
+func TestLargePayloadWireForm(t *testing.T) { forPipes(t, testLargePayloadWireForm) }
+
+func testLargePayloadWireForm(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
+	peerR, connW := pipe(t)
+	idle, _ := io.Pipe()
+	s := NewStream(idle, connW, nil, Limits{QueueBytes: 256 << 10})
+	defer s.Close()
+	big := strings.Repeat("r", 300<<10)
+	msgs := []*Message{
+		{ID: json.RawMessage(`7`), Result: json.RawMessage(`{"t":"` + big + `"}`)},
+		{Method: "notifications/message", Params: json.RawMessage(`{"data":"` + big + `"}`)},
+		{ID: json.RawMessage(`"x"`), Method: "tools/call", Params: json.RawMessage(`{"name":"n","arguments":{"a":"` + big + `"}}`)},
+		{ID: json.RawMessage(`8`), Result: json.RawMessage(`{}`)},
+		{ID: json.RawMessage(`9`), Error: &Error{Code: -32000, Message: "m", Data: json.RawMessage(`"` + big + `"`)}},
+	}
+	var want bytes.Buffer
+	for _, m := range msgs {
+		b, err := encodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(append(b, '\n'))
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		// Small reads, slowly at first: the pipe fills and the writes
+		// that follow are partial.
+		var out bytes.Buffer
+		buf := make([]byte, 3000)
+		for out.Len() < want.Len() {
+			if out.Len() < 200<<10 {
+				time.Sleep(50 * time.Microsecond)
+			}
+			n, err := peerR.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		got <- out.Bytes()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	for _, m := range msgs {
+		if err := s.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want.Bytes()) {
+			t.Fatalf("the peer read %d bytes that differ from the %d of the one-buffer encoding", len(b), want.Len())
+		}
+	case <-time.After(hang):
+		t.Fatal("the peer did not receive every message")
+	}
+	// The writer releases a message's bytes just after its last write
+	// returns, which may be just after the peer read them.
+	deadline := time.Now().Add(hang)
+	for {
+		s.q.bytes.mu.Lock()
+		queued := s.q.bytes.queued
+		s.q.bytes.mu.Unlock()
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still accounted in the queue once everything was read", queued)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

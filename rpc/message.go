@@ -433,6 +433,35 @@ func skipSpace(b []byte, i int) int {
 // The raw fields are written as they are (they were validated when they were
 // read or built by this program), which keeps a relayed payload byte-identical
 // and spares a second pass over a large result.
+// appendLargeHead appends the wire form of m up to its params or result
+// when that payload is at least min bytes, and returns the payload, which
+// with a closing brace completes the message; ok is false (nothing
+// appended) for any other message. It writes what appendMessage writes,
+// in the same order.
+func appendLargeHead(buf []byte, m *Message, min int) (head, payload []byte, ok bool) {
+	switch {
+	case m.Method != "" && len(m.Params) >= min:
+		payload = m.Params
+	case m.Method == "" && m.Error == nil && len(m.Result) >= min:
+		payload = m.Result
+	default:
+		return buf, nil, false
+	}
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		buf = append(buf, `,"id":`...)
+		buf = append(buf, m.ID...)
+	}
+	if m.Method != "" {
+		buf = append(buf, `,"method":`...)
+		buf = rawjson.AppendString(buf, m.Method)
+		buf = append(buf, `,"params":`...)
+	} else {
+		buf = append(buf, `,"result":`...)
+	}
+	return buf, payload, true
+}
+
 func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	buf = append(buf, `{"jsonrpc":"2.0"`...)
 	if m.ID != nil {

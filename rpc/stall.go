@@ -23,6 +23,13 @@ func (s *Stream) failFraming(reason error) error {
 	s.framingOne.Do(func() {
 		s.framingErr = &FramingError{Reason: reason.Error()}
 		close(s.framing)
+		if s.rdl != nil {
+			// Direct mode: the read waiting on the peer is on Read's own
+			// goroutine, and only a deadline ends it.
+			s.intrMu.Lock()
+			_ = s.rdl.SetReadDeadline(aLongTimeAgo)
+			s.intrMu.Unlock()
+		}
 	})
 	return s.framingErr
 }

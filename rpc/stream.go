@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 )
@@ -18,6 +19,10 @@ const DefaultMaxMessageBytes = 32 << 20
 // progress of a large message is visible to Limits.WriteTimeout: a peer
 // reading a 30 MB result slowly is still reading.
 const writeChunk = 64 << 10
+
+// largeMessage is the size from which a message may not fit a pipe's
+// default buffer (64 KB on Linux).
+const largeMessage = 64 << 10
 
 // A Stream is a Transport of newline-delimited messages over a byte stream:
 // the gate's stdin and stdout, the pipes of an upstream child.
@@ -38,8 +43,8 @@ const writeChunk = 64 << 10
 // closing the stream (the closer, or the peer ending) lets them go.
 type Stream struct {
 	// Set at construction.
-	r      *bufio.Reader // used by the reader goroutine only
-	w      io.Writer     // used by the writer goroutine only
+	r      *bufio.Reader // used by one reader at a time (see readLine)
+	w      io.Writer     // used by the writer goroutine, or by tw under wmu
 	closer io.Closer
 	max    int
 	q      *sendQueue
@@ -54,20 +59,65 @@ type Stream struct {
 	framingOne sync.Once
 	done       chan struct{} // closed by Close or a write failure
 
+	// Goroutine mode (a reader that cannot be interrupted).
 	readOnce sync.Once
 	lines    chan readResult // the reader goroutine's lines, unbuffered
 	ended    chan struct{}   // closed when the reader goroutine has read its last
 	readErr  error           // why; written before ended is closed
+
+	// Direct mode (a reader whose waits are in the netpoller and that
+	// takes a read deadline): Read reads on its caller's goroutine, and a
+	// deadline in the past interrupts it on cancellation and Close. See
+	// readDirect.
+	rdl         readDeadliner
+	intrMu      sync.Mutex      // orders deadline changes with Close
+	intrCtx     context.Context // the context whose end interrupts a read
+	intrStop    func() bool     // unregisters intrCtx's interruption
+	interrupted bool            // a deadline was set by an interruption (Read's alone)
+	directErr   error           // the error that ended the stream (Read's alone)
+
+	// Partial line state, kept across an interrupted read (readLine).
+	rl lineState
 	// lineHint is the length of the last line that took more than one
-	// read (the reader goroutine's alone): the next such line starts with
-	// that much room, so a run of large messages costs one allocation and
-	// one copy each instead of a doubling buffer's repeated growth.
+	// read (the reader's alone): the next such line starts with that much
+	// room, so a run of large messages costs one allocation and one copy
+	// each instead of a doubling buffer's repeated growth.
 	lineHint int
+
+	// tw, when not nil, writes without waiting (a non-blocking descriptor):
+	// Write then sends on its caller's goroutine while nothing is queued,
+	// and queues only what the peer has no room for yet. wmu orders those
+	// direct writes with the queue; queued counts the messages in the queue
+	// not yet wholly written.
+	tw     func([][]byte) (int, error)
+	wmu    sync.Mutex
+	queued int
+
+	// growR and growW, when not nil, ask once for a larger buffer on the
+	// pipe read or written, the first time a message larger than the
+	// default pipe buffer crosses it (pipeGrower).
+	growR, growW func()
 
 	closeOnce sync.Once
 	mu        sync.Mutex
 	err       error // a *WriteError, or nil
 }
+
+// lineState is a line being read: what readLine has of it so far.
+type lineState struct {
+	buf, tail []byte
+	tooBig    int
+}
+
+// readDeadliner is a reader that a deadline interrupts (a pollable
+// *os.File, a polled socket).
+type readDeadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+// errInterrupted is readLine's report that a read deadline interrupted it,
+// with the partial line kept for the next call.
+var errInterrupted = errors.New("read interrupted")
 
 // readResult is one line read from the stream.
 type readResult struct {
@@ -85,6 +135,17 @@ var _ interface {
 // host's stdin cannot be, and its Stream has none. NewStream starts the
 // writer goroutine: a Stream must be closed.
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
+	// A reader that takes a deadline is pollable: its waits park in the
+	// netpoller and a deadline ends them, so Read can read on its caller's
+	// goroutine and still return on cancellation, Close and a framing
+	// failure, without a hand-off per message. The deadline is set on the
+	// reader itself, under the stall watch, which only times its reads.
+	raw := r
+	r = directReader(r)
+	rdl, _ := r.(readDeadliner)
+	if rdl != nil && rdl.SetReadDeadline(time.Time{}) != nil {
+		rdl = nil
+	}
 	var watch *stallReader
 	if lim.ReadStall > 0 {
 		watch = &stallReader{r: r, stall: lim.ReadStall}
@@ -110,12 +171,18 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 		})
 		watch.timer.Stop()
 	}
+	s.rdl = rdl
+	s.growR, s.growW = pipeGrower(raw), pipeGrower(w)
+	s.tw = nonblockingWriter(w)
 	go s.writeLoop()
 	return s
 }
 
 // Read returns the next message; see Transport.
 func (s *Stream) Read(ctx context.Context) (*Message, error) {
+	if s.rdl != nil {
+		return s.readDirect(ctx)
+	}
 	s.readOnce.Do(func() { go s.readLoop() })
 	for {
 		select {
@@ -145,19 +212,132 @@ func (s *Stream) Read(ctx context.Context) (*Message, error) {
 		case <-s.done:
 			return nil, s.closedErr()
 		}
-		if r.tooBig > 0 {
-			return nil, oversized(r.tooBig, s.max, r.line, r.tail)
+		if m, err, ok := s.message(r); ok {
+			return m, err
 		}
-		if len(bytes.TrimSpace(r.line)) == 0 {
-			continue
-		}
-		m, err := Decode(r.line)
-		if err != nil {
-			return nil, messageError(err, r.line)
-		}
-		return m, nil
 	}
 }
+
+// message turns a line read into what Read returns; ok is false for a
+// blank line, which is skipped.
+func (s *Stream) message(r readResult) (m *Message, err error, ok bool) {
+	if r.tooBig > 0 {
+		return nil, oversized(r.tooBig, s.max, r.line, r.tail), true
+	}
+	if len(bytes.TrimSpace(r.line)) == 0 {
+		return nil, nil, false
+	}
+	m, err = Decode(r.line)
+	if err != nil {
+		return nil, messageError(err, r.line), true
+	}
+	return m, nil, true
+}
+
+// readDirect is Read in direct mode: the line is read on the caller's
+// goroutine. The caller's context and Close interrupt a waiting read with
+// a deadline in the past; the part of a line read so far is kept, and the
+// next Read (with a live context) clears the deadline and goes on with it.
+func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
+	for {
+		if s.directErr != nil {
+			return nil, s.directErr
+		}
+		if s.q.bytes != nil {
+			// As in goroutine mode: the peer is not reading what is
+			// queued for it, so take on nothing more of its work until it
+			// does. (There is no reader ahead of this one to have seen the
+			// input end; the queue's write timeout bounds the wait.)
+			if err := s.q.bytes.awaitRoom(ctx, s.done, s.framing); err != nil {
+				if errors.Is(err, ErrClosed) {
+					return nil, s.closedErr()
+				}
+				return nil, err
+			}
+		}
+		s.intrMu.Lock()
+		select {
+		case <-s.done:
+			s.intrMu.Unlock()
+			return nil, s.closedErr()
+		case <-s.framing:
+			s.intrMu.Unlock()
+			return nil, s.framingErr
+		default:
+		}
+		if s.interrupted {
+			// Under intrMu, after the check of done: a Close cannot set its
+			// deadline between the two and see it cleared.
+			_ = s.rdl.SetReadDeadline(time.Time{})
+			s.interrupted = false
+		}
+		s.watchLocked(ctx)
+		s.intrMu.Unlock()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var r readResult
+		var err error
+		r.line, r.tail, r.tooBig, err = s.readLine()
+		if errors.Is(err, errInterrupted) {
+			s.interrupted = true
+			select {
+			case <-s.done:
+				return nil, s.closedErr()
+			case <-s.framing:
+				return nil, s.framingErr
+			default:
+			}
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			continue // an earlier context's interruption, overtaken
+		}
+		if err != nil {
+			select {
+			case <-s.done:
+				// Closed under the read (an owner closing the stream's
+				// reader): the Stream's Close is the cause that counts.
+				return nil, s.closedErr()
+			default:
+			}
+			s.directErr = err
+			return nil, err
+		}
+		if m, err, ok := s.message(r); ok {
+			return m, err
+		}
+	}
+}
+
+// watchLocked makes ctx's end interrupt the reads made under it. A
+// context is watched until Read is called with another, so that a Conn's
+// Run, which reads under one context throughout, registers once.
+func (s *Stream) watchLocked(ctx context.Context) {
+	if ctx == s.intrCtx {
+		return
+	}
+	if s.intrStop != nil {
+		s.intrStop()
+		s.intrStop, s.intrCtx = nil, nil
+	}
+	if ctx.Done() == nil {
+		return // never ends
+	}
+	s.intrCtx = ctx
+	s.intrStop = context.AfterFunc(ctx, func() {
+		s.intrMu.Lock()
+		defer s.intrMu.Unlock()
+		// A context no longer watched has nothing to interrupt: the read
+		// now running is another context's.
+		if s.intrCtx == ctx {
+			_ = s.rdl.SetReadDeadline(aLongTimeAgo)
+		}
+	})
+}
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // readLoop reads lines and hands them to Read until the stream ends. Every
 // send also watches done: nothing is handed over once the Stream is closed.
@@ -183,34 +363,37 @@ func (s *Stream) readLoop() {
 // the limit is consumed to its end and reported by its size, with only its
 // head and tail kept (for salvaging its ID).
 func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
-	var buf []byte
+	st := &s.rl
 	for {
 		frag, err := s.r.ReadSlice('\n')
 		if s.watch != nil {
 			s.watch.consumed(len(frag), err == nil)
 		}
 		switch {
-		case tooBig == 0 && len(buf)+len(frag) <= s.max+2:
-			if buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
+		case st.tooBig == 0 && len(st.buf)+len(frag) <= s.max+2:
+			if st.buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
 				// The line goes on past the reader's buffer: make room
 				// for it at once, as large as the last such line was.
-				buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
+				st.buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
+				if s.growR != nil {
+					s.growR()
+				}
 			}
-			buf = append(buf, frag...)
-		case tooBig == 0:
-			tooBig = len(buf) + len(frag)
-			if len(buf) > salvageWindow {
+			st.buf = append(st.buf, frag...)
+		case st.tooBig == 0:
+			st.tooBig = len(st.buf) + len(frag)
+			if len(st.buf) > salvageWindow {
 				// A copy: the head must not pin the room made for the
 				// whole line while its error is handled.
-				buf = bytes.Clone(buf[:salvageWindow])
+				st.buf = bytes.Clone(st.buf[:salvageWindow])
 			} else {
-				buf = append(buf, frag[:min(len(frag), salvageWindow-len(buf))]...)
+				st.buf = append(st.buf, frag[:min(len(frag), salvageWindow-len(st.buf))]...)
 			}
-			tail = keepTail(tail, frag)
+			st.tail = keepTail(st.tail, frag)
 		default:
-			tooBig += len(frag)
-			tail = keepTail(tail, frag)
-			if s.skipMax > 0 && tooBig > s.skipMax && err != nil {
+			st.tooBig += len(frag)
+			st.tail = keepTail(st.tail, frag)
+			if s.skipMax > 0 && st.tooBig > s.skipMax && err != nil {
 				return nil, nil, 0, s.failFraming(fmt.Errorf("the peer sent a line of more than %d bytes without a newline (the message limit is %d bytes): taken as an endless line", s.skipMax, s.max))
 			}
 		}
@@ -220,12 +403,21 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Interrupted (direct mode): what was read of the line stays
+			// in st for the next call.
+			return nil, nil, 0, errInterrupted
+		}
+		buf, tooBig := st.buf, st.tooBig
+		*st = lineState{}
 		if errors.Is(err, io.EOF) && len(buf) > 0 && tooBig == 0 {
 			// A last message without a newline still counts.
 			return s.ownLine(buf), nil, 0, nil
 		}
 		return nil, nil, 0, err
 	}
+	buf, tail, tooBig := st.buf, st.tail, st.tooBig
+	*st = lineState{}
 	if tooBig > 0 {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
@@ -259,13 +451,119 @@ func keepTail(tail, frag []byte) []byte {
 	return tail
 }
 
-// Write encodes m as one line and queues it; see Transport.
+// Write encodes m as one line and sends or queues it; see Transport.
 func (s *Stream) Write(ctx context.Context, m *Message) error {
-	b, err := encodeMessage(m)
+	o, err := encodeLine(m)
 	if err != nil {
 		return err
 	}
-	return s.q.put(ctx, outgoing{msg: append(b, '\n')})
+	if o.len() > largeMessage && s.growW != nil {
+		s.growW()
+	}
+	if s.tw == nil {
+		return s.q.put(ctx, o)
+	}
+	sent, err := s.writeDirect(o, true)
+	if sent || err != nil {
+		return err
+	}
+	// Others' messages are queued: this one goes behind them. Counted
+	// before it is queued, so that no direct write overtakes it.
+	s.wmu.Lock()
+	s.queued++
+	s.wmu.Unlock()
+	if err := s.q.put(ctx, o); err != nil {
+		s.unqueued()
+		return err
+	}
+	return nil
+}
+
+// largePayload is the size of params or a result from which a message is
+// sent as head, payload and tail (see outgoing) rather than copied whole
+// into one buffer: a 1 MB result is then neither allocated nor copied a
+// second time on its way out.
+const largePayload = 32 << 10
+
+// encodeLine encodes m as one line. A large payload is not copied: the
+// line is its head, the payload itself, and the closing brace and newline.
+// The payload is sent from m's own bytes, possibly after Write returned
+// (Transport.Write says so).
+func encodeLine(m *Message) (outgoing, error) {
+	if head, body, ok := appendLargeHead(nil, m, largePayload); ok {
+		return outgoing{msg: head, body: body, tail: lineTail}, nil
+	}
+	b, err := encodeMessage(m)
+	if err != nil {
+		return outgoing{}, err
+	}
+	return outgoing{msg: append(b, '\n')}, nil
+}
+
+// lineTail ends a line sent as head, payload and tail.
+var lineTail = []byte("}\n")
+
+// writeDirect sends o on the caller's goroutine when nothing is queued
+// before it: as much as the peer has room for at once, the rest queued for
+// the writer goroutine, so the caller never waits on the peer. It reports
+// whether o was sent or queued; false means others' messages are queued
+// and o must go behind them. With wait false, a message of which nothing
+// could be written and that finds the queue full (only flush markers can
+// fill it then) is refused with errNoRoom rather than waited for.
+func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.queued > 0 {
+		return false, nil
+	}
+	select {
+	case <-s.done:
+		return true, s.closedErr()
+	default:
+	}
+	parts := [3][]byte{o.msg, o.body, o.tail}
+	n, err := s.tw(parts[:])
+	if err != nil {
+		s.fail(&WriteError{Err: err})
+		return true, s.closedErr()
+	}
+	if n > 0 {
+		s.q.progressed()
+	}
+	rest, left := o.after(n)
+	if !left {
+		return true, nil
+	}
+	if n == 0 && !wait {
+		// Nothing written: queue it whole if there is room at once.
+		if !s.q.tryPut(rest) {
+			return true, errNoRoom
+		}
+		s.queued++
+		return true, nil
+	}
+	// The rest waits for room in the peer. The queue is empty of messages
+	// (queued is 0), so this put does not wait unless flush markers fill
+	// it; it is made under wmu, so that no other message can come between
+	// the two parts of this one.
+	s.queued++
+	if err := s.q.put(context.Background(), rest); err != nil {
+		s.queued--
+		return true, err
+	}
+	return true, nil
+}
+
+// errNoRoom is writeDirect's report that a message could not be queued
+// without waiting.
+var errNoRoom = errors.New("no room in the write queue")
+
+// unqueued records that a counted message left the queue: written whole,
+// or never queued.
+func (s *Stream) unqueued() {
+	s.wmu.Lock()
+	s.queued--
+	s.wmu.Unlock()
 }
 
 // Flush waits until every message written before it is in the stream.
@@ -274,11 +572,27 @@ func (s *Stream) Flush(ctx context.Context) error { return s.q.flush(ctx) }
 // tryWrite queues m if there is room at once, for a Conn that must not wait
 // (a cancellation owed to a peer that may not be reading).
 func (s *Stream) tryWrite(m *Message) (bool, error) {
-	b, err := encodeMessage(m)
+	o, err := encodeLine(m)
 	if err != nil {
 		return false, err
 	}
-	return s.q.tryPut(outgoing{msg: append(b, '\n')}), nil
+	if s.tw == nil {
+		return s.q.tryPut(o), nil
+	}
+	sent, err := s.writeDirect(o, false)
+	switch {
+	case errors.Is(err, errNoRoom):
+		return false, nil
+	case sent:
+		return true, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if !s.q.tryPut(o) {
+		return false, nil
+	}
+	s.queued++
+	return true, nil
 }
 
 // writeLoop is the only user of w: it writes the queued lines in order,
@@ -304,16 +618,21 @@ func (s *Stream) writeLoop() {
 			continue
 		}
 		s.q.progressed()
-		for b := o.msg; len(b) > 0; {
-			n := min(len(b), writeChunk)
-			if _, err := s.w.Write(b[:n]); err != nil {
-				s.fail(&WriteError{Err: err})
-				return
+		for _, b := range [3][]byte{o.msg, o.body, o.tail} {
+			for len(b) > 0 {
+				n := min(len(b), writeChunk)
+				if _, err := s.w.Write(b[:n]); err != nil {
+					s.fail(&WriteError{Err: err})
+					return
+				}
+				b = b[n:]
+				s.q.progressed()
 			}
-			b = b[n:]
-			s.q.progressed()
 		}
 		s.q.sent(o)
+		if s.tw != nil {
+			s.unqueued()
+		}
 	}
 }
 
@@ -341,7 +660,17 @@ func (s *Stream) closedErr() error {
 func (s *Stream) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.intrMu.Lock()
 		close(s.done)
+		if s.rdl != nil {
+			// Ends a read waiting in direct mode; under intrMu, so that a
+			// Read about to wait sees done or this deadline.
+			_ = s.rdl.SetReadDeadline(aLongTimeAgo)
+		}
+		if s.intrStop != nil {
+			s.intrStop()
+		}
+		s.intrMu.Unlock()
 		if s.closer != nil {
 			err = s.closer.Close()
 		}

@@ -40,7 +40,10 @@ type Transport interface {
 	// first; a *StallError when the peer has read nothing for the
 	// transport's write timeout (the transport stays open: the caller
 	// decides); a *WriteError once sending has failed for good; ErrClosed
-	// after Close. The transport does not keep m after Write returns.
+	// after Close. The transport does not keep m after Write returns,
+	// but for a large payload (m.Params, m.Result), which a Stream may
+	// send from those very bytes after Write has returned: a caller must
+	// not change a payload it has written.
 	Write(ctx context.Context, m *Message) error
 
 	// Close ends the transport at once, without waiting for queued
@@ -170,9 +173,27 @@ const writeQueueLen = 64
 // marker whose channel the consumer closes once every message queued
 // before it has been handed on.
 type outgoing struct {
-	msg     []byte
-	flushed chan struct{}
-	size    int64 // bytes accounted in the queue's byte bound, released once written
+	msg []byte
+	// body and tail, when set, follow msg: a large payload is sent from
+	// the message's own bytes rather than copied (encodeLine).
+	body, tail []byte
+	flushed    chan struct{}
+	size       int64 // bytes accounted in the queue's byte bound, released once written
+}
+
+// len is how many bytes of message o holds.
+func (o outgoing) len() int { return len(o.msg) + len(o.body) + len(o.tail) }
+
+// after returns what is left of o once n bytes of it have been sent, and
+// whether anything is.
+func (o outgoing) after(n int) (outgoing, bool) {
+	parts := [3][]byte{o.msg, o.body, o.tail}
+	for i := range parts {
+		k := min(n, len(parts[i]))
+		parts[i], n = parts[i][k:], n-k
+	}
+	rest := outgoing{msg: parts[0], body: parts[1], tail: parts[2]}
+	return rest, rest.len() > 0
 }
 
 // sendQueue is the bounded queue between writers and whatever hands their
@@ -200,13 +221,13 @@ func newSendQueue(closed <-chan struct{}, closedErr func() error, timeout time.D
 // put queues o, accounting its bytes when the queue is bounded in bytes;
 // see putSlot.
 func (q *sendQueue) put(ctx context.Context, o outgoing) error {
-	if q.bytes == nil || len(o.msg) == 0 {
+	if q.bytes == nil || o.len() == 0 {
 		return q.putSlot(ctx, o)
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	o.size = int64(len(o.msg))
+	o.size = int64(o.len())
 	if err := q.bytes.reserve(ctx, q, o.size); err != nil {
 		return err
 	}
@@ -274,8 +295,8 @@ func (q *sendQueue) tryPut(o outgoing) bool {
 		return false
 	default:
 	}
-	if q.bytes != nil && len(o.msg) > 0 {
-		o.size = int64(len(o.msg))
+	if q.bytes != nil && o.len() > 0 {
+		o.size = int64(o.len())
 		if !q.bytes.tryReserve(o.size) {
 			return false
 		}

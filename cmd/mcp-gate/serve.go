@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -20,6 +21,9 @@ import (
 )
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// The guard's tables are built beside the start (the policy, the host's
+	// initialize, the first upstream), not in front of the first result.
+	go guard.Prepare()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (

@@ -81,13 +81,13 @@ func run(cfg config) error {
 	defer os.RemoveAll(dir)
 	if cfg.gateBin == "" {
 		cfg.gateBin = filepath.Join(dir, "mcp-gate")
-		if err := build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
+		if err := loadgen.Build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
 			return err
 		}
 	}
 	if cfg.echoBin == "" {
 		cfg.echoBin = filepath.Join(dir, "echoserver")
-		if err := build(cfg.echoBin, "e2e/echoserver"); err != nil {
+		if err := loadgen.Build(cfg.echoBin, "e2e/echoserver"); err != nil {
 			return err
 		}
 	}
@@ -136,34 +136,6 @@ func run(cfg config) error {
 		}
 	}
 	return nil
-}
-
-// build compiles a package of this module, found from the working directory
-// up, into out.
-func build(out, pkg string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
-	}
-	return nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the module: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run the benchmark inside the mcp-gate module")
-	}
-	return filepath.Dir(mod), nil
 }
 
 func withoutGOMAXPROCS(env []string) []string {

@@ -1,0 +1,109 @@
+//go:build linux
+
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// fillPipe writes to the non-blocking pipe w until the kernel has no more
+// room in it.
+func fillPipe(t *testing.T, w *os.File) {
+	t.Helper()
+	rc, err := w.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for i := range chunk {
+		chunk[i] = ' '
+	}
+	full := false
+	for !full {
+		if err := rc.Write(func(fd uintptr) bool {
+			_, err := syscall.Write(int(fd), chunk)
+			full = err == syscall.EAGAIN
+			if err != nil && !full {
+				t.Errorf("filling the pipe: %v", err)
+				full = true
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A pipe keeps its default buffer while only short messages cross it, and
+// is asked for pipeSize once a large one does, in either direction.
+func TestPipeGrowsForLargeMessages(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err != nil || strings.TrimSpace(string(b)) != "1048576" {
+		t.Skipf("pipe-max-size is not the default 1 MB here (%q, %v)", b, err)
+	}
+	pipeSz := func(f *os.File) int {
+		// Control, not Fd: Fd would make the descriptor blocking.
+		rc, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uintptr
+		var errno syscall.Errno
+		if err := rc.Control(func(fd uintptr) {
+			n, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETPIPE_SZ, 0)
+		}); err != nil || errno != 0 {
+			t.Fatal(err, errno)
+		}
+		return int(n)
+	}
+	connR, peerW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerW.Close()
+	peerR, connW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerR.Close()
+	go io.Copy(io.Discard, peerR)
+	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
+	defer s.Close()
+	ctx := context.Background()
+	small := &Message{Method: "m", Params: json.RawMessage(`{"t":"short"}`)}
+	if err := s.Write(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	go io.WriteString(peerW, `{"jsonrpc":"2.0","method":"n"}`+"\n")
+	if _, err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, w := pipeSz(connR), pipeSz(connW); r != 64<<10 || w != 64<<10 {
+		t.Fatalf("after short messages the pipes hold %d and %d bytes; want the default 65536", r, w)
+	}
+	big := `{"t":"` + strings.Repeat("x", 200<<10) + `"}`
+	if err := s.Write(ctx, &Message{Method: "m", Params: json.RawMessage(big)}); err != nil {
+		t.Fatal(err)
+	}
+	go io.WriteString(peerW, `{"jsonrpc":"2.0","method":"n","params":`+big+"}\n")
+	if m, err := s.Read(ctx); err != nil || len(m.Params) != len(big) {
+		t.Fatalf("Read of a large message = %v", err)
+	}
+	if r, w := pipeSz(connR), pipeSz(connW); r != pipeSize || w != pipeSize {
+		t.Fatalf("after a large message each way the pipes hold %d and %d bytes; want %d", r, w, pipeSize)
+	}
+}
+
+type multiCloser []io.Closer
+
+func (m multiCloser) Close() error {
+	for _, c := range m {
+		c.Close()
+	}
+	return nil
+}
