@@ -220,12 +220,19 @@ func BenchmarkMetricsShare(b *testing.B) {
 // pipeGate runs a Gate with one in-memory upstream over pipes, initialized,
 // and returns a round trip of one request line.
 func pipeGate(b *testing.B, result string, obs Observer) func(string) {
+	return pipeGateAudited(b, result, obs, nil)
+}
+
+// pipeGateAudited is pipeGate with the decision audit written to a (nil:
+// discarded before it is formatted).
+func pipeGateAudited(b *testing.B, result string, obs Observer, a *audit.Logger) func(string) {
 	g, err := New(Options{
 		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
 		Launcher: &rawLauncher{result: result},
 		Policy:   static(b, allowAll),
 		Logger:   slog.New(slog.DiscardHandler),
 		Observer: obs,
+		Audit:    a,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -249,4 +256,22 @@ func pipeGate(b *testing.B, result string, obs Observer) func(string) {
 	}
 	roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
 	return roundTrip
+}
+
+// BenchmarkRelayCall is one allowed tools/call relayed in process, its
+// decision audited (formatted, written to io.Discard) and its result
+// guarded: the gate's own work per call, allocations included, without
+// the system calls and process switches e2e/bench measures.
+//
+//	go test -run '^$' -bench RelayCall -benchmem ./proxy
+func BenchmarkRelayCall(b *testing.B) {
+	call := pipeGateAudited(b, `{"content":[{"type":"text","text":"ok"}]}`, nil, audit.New(io.Discard))
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__get","arguments":{"text":"hello"}}}`
+	for range 10 {
+		call(line)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		call(line)
+	}
 }
