@@ -39,6 +39,7 @@ type config struct {
 	cold      int
 	gateBin   string
 	baseGate  string
+	floor     bool
 	echoBin   string
 	profile   string
 	trace     bool
@@ -56,6 +57,7 @@ func main() {
 	flag.IntVar(&cfg.cold, "cold", 8, "cold starts per round and side")
 	flag.StringVar(&cfg.gateBin, "gate", "", "mcp-gate binary (default: built from this checkout)")
 	flag.StringVar(&cfg.baseGate, "base-gate", "", "compare with this mcp-gate binary instead of the direct connection (a before/after run; the targets then do not apply)")
+	flag.BoolVar(&cfg.floor, "floor", false, "measure e2e/minrelay (copies lines, no parsing, policy, audit or guard) in the gate's place: what any relay process costs here, against which the gate's targets can be read")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
@@ -82,6 +84,12 @@ func run(cfg config) error {
 	if cfg.gateBin == "" {
 		cfg.gateBin = filepath.Join(dir, "mcp-gate")
 		if err := loadgen.Build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
+			return err
+		}
+	}
+	if cfg.floor {
+		cfg.gateBin = filepath.Join(dir, "minrelay")
+		if err := loadgen.Build(cfg.gateBin, "e2e/minrelay"); err != nil {
 			return err
 		}
 	}
@@ -114,10 +122,10 @@ func run(cfg config) error {
 	for _, mode := range modes {
 		// Each mode is a fresh copy of this command, so that GOMAXPROCS is
 		// chosen at its start from the CPUs it may use.
-		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin}
+		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin, "-floor=" + fmt.Sprint(cfg.floor)}
 		flag.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "cpu", "gate", "echo":
+			case "cpu", "gate", "echo", "floor":
 			default:
 				args = append(args, "-"+f.Name+"="+f.Value.String())
 			}
@@ -207,8 +215,8 @@ func measure(cfg config) error {
 	// Nothing was switched off: every call through a gate was decided and
 	// audited.
 	for _, s := range sides {
-		if s.target.Name == "direct" {
-			continue
+		if s.target.Name == "direct" || s.target.Name == "floor" {
+			continue // nothing to audit
 		}
 		decisions := 0
 		files, _ := filepath.Glob(filepath.Join(dir, "audit-"+s.target.Name, "*.jsonl"))
@@ -338,7 +346,18 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 			Tool: func(s string) string { return "echo__" + s },
 		}, nil
 	}
-	if gate, err = gateTarget("gate", cfg.gateBin); err != nil {
+	if cfg.floor {
+		gate = loadgen.Target{
+			Name: "floor",
+			Command: func() *exec.Cmd {
+				cmd := exec.Command(cfg.gateBin, "-strip", "echo__", "--", cfg.echoBin)
+				cmd.Env = env
+				cmd.Stderr = stderr
+				return cmd
+			},
+			Tool: func(s string) string { return "echo__" + s },
+		}
+	} else if gate, err = gateTarget("gate", cfg.gateBin); err != nil {
 		return base, gate, err
 	}
 	if cfg.baseGate != "" {
@@ -359,10 +378,10 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 
 func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
 	pinned := cfg.cpu == "pinned"
-	bn := d.target.Name
-	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s and gate, %s, %s\n",
-		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, bn, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
-	fmt.Fprintf(w, "| scenario | %s | gate | gate/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, bn)
+	bn, gn := d.target.Name, g.target.Name
+	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s and %s, %s, %s\n",
+		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, bn, gn, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
+	fmt.Fprintf(w, "| scenario | %s | %s | %s/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, gn, gn, bn)
 	verdict := func(ok bool) string {
 		if bn != "direct" {
 			return "" // the targets are ratios to the direct connection
