@@ -102,6 +102,12 @@ var streamWire = wire{name: "stream", overhead: 1, connect: func(t *testing.T, l
 		connW.Close()
 		return nil
 	}), lim)
+	return tr, bytePeer(peerR, peerW)
+}}
+
+// bytePeer is the raw peer of a Stream: it writes bytes to the Stream's
+// input and reads its output line by line.
+func bytePeer(peerR io.ReadCloser, peerW io.WriteCloser) *rawPeer {
 	lines := make(chan string, 1000)
 	go func() {
 		defer close(lines)
@@ -111,13 +117,13 @@ var streamWire = wire{name: "stream", overhead: 1, connect: func(t *testing.T, l
 			lines <- sc.Text()
 		}
 	}()
-	return tr, &rawPeer{
+	return &rawPeer{
 		write:      func(b string) error { _, err := io.WriteString(peerW, b); return err },
 		closeWrite: func() { peerW.Close() },
 		close:      func() { peerW.Close(); peerR.Close() },
 		lines:      lines,
 	}
-}}
+}
 
 var pipeWire = wire{name: "pipe", overhead: 0, connect: func(t *testing.T, lim Limits) (Transport, *rawPeer) {
 	a, b := Pipe(lim)
@@ -171,21 +177,7 @@ var osPipeWire = wire{name: "ospipe", overhead: 1, connect: func(t *testing.T, l
 	if tr.rdl == nil || (tr.tw == nil && runtime.GOOS == "linux") {
 		t.Fatal("a Stream over os.Pipe is not in direct mode")
 	}
-	lines := make(chan string, 1000)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(peerR)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	return tr, &rawPeer{
-		write:      func(b string) error { _, err := io.WriteString(peerW, b); return err },
-		closeWrite: func() { peerW.Close() },
-		close:      func() { peerW.Close(); peerR.Close() },
-		lines:      lines,
-	}
+	return tr, bytePeer(peerR, peerW)
 }}
 
 var wires = []wire{streamWire, osPipeWire, pipeWire}
