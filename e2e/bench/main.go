@@ -106,54 +106,7 @@ func run(cfg config) error {
 			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
 		}
 	}
-	var modes []string
-	switch cfg.cpu {
-	case "both":
-		modes = []string{"pinned", "unpinned"}
-	case "pinned", "unpinned":
-		modes = []string{cfg.cpu}
-	default:
-		return fmt.Errorf("-cpu %q: want pinned, unpinned or both", cfg.cpu)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	for _, mode := range modes {
-		// Each mode is a fresh copy of this command, so that GOMAXPROCS is
-		// chosen at its start from the CPUs it may use.
-		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin, "-floor=" + fmt.Sprint(cfg.floor)}
-		flag.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "cpu", "gate", "echo", "floor":
-			default:
-				args = append(args, "-"+f.Name+"="+f.Value.String())
-			}
-		})
-		if mode == "pinned" {
-			if _, err := exec.LookPath("taskset"); err != nil {
-				return fmt.Errorf("a pinned run needs taskset (util-linux), or run -cpu unpinned: %w", err)
-			}
-			args = append([]string{"taskset", "-c", "0"}, args...)
-		}
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env = append(withoutGOMAXPROCS(os.Environ()), pinnedEnv+"=1")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s run: %w", mode, err)
-		}
-	}
-	return nil
-}
-
-func withoutGOMAXPROCS(env []string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, "GOMAXPROCS=") {
-			out = append(out, e)
-		}
-	}
-	return out
+	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "floor")
 }
 
 // side is what one target accumulated over the rounds.
@@ -297,7 +250,7 @@ func session(cfg config, s *side, want func(string) bool) error {
 // targets returns the baseline (the echo server directly, or -base-gate)
 // and the gate.
 func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
-	env := loadgen.PrivateDirs(withoutGOMAXPROCS(os.Environ()), dir)
+	env := loadgen.PrivateDirs(loadgen.WithoutGOMAXPROCS(os.Environ()), dir)
 	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {

@@ -38,10 +38,3 @@ func TestReportVerdicts(t *testing.T) {
 		t.Errorf("unpinned, 1 MB at 1.5× must miss its 1.3× target:\n%s", out.String())
 	}
 }
-
-func TestWithoutGOMAXPROCS(t *testing.T) {
-	got := withoutGOMAXPROCS([]string{"A=1", "GOMAXPROCS=4", "GOMAXPROCSX=1", "B=2"})
-	if want := []string{"A=1", "GOMAXPROCSX=1", "B=2"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}

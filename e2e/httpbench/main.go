@@ -108,54 +108,7 @@ func run(cfg config) error {
 			return err
 		}
 	}
-	var modes []string
-	switch cfg.cpu {
-	case "both":
-		modes = []string{"pinned", "unpinned"}
-	case "pinned", "unpinned":
-		modes = []string{cfg.cpu}
-	default:
-		return fmt.Errorf("-cpu %q: want pinned, unpinned or both", cfg.cpu)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	for _, mode := range modes {
-		// Each mode is a fresh copy of this command, so that GOMAXPROCS is
-		// chosen at its start from the CPUs it may use.
-		args := []string{self, "-cpu", mode, "-gate", cfg.gateBin, "-echo", cfg.echoBin}
-		flag.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "cpu", "gate", "echo":
-			default:
-				args = append(args, "-"+f.Name+"="+f.Value.String())
-			}
-		})
-		if mode == "pinned" {
-			if _, err := exec.LookPath("taskset"); err != nil {
-				return fmt.Errorf("a pinned run needs taskset (util-linux), or run -cpu unpinned: %w", err)
-			}
-			args = append([]string{"taskset", "-c", "0"}, args...)
-		}
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env = append(withoutGOMAXPROCS(os.Environ()), childEnv+"=1")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s run: %w", mode, err)
-		}
-	}
-	return nil
-}
-
-func withoutGOMAXPROCS(env []string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, "GOMAXPROCS=") {
-			out = append(out, e)
-		}
-	}
-	return out
+	return loadgen.RunModes(cfg.cpu, childEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin}, "gate", "echo")
 }
 
 // proc is a started server process and the URL it serves.
@@ -277,7 +230,7 @@ func measure(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	env := loadgen.PrivateDirs(withoutGOMAXPROCS(os.Environ()), dir)
+	env := loadgen.PrivateDirs(loadgen.WithoutGOMAXPROCS(os.Environ()), dir)
 	echo, err := startEcho(cfg.echoBin, env)
 	if err != nil {
 		return err
@@ -411,7 +364,7 @@ func holdSessions(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	env := loadgen.PrivateDirs(withoutGOMAXPROCS(os.Environ()), dir)
+	env := loadgen.PrivateDirs(loadgen.WithoutGOMAXPROCS(os.Environ()), dir)
 	servers, policy, err := writeConfig(dir, fmt.Sprintf(`{"command":%q}`, cfg.echoBin))
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,12 @@ func TestEchoServer(t *testing.T) {
 	}
 	if _, hwm, err := PeakRSS(c.Pid()); err != nil || hwm <= 0 {
 		t.Fatalf("peak RSS: %d KiB, %v", hwm, err)
+	}
+}
+
+func TestWithoutGOMAXPROCS(t *testing.T) {
+	got := WithoutGOMAXPROCS([]string{"A=1", "GOMAXPROCS=4", "GOMAXPROCSX=1", "B=2"})
+	if want := []string{"A=1", "GOMAXPROCSX=1", "B=2"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
