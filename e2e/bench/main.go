@@ -81,23 +81,14 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if cfg.gateBin == "" {
-		cfg.gateBin = filepath.Join(dir, "mcp-gate")
-		if err := loadgen.Build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
-			return err
-		}
-	}
 	if cfg.floor {
 		cfg.gateBin = filepath.Join(dir, "minrelay")
 		if err := loadgen.Build(cfg.gateBin, "e2e/minrelay"); err != nil {
 			return err
 		}
 	}
-	if cfg.echoBin == "" {
-		cfg.echoBin = filepath.Join(dir, "echoserver")
-		if err := loadgen.Build(cfg.echoBin, "e2e/echoserver"); err != nil {
-			return err
-		}
+	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
+		return err
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {

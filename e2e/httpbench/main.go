@@ -96,17 +96,8 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if cfg.gateBin == "" {
-		cfg.gateBin = filepath.Join(dir, "mcp-gate")
-		if err := loadgen.Build(cfg.gateBin, "cmd/mcp-gate"); err != nil {
-			return err
-		}
-	}
-	if cfg.echoBin == "" {
-		cfg.echoBin = filepath.Join(dir, "echoserver")
-		if err := loadgen.Build(cfg.echoBin, "e2e/echoserver"); err != nil {
-			return err
-		}
+	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
+		return err
 	}
 	return loadgen.RunModes(cfg.cpu, childEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin}, "gate", "echo")
 }

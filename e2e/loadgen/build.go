@@ -85,3 +85,30 @@ func PrivateDirs(env []string, dir string) []string {
 		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"))
 }
+
+// BuildMissing builds into dir the gate and the echo server whose paths
+// are empty, and sets those paths: the tools take either binary from a
+// flag, or build this checkout's.
+func BuildMissing(dir string, gate, echo *string) error {
+	for _, b := range []struct {
+		path *string
+		name string
+		pkg  string
+	}{{gate, "mcp-gate", "cmd/mcp-gate"}, {echo, "echoserver", "e2e/echoserver"}} {
+		if *b.path != "" {
+			continue
+		}
+		*b.path = filepath.Join(dir, b.name)
+		if err := Build(*b.path, b.pkg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EchoServers writes dir/servers.json, a servers file whose one server,
+// echo, is the echo server at echo, and returns its path.
+func EchoServers(dir, echo string) (string, error) {
+	path := filepath.Join(dir, "servers.json")
+	return path, os.WriteFile(path, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, echo), 0o600)
+}

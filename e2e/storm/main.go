@@ -121,26 +121,17 @@ func run(cfg config) (result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	if cfg.gate == "" {
-		cfg.gate = filepath.Join(dir, "mcp-gate")
-		if err := loadgen.Build(cfg.gate, "cmd/mcp-gate"); err != nil {
-			return res, err
-		}
-	}
-	if cfg.echo == "" {
-		cfg.echo = filepath.Join(dir, "echoserver")
-		if err := loadgen.Build(cfg.echo, "e2e/echoserver"); err != nil {
-			return res, err
-		}
+	if err := loadgen.BuildMissing(dir, &cfg.gate, &cfg.echo); err != nil {
+		return res, err
 	}
 	pdir := filepath.Join(dir, "policy")
 	if err := os.Mkdir(pdir, 0o700); err != nil {
 		return res, err
 	}
-	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(pdir, "policy.yaml")
 	audit := filepath.Join(dir, "audit.jsonl")
-	if err := os.WriteFile(servers, []byte(`{"mcpServers":{"echo":{"command":"`+cfg.echo+`"}}}`), 0o600); err != nil {
+	servers, err := loadgen.EchoServers(dir, cfg.echo)
+	if err != nil {
 		return res, err
 	}
 	// Every content written whole, and its verdict for the echo tool.
