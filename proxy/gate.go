@@ -124,6 +124,7 @@ type Gate struct {
 	// rounds mints and redeems the requestStates of approvals asked of
 	// 2026-07-28 hosts (era_ask.go).
 	rounds *elicitation.Rounds
+	parked parkedTable // 2026-07-28 calls waiting on their host's answer to an upstream's question (parked.go)
 }
 
 // hostInfo is what the host said about itself in initialize.

@@ -69,6 +69,8 @@ func main() {
 		err = runAuditCheck(flag.Args())
 	case "lazy":
 		err = runLazy(ev, flag.Args())
+	case "park":
+		err = runPark(ev)
 	case "preinit-silent", "preinit-exit":
 		err = runPreinit(ev, (*mode)[len("preinit-"):])
 	case "exit":

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// runPark is an older-era (2025-11-25) go-sdk server whose tools ask the
+// client mid-call, the way a 2025 server does (a server-to-client request
+// while the call is in flight): what mcp-gate parks for a 2026-07-28 host.
+// Every step is an event ("<tool> asked <tag>", "<tool> answered <tag>
+// <answer>", "<tool> cancelled <tag>", "<tool> failed <tag>: <error>"), so
+// a test sees what reached the server and whether its call was cancelled.
+//
+//	deploy    asks for an environment; its result quotes the answer as sent
+//	twice     asks two questions in turn
+//	guarded   asks like deploy (the tests' policy asks about it first)
+//	roots     asks for the client's roots
+func runPark(ev *eventLog) error {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "testserver-park", Version: "1"}, nil)
+	type tagIn struct {
+		Tag string `json:"tag" jsonschema:"names the call in the events"`
+	}
+	// failed reports an error of a request to the client: a cancelled
+	// call is told apart by its context, which the gate's
+	// notifications/cancelled ends (it may come just after the error).
+	failed := func(ctx context.Context, tool, tag string, err error) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			ev.add("%s cancelled %s", tool, tag)
+			return nil, nil, ctx.Err()
+		case <-time.After(3 * time.Second):
+		}
+		ev.add("%s failed %s: %v", tool, tag, err)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", tool, err)}}}, nil, nil
+	}
+	ask := func(ctx context.Context, req *mcp.CallToolRequest, tool, tag, message string) (*mcp.ElicitResult, string, error) {
+		ev.add("%s asked %s", tool, tag)
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message: message,
+			RequestedSchema: map[string]any{
+				"type":       "object",
+				"properties": map[string]any{"env": map[string]any{"type": "string", "description": "where to"}},
+				"required":   []string{"env"},
+			},
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		b, _ := json.Marshal(res)
+		ev.add("%s answered %s %s", tool, tag, b)
+		return res, string(b), nil
+	}
+	deploy := func(tool string) func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+		return func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+			res, raw, err := ask(ctx, req, tool, in.Tag, "Which environment should the deploy go to?")
+			if err != nil {
+				return failed(ctx, tool, in.Tag, err)
+			}
+			if res.Action != "accept" {
+				return text(tool + " " + res.Action), nil, nil
+			}
+			return text(fmt.Sprintf("deployed to %v; the answer was %s", res.Content["env"], raw)), nil, nil
+		}
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "deploy", Description: "Asks where to deploy, then deploys."}, deploy("deploy"))
+	mcp.AddTool(srv, &mcp.Tool{Name: "guarded", Description: "Asks where to deploy, then deploys."}, deploy("guarded"))
+	mcp.AddTool(srv, &mcp.Tool{Name: "twice", Description: "Asks two questions."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+			var got []string
+			for _, q := range []string{"First environment?", "Second environment?"} {
+				res, _, err := ask(ctx, req, "twice", in.Tag, q)
+				if err != nil {
+					return failed(ctx, "twice", in.Tag, err)
+				}
+				got = append(got, fmt.Sprint(res.Content["env"]))
+			}
+			return text("first=" + got[0] + " second=" + got[1]), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "Lists the client's roots."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+			ev.add("roots asked %s", in.Tag)
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return failed(ctx, "roots", in.Tag, err)
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return text("roots=" + strings.Join(uris, ",")), nil, nil
+		})
+	return srv.Run(context.Background(), &mcp.StdioTransport{})
+}
