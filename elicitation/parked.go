@@ -2,10 +2,10 @@ package elicitation
 
 import (
 	"crypto/rand"
-	"errors"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )

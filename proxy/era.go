@@ -205,10 +205,12 @@ var modernUpstreamCaps = json.RawMessage(`{"elicitation":{"form":{}}}`)
 // request is refused rather than moving the session to others.
 func (s *Session) openModern() error {
 	s.era.open.Do(func() {
+		// A 2025 host of the principal that declared exactly this shares
+		// the children: an upstream's request still goes to the one
+		// session whose call is in flight (sessionFor), and is put to it
+		// as its era puts it.
 		forUp := modernUpstreamCaps
-		// A key of its own (not a 2025 host's that declared the same): its
-		// children's questions are parked, not sent to a session (parked.go).
-		key := poolKey(s.identity, append([]byte("2026-07-28\x00"), forUp...), false, s.session)
+		key := poolKey(s.identity, forUp, false, s.session)
 		s.mu.Lock()
 		if s.hostInfo.initialized {
 			s.mu.Unlock()
