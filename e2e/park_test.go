@@ -24,6 +24,8 @@ allow:
   - mcp:park:deploy
   - mcp:park:twice
   - mcp:park:roots
+  - mcp:park:sample
+  - "sampling:park"
 ask:
   - mcp:park:guarded
 `
@@ -201,6 +203,21 @@ func TestParkedQuestionsStdio(t *testing.T) {
 	_, st := parkedQuestion(t, h.request("tools/call", parkArgs("roots", "r")), "roots/list")
 	if text, isErr := toolText(t, h.request("tools/call", parkArgs("roots", "r")+","+parkAnswer(`{"roots":[{"uri":"file:///work"}]}`, st))); isErr || text != "roots=file:///work" {
 		t.Fatalf("roots: %q isError=%v", text, isErr)
+	}
+
+	// sampling/createMessage, decided by the policy, for a request that
+	// declared sampling; refused for one that did not.
+	sampler := &modernHost{rawHost: h.rawHost, caps: `{"elicitation":{"form":{}},"sampling":{}}`}
+	sampler.seq.Store(60000)
+	params, st := parkedQuestion(t, sampler.request("tools/call", parkArgs("sample", "s")), "sampling/createMessage")
+	if fmt.Sprint(params["maxTokens"]) != "50" || !strings.Contains(fmt.Sprint(params["messages"]), "Say hello.") {
+		t.Fatalf("the sampling question: %v", params)
+	}
+	if text, isErr := toolText(t, sampler.request("tools/call", parkArgs("sample", "s")+","+parkAnswer(`{"role":"assistant","content":{"type":"text","text":"hello from the host model"},"model":"m"}`, st))); isErr || text != "sampled: hello from the host model" {
+		t.Fatalf("sampling: %q isError=%v", text, isErr)
+	}
+	if text, isErr := toolText(t, h.request("tools/call", parkArgs("sample", "nosampling"))); !isErr || !strings.Contains(text, "declared no sampling capability") {
+		t.Fatalf("sampling for a request that declared none: %q isError=%v", text, isErr)
 	}
 
 	// The gate never sent the host a request of its own.

@@ -190,9 +190,11 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 // each request's declaration; declaring the same for every request keeps
 // tools/list the same for every connection of the principal. A request
 // that declared no form elicitation has such a question declined for it
-// (vetElicitation). Sampling and roots are not declared: a sampling
-// request would need the policy's decision and the host's model, and roots
-// are a workspace's, which one principal's connections do not share.
+// (vetElicitation). Sampling and roots are not declared (most modern
+// hosts do not offer sampling, and roots are a workspace's, which one
+// principal's connections do not share); an upstream that asks for them
+// anyway is relayed to a request that declared them, and refused for one
+// that did not.
 var modernUpstreamCaps = json.RawMessage(`{"elicitation":{"form":{}}}`)
 
 // openModern gives the session its principal's upstream children, once:
@@ -387,10 +389,10 @@ func modernNotifies(method string) bool { return method == "notifications/progre
 
 // modernServerRequest refuses an upstream's request during a call of a
 // 2026-07-28 host that the gate cannot put to it as an input request of
-// the call in flight (parked.go): sampling (not declared upstream), or any
-// request outside a call that can carry an input-required result.
+// the call in flight (parked.go): a method that is no input request, or
+// one outside a call that can carry an input-required result.
 func modernServerRequest(method string) error {
-	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate relays only elicitation and roots to it, as input requests of a tools/call, prompts/get or resources/read in flight", method, ModernVersion)
+	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate relays only elicitation, sampling and roots to it, as input requests of a tools/call, prompts/get or resources/read in flight", method, ModernVersion)
 }
 
 // CheckModernEnvelope checks a 2026-07-28 request's _meta envelope as the

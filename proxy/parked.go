@@ -532,6 +532,13 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "roots/list: the host's request declared no roots capability, so it is not asked"))
 		}
 		params = json.RawMessage(`{}`)
+	case "sampling/createMessage":
+		if !caps.sampling {
+			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "sampling/createMessage: the host's request declared no sampling capability, so it is not asked"))
+		}
+		// Decided by the policy, inspected and neutralised, as for a
+		// 2025-11-25 host; only the last step differs (parkedSampling).
+		return s.run(context.WithValue(ctx, parkedKey{}, pc), relayParkedSampling, server, untasked(req).Params)
 	default:
 		return refuse(modernServerRequest(req.Method))
 	}
@@ -540,6 +547,31 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 		return refuse(err)
 	}
 	return ans, nil
+}
+
+type parkedKey struct{}
+
+// relayParkedSampling is relaySampling for a parked call: the host
+// request's own declaration was checked (parkedRequest), and the decided
+// request is put to the host as an input request of the call.
+var relayParkedSampling = &relay{
+	method: relaySampling.method,
+	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
+		return inspectSampling(g, from, params)
+	},
+	send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+		pc, _ := ctx.Value(parkedKey{}).(*parkedCall)
+		if pc == nil {
+			return nil, modernServerRequest(r.method)
+		}
+		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+		if err != nil {
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+		}
+		return g.parked.ask(ctx, pc, &question{method: r.method, params: params, reply: make(chan json.RawMessage, 1)})
+	},
+	unguarded: relaySampling.unguarded,
+	refuse:    relaySampling.refuse,
 }
 
 // parkedString is for logs and tests.

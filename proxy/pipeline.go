@@ -325,6 +325,11 @@ func resolveSampling(g *Session, _ context.Context, from string, params json.Raw
 	if !g.hostCaps().sampling {
 		return target{}, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 	}
+	return inspectSampling(g, from, params)
+}
+
+// inspectSampling reads a sampling request for a host that can sample.
+func inspectSampling(g *Session, from string, params json.RawMessage) (target, error) {
 	const tool = "sampling/createMessage"
 	if err := rawjson.UniqueKeys(params); err != nil {
 		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})

@@ -21,6 +21,7 @@ import (
 //	twice     asks two questions in turn
 //	guarded   asks like deploy (the tests' policy asks about it first)
 //	roots     asks for the client's roots
+//	sample    asks the client's model (sampling/createMessage)
 func runPark(ev *eventLog) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "testserver-park", Version: "1"}, nil)
 	type tagIn struct {
@@ -94,6 +95,22 @@ func runPark(ev *eventLog) error {
 				uris = append(uris, r.URI)
 			}
 			return text("roots=" + strings.Join(uris, ",")), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Asks the client's model."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in tagIn) (*mcp.CallToolResult, any, error) {
+			ev.add("sample asked %s", in.Tag)
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				MaxTokens: 50,
+				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello."}}},
+			})
+			if err != nil {
+				return failed(ctx, "sample", in.Tag, err)
+			}
+			t, _ := res.Content.(*mcp.TextContent)
+			if t == nil {
+				return text("sampled something that is not text"), nil, nil
+			}
+			return text("sampled: " + t.Text), nil, nil
 		})
 	return srv.Run(context.Background(), &mcp.StdioTransport{})
 }
