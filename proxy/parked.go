@@ -504,12 +504,21 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 		g.log.Warn("upstream request refused", "server", server, "method", req.Method, "error", err)
 		return nil, err
 	}
-	calls := g.parked.inChild(child{key, server})
-	switch {
+	c := child{key, server}
+	calls := g.parked.inChild(c)
+	// Every request in flight to the child counts, parkable or not (a
+	// completion/complete, say): the question could be any one's.
+	g.mu.Lock()
+	inflight := 0
+	for _, n := range g.inflight[c] {
+		inflight += n
+	}
+	g.mu.Unlock()
+	switch n := max(len(calls), inflight); {
 	case len(calls) == 0:
 		return refuse(modernServerRequest(req.Method))
-	case len(calls) > 1:
-		return refuse(rpc.Errorf(rpc.CodeInvalidRequest, "%s while %d calls of this user are in flight to this server: mcp-gate cannot tell which call it is for, so it asks none (a %s host's calls share one upstream connection per user)", req.Method, len(calls), ModernVersion))
+	case n > 1:
+		return refuse(rpc.Errorf(rpc.CodeInvalidRequest, "%s while %d calls of this user are in flight to this server: mcp-gate cannot tell which call it is for, so it asks none (a %s host's calls share one upstream connection per user)", req.Method, n, ModernVersion))
 	}
 	pc := calls[0]
 	caps := g.parked.hostCaps(pc)
