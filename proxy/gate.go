@@ -53,6 +53,9 @@ type Options struct {
 	UpstreamStall time.Duration
 	// MaxMessageBytes bounds one message in either direction.
 	MaxMessageBytes int
+	// ProbeUnpinned: stdio upstreams without a "protocol" pin are probed
+	// for their era (upstream.PoolOptions.ProbeUnpinned).
+	ProbeUnpinned bool
 	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
 	PageSize int
 	// Policy holds the policy in force (the embedded default when nil).
@@ -203,6 +206,7 @@ func New(opts Options) (*Gate, error) {
 		ReadStall:       opts.UpstreamStall,
 		InitParams:      g.upstreamInitParams,
 		Era:             g.upstreamEra,
+		ProbeUnpinned:   opts.ProbeUnpinned,
 		Handler: func(key, server string) rpc.Handler {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},

@@ -82,7 +82,7 @@ var ProbeTimeout = 5 * time.Second
 // so that a server that changed back is found, or a probe when nothing is
 // remembered.
 func (p *Pool) startEra(key string, cfg Config) string {
-	if cfg.Protocol != ProtocolAuto {
+	if cfg.Protocol != ProtocolAuto && !(cfg.Protocol == "" && p.opts.ProbeUnpinned && cfg.URL == "") {
 		return cfg.Protocol
 	}
 	p.mu.Lock()
@@ -158,7 +158,7 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient
 	}
 	s.probing.Store(false)
 	if err == nil {
-		return nil
+		return s.preferOlder()
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -177,6 +177,42 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient
 		return err
 	}
 	return s.initialize(ctx, initParams)
+}
+
+// preferOlder: a server the probe found modern whose discover result also
+// lists a revision of the older era the gate speaks (a server of both
+// eras, as the go-sdk's) is to be spoken to at that older era: there it
+// can send sampling, elicitation and roots requests, and list changes,
+// which the gate relays to hosts of both eras, and which it cannot send at
+// 2026-07-28 (the gate opens no subscriptions/listen upstream). The SDKs
+// refuse an initialize after a discover on the same connection (the
+// go-sdk's "duplicate initialize"), so the start ends with errBothEras and
+// the server is started again with initialize (startPreferring); the era
+// is remembered, so that is paid once per server entry.
+func (s *Session) preferOlder() error {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if json.Unmarshal(s.InitResult, &r) == nil && slices.ContainsFunc(r.SupportedVersions, func(v string) bool {
+		return v != ModernVersion && slices.Contains(protocol.Known(), v)
+	}) {
+		return errBothEras
+	}
+	return nil
+}
+
+// errBothEras: the probe found a server of both eras.
+var errBothEras = errors.New("the server speaks both protocol eras; it is started again at the older one")
+
+// startPreferring starts cfg's child of key in the era startEra picks, and
+// a server of both eras again at the older one.
+func (p *Pool) startPreferring(key string, cfg Config) (*Session, error) {
+	s, err := p.start(key, cfg, p.startEra(key, cfg))
+	if errors.Is(err, errBothEras) {
+		p.log.Info("upstream speaks both protocol eras; starting it again at the older one, where it can ask the host and announce list changes", "server", cfg.Name, "key", key)
+		s, err = p.start(key, cfg, "")
+	}
+	return s, err
 }
 
 // codeUnsupportedVersion is the new era's -32022.
