@@ -24,6 +24,13 @@ import (
 //	sample    asks the client's model (sampling/createMessage)
 func runPark(ev *eventLog) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "testserver-park", Version: "1"}, nil)
+	// "method <name>" for every request: whether the gate probed it.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ev.add("method %s", method)
+			return next(ctx, method, req)
+		}
+	})
 	type tagIn struct {
 		Tag string `json:"tag" jsonschema:"names the call in the events"`
 	}
