@@ -82,7 +82,8 @@ var ProbeTimeout = 5 * time.Second
 // so that a server that changed back is found, or a probe when nothing is
 // remembered.
 func (p *Pool) startEra(key string, cfg Config) string {
-	if cfg.Protocol != ProtocolAuto && !(cfg.Protocol == "" && p.opts.ProbeUnpinned && cfg.URL == "") {
+	unpinned := cfg.Protocol == "" && p.opts.ProbeUnpinned && cfg.URL == ""
+	if cfg.Protocol != ProtocolAuto && !unpinned {
 		return cfg.Protocol
 	}
 	p.mu.Lock()
@@ -91,11 +92,28 @@ func (p *Pool) startEra(key string, cfg Config) string {
 	if v == "" && p.opts.Era != nil {
 		v = p.opts.Era(key, cfg)
 	}
-	if v != "" && v != ModernVersion {
+	switch {
+	case v != "" && v != ModernVersion:
 		return ""
+	case unpinned && v == "":
+		return initFirst
 	}
 	return probeDefault
 }
+
+// initFirst is how an unpinned stdio server is opened when nothing is
+// remembered of it (PoolOptions.ProbeUnpinned): initialize first, and
+// server/discover on the same connection only if initialize is refused.
+// A server of either era or both (the go-sdk's, the TypeScript SDK's)
+// answers initialize and is spoken to at 2025-11-25, where it can ask the
+// host (sampling, elicitation, roots) and announce list changes, which the
+// gate relays to hosts of both eras; only a server that refuses it and
+// answers discover (modern only) is spoken to at 2026-07-28, which is
+// remembered, so that its next start opens with the probe. Servers of the
+// older era see exactly what they saw before: no probe, no cost. (The
+// probe first would have found the SDKs' servers modern, and they refuse
+// an initialize after a discover on the same connection: a second launch.)
+const initFirst = "\x00init-first"
 
 // probeDefault is the probe startEra asks for: a discover result naming
 // no revision the gate speaks also means the older era.
@@ -133,6 +151,22 @@ func (s *Session) handshake(ctx context.Context, era string, initParams json.Raw
 		return s.discover(ctx, initParams)
 	case ProtocolAuto, probeDefault:
 		return s.probe(ctx, initParams, era == probeDefault)
+	case initFirst:
+		err := s.initialize(ctx, initParams)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-s.conn.Done():
+			return err // the connection failed, not the revision
+		default:
+		}
+		if derr := s.discover(ctx, initParams); derr == nil {
+			return nil
+		} else if !errors.Is(derr, errNotModernVersion) {
+			return fmt.Errorf("%w; and as a %s server: %w", err, ModernVersion, derr)
+		}
+		return err
 	}
 	return s.initialize(ctx, initParams)
 }

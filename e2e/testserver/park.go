@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -120,4 +122,50 @@ func runPark(ev *eventLog) error {
 			return text("sampled: " + t.Text), nil, nil
 		})
 	return srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// runModernOnly is a server of revision 2026-07-28 only: it refuses
+// initialize, answers server/discover listing that revision alone, and
+// serves one tool, echo ("modern-only:<text>"). Every method it is sent
+// is an event ("method <name>").
+func runModernOnly(ev *eventLog) error {
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	out := func(id json.RawMessage, member string) {
+		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,` + member + "}\n")
+	}
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Method == "" || len(m.ID) == 0 {
+			continue
+		}
+		ev.add("method %s", m.Method)
+		if m.Method != "initialize" && string(m.Params.Meta["io.modelcontextprotocol/protocolVersion"]) != `"2026-07-28"` {
+			out(m.ID, `"error":{"code":-32602,"message":"Invalid _meta envelope for protocol revision 2026-07-28: io.modelcontextprotocol/protocolVersion: missing"}`)
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			out(m.ID, `"error":{"code":-32600,"message":"this server speaks protocol revision 2026-07-28 only: open with server/discover"}`)
+		case "server/discover":
+			out(m.ID, `"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern-only","version":"1"}}}`)
+		case "tools/list":
+			out(m.ID, `"result":{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}],"ttlMs":0,"cacheScope":"private"}`)
+		case "tools/call":
+			t, _ := json.Marshal("modern-only:" + m.Params.Arguments.Text)
+			out(m.ID, `"result":{"resultType":"complete","content":[{"type":"text","text":`+string(t)+`}]}`)
+		default:
+			out(m.ID, `"error":{"code":-32601,"message":"method not found"}`)
+		}
+	}
+	return sc.Err()
 }
