@@ -26,17 +26,20 @@ import (
 // for the proxy to put its questions to the host (proxy/era_upstream.go);
 // the gate never acts on the upstream's requestState, only echoes it.
 //
-// Servers without the key are spoken to at 2025-11-25 as before.
-// "protocol": "auto" has the gate probe them with server/discover (probe),
-// unless it remembers the era from an earlier start (PoolOptions.Era: the
-// catalog cache, or this pool): a server remembered as the older era is
-// opened with initialize at once, so the probe's cost (a round trip, or
-// ProbeTimeout for a server that never answers a request before
-// initialize) is paid once per server entry. Probing is not the default:
-// servers that speak both eras (the go-sdk 1.8 and the TypeScript SDK 2.0)
-// answer it, and the gate would then speak 2026-07-28 to them, where they
-// cannot send sampling or elicitation requests nor list changes (the gate
-// does not open subscriptions/listen upstream).
+// Servers without the key are opened with initialize, and with
+// server/discover only if initialize is refused (initFirst, when the pool
+// has ProbeUnpinned, as the serve command does): a server of the older era
+// or of both eras is spoken to at 2025-11-25, where it can send sampling,
+// elicitation and roots requests and list changes; only a modern-only
+// server at 2026-07-28, which is remembered (PoolOptions.Era: the catalog
+// cache; or this pool), so that its next start opens with the probe.
+// "protocol": "auto" has the gate probe with server/discover first (probe),
+// unless it remembers the era from an earlier start: a server remembered
+// as the older era is opened with initialize at once, so the probe's cost
+// (a round trip, or ProbeTimeout for a server that never answers a request
+// before initialize) is paid once per server entry. A probed server whose
+// discover lists a revision of the older era too is started again at that
+// era (preferOlder, startPreferring).
 
 // ModernVersion is the 2026-07-28 revision.
 const ModernVersion = "2026-07-28"
