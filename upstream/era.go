@@ -156,18 +156,23 @@ func (s *Session) handshake(ctx context.Context, era string, initParams json.Raw
 		return s.probe(ctx, initParams, era == probeDefault)
 	case initFirst:
 		err := s.initialize(ctx, initParams)
-		if err == nil || ctx.Err() != nil {
-			return err
+		var refused *rpc.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &refused) {
+			return err // opened; or the connection or the result failed, not the revision
 		}
 		select {
 		case <-s.conn.Done():
-			return err // the connection failed, not the revision
+			return err
 		default:
 		}
-		if derr := s.discover(ctx, initParams); derr == nil {
+		// Refused: a modern-only server answers discover. Bounded as the
+		// probe is, so that a server that refuses initialize and then
+		// says nothing fails as soon as before, give or take ProbeTimeout.
+		dctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		derr := s.discover(dctx, initParams)
+		cancel()
+		if derr == nil {
 			return nil
-		} else if !errors.Is(derr, errNotModernVersion) {
-			return fmt.Errorf("%w; and as a %s server: %w", err, ModernVersion, derr)
 		}
 		return err
 	}
