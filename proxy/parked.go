@@ -82,6 +82,11 @@ type parkedCall struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	wake      chan struct{} // cap 1: something for the waiting host request
+	// hold counts the forward's result bytes against owner's budget
+	// (backpressure.go) until a host request takes the result, which moves
+	// them to its own session and request (takeHold).
+	hold  *resultHold
+	owner *Session
 
 	// Guarded by the table's mu.
 	round   int       // questions handed to the host so far
@@ -164,6 +169,9 @@ func (t *parkedTable) finish(pc *parkedCall, res json.RawMessage, err error) {
 		}
 	}
 	pc.done, pc.res, pc.err = true, res, err
+	if pc.ended {
+		pc.releaseHold() // nobody will take it
+	}
 	t.mu.Unlock()
 	pc.poke()
 }
@@ -180,8 +188,32 @@ func (t *parkedTable) endLocked(pc *parkedCall, cause error) {
 	}
 	if cause != nil {
 		pc.cancel(cause)
+		pc.releaseHold()
 	} else {
 		pc.cancel(context.Canceled)
+	}
+}
+
+// releaseHold gives back what the forward's result holds of its owner's
+// budget: the result will reach no host.
+func (pc *parkedCall) releaseHold() {
+	if pc.hold != nil && pc.owner != nil {
+		pc.owner.pendingResults.Add(-pc.hold.n.Swap(0))
+	}
+}
+
+// takeHold moves what pc's result holds of its owner's budget to the host
+// request in ctx, of g, which now delivers it (and gives it back when its
+// response is queued, as for any result).
+func (g *Session) takeHold(ctx context.Context, pc *parkedCall) {
+	if pc.hold == nil || pc.owner == nil {
+		return
+	}
+	n := pc.hold.n.Swap(0)
+	pc.owner.pendingResults.Add(-n)
+	if h, _ := ctx.Value(resultHoldKey{}).(*resultHold); h != nil && n != 0 {
+		g.pendingResults.Add(n)
+		h.n.Add(n)
 	}
 }
 
@@ -393,10 +425,12 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	}
 	key := g.childKeyFor(g.childKey(), t.server)
 	// The forward outlives this host request: not its cancellation, and
-	// not its share of the session's result bound (the result may be
-	// delivered to another request, over HTTP another session).
-	parent := context.WithValue(context.WithoutCancel(ctx), resultHoldKey{}, (*resultHold)(nil))
+	// a result hold of its own (the result may be delivered to another
+	// request, over HTTP another session: takeHold).
+	hold := &resultHold{}
+	parent := context.WithValue(context.WithoutCancel(ctx), resultHoldKey{}, hold)
 	pc := g.parked.open(parent, g.identity.Key(), child{key, t.server}, b, m.caps)
+	pc.hold, pc.owner = hold, g
 	go func() {
 		res, err := g.forwardRounds(pc.ctx, t.server, r.method, t.fwd)
 		g.parked.finish(pc, res, err)
@@ -421,6 +455,7 @@ func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *pa
 	ttl := g.policy.Current().ApprovalTimeout()
 	q, round, res, err := g.parked.wait(ctx, pc, ttl)
 	if q == nil {
+		g.takeHold(ctx, pc)
 		if t.answers != nil {
 			for _, a := range g.parked.answersOf(pc) {
 				t.answers.add(a)

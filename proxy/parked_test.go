@@ -153,3 +153,24 @@ func TestParkedTableWithdrawn(t *testing.T) {
 		t.Fatalf("cause: %v", context.Cause(pc.ctx))
 	}
 }
+
+// A parked call's result is counted against the budget of the session
+// that started it until a host request takes it, which moves the bytes to
+// its own session and request; a result nobody takes gives them back.
+func TestParkedResultHold(t *testing.T) {
+	owner, taker := &Session{}, &Session{}
+	pc := &parkedCall{hold: &resultHold{}, owner: owner}
+	pc.hold.n.Store(100)
+	owner.pendingResults.Store(100)
+	h := &resultHold{}
+	taker.takeHold(context.WithValue(context.Background(), resultHoldKey{}, h), pc)
+	if owner.pendingResults.Load() != 0 || taker.pendingResults.Load() != 100 || h.n.Load() != 100 || pc.hold.n.Load() != 0 {
+		t.Fatalf("after take: owner %d, taker %d, request %d, call %d", owner.pendingResults.Load(), taker.pendingResults.Load(), h.n.Load(), pc.hold.n.Load())
+	}
+	pc.hold.n.Store(40)
+	owner.pendingResults.Store(40)
+	pc.releaseHold()
+	if owner.pendingResults.Load() != 0 || pc.hold.n.Load() != 0 {
+		t.Fatalf("after release: owner %d, call %d", owner.pendingResults.Load(), pc.hold.n.Load())
+	}
+}
