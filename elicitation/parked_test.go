@@ -2,6 +2,7 @@ package elicitation
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,4 +87,28 @@ func TestParkedStateRedeem(t *testing.T) {
 	if _, _, err := r2.RedeemParked(fresh, b); !errors.Is(err, ErrStateForged) {
 		t.Fatalf("another gate's state: %v", err)
 	}
+}
+
+// Nothing but the genuine parked state parses as one; an approval's never.
+func FuzzRedeemParked(f *testing.F) {
+	r, _ := testRounds()
+	b := Binding{Principal: "p", Method: "tools/call", Server: "s", Name: "t", ArgsDigest: "d", Revision: "r"}
+	genuine, _ := r.MintParked(b, "c", 1, time.Hour)
+	approval, _ := r.Mint(b, time.Hour)
+	f.Add(genuine)
+	f.Add(approval)
+	f.Add("")
+	f.Add(".")
+	f.Add(genuine[:len(genuine)-1] + "A")
+	f.Add(strings.Replace(genuine, ".", "..", 1))
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := r.parseParked(s); err == nil && s != genuine {
+			t.Fatalf("%q parsed as a parked state, but only the genuine one can", s)
+		}
+		if _, err := r.parseState(s); err == nil && s != approval {
+			t.Fatalf("%q parsed as an approval state", s)
+		}
+		_, _, _ = r.CheckParked(s, b)
+		_ = r.ParkedError(s)
+	})
 }
