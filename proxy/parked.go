@@ -618,5 +618,5 @@ var relayParkedSampling = &relay{
 	refuse:    relaySampling.refuse,
 }
 
-// parkedString is for logs and tests.
+// String names the call in logs.
 func (pc *parkedCall) String() string { return fmt.Sprintf("parked call %s to %s", pc.id, pc.c.server) }
