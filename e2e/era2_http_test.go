@@ -187,7 +187,9 @@ func TestModernHostHTTP(t *testing.T) {
 	}
 
 	// A 2025-11-25 client on the same gate: a session, as before.
-	r, ib := post(t, url, nil, initBody)
+	// It declares form elicitation, which the gate declares upstream for
+	// every 2026-07-28 request (its questions are parked for those).
+	r, ib := post(t, url, nil, strings.Replace(initBody, `"capabilities":{}`, `"capabilities":{"elicitation":{"form":{}}}`, 1))
 	sid := r.Header.Get("Mcp-Session-Id")
 	if r.StatusCode != 200 || sid == "" || !strings.Contains(ib, `"protocolVersion":"2025-11-25"`) {
 		t.Fatalf("initialize: %d %s", r.StatusCode, ib)
@@ -204,8 +206,8 @@ func TestModernHostHTTP(t *testing.T) {
 	}
 
 	// The upstream was started once for all those requests.
-	// (The 2025 session declared no capabilities, so it shares the
-	// principal's children too.)
+	// (The 2025 session declared what the gate declares upstream for
+	// 2026-07-28 requests, so it shares the principal's children too.)
 	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
 		t.Errorf("upstream started %d times, want once:\n%s", n, g.stderr.String())
 	}

@@ -231,13 +231,16 @@ func TestModernHostStdio(t *testing.T) {
 	if text, isErr := toolText(t, bare.request("tools/call", echoCall("noform"))); !isErr || !strings.Contains(text, "cannot ask for approval") {
 		t.Fatalf("ask without elicitation: %q isError=%v", text, isErr)
 	}
-	// An upstream's own questions (elicitation, sampling) cannot reach a
-	// 2026-07-28 host: the call gets an error, never a made-up answer.
-	for _, tool := range []string{"honest__ask", "honest__sample"} {
-		text, isErr := toolText(t, h.request("tools/call", `"name":"`+tool+`","arguments":{}`))
-		if !isErr || strings.Contains(text, "action=accept") {
-			t.Fatalf("%s through a modern host: %q isError=%v", tool, text, isErr)
-		}
+	// An upstream's own questions never get a made-up answer: its
+	// elicitation reaches a 2026-07-28 host as an input request of the call
+	// (parked: park_test.go), its sampling request (the gate declares no
+	// sampling upstream for this era) is an error.
+	resp = h.request("tools/call", `"name":"honest__ask","arguments":{}`)
+	if r := modernResult(t, resp); r["resultType"] != "input_required" || !strings.Contains(resp, `"mcp-gate-upstream":{"method":"elicitation/create"`) || strings.Contains(resp, "action=accept") {
+		t.Fatalf("honest__ask through a modern host: %s", resp)
+	}
+	if text, isErr := toolText(t, h.request("tools/call", `"name":"honest__sample","arguments":{}`)); !isErr || strings.Contains(text, "action=accept") {
+		t.Fatalf("honest__sample through a modern host: %q isError=%v", text, isErr)
 	}
 	h.mu.Lock()
 	for _, l := range h.lines {

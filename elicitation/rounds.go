@@ -113,9 +113,18 @@ func (r *Rounds) Mint(b Binding, ttl time.Duration) (string, error) {
 	return p + "." + base64.RawURLEncoding.EncodeToString(r.mac(p)), nil
 }
 
-func (r *Rounds) mac(p string) []byte {
+func (r *Rounds) mac(p string) []byte { return r.macAs(approvalLabel, p) }
+
+// The labels in the MAC input, one per kind of state: a state of one kind
+// never verifies as another (parked.go).
+const (
+	approvalLabel = "mcp-gate requestState v1\x00"
+	parkedLabel   = "mcp-gate parked question v1\x00"
+)
+
+func (r *Rounds) macAs(label, p string) []byte {
 	m := hmac.New(sha256.New, r.key)
-	m.Write([]byte("mcp-gate requestState v1\x00"))
+	m.Write([]byte(label))
 	m.Write([]byte(p))
 	return m.Sum(nil)
 }
@@ -134,30 +143,42 @@ var (
 // of the payload before the MAC holds.
 func (r *Rounds) parseState(s string) (stateClaims, error) {
 	var c stateClaims
-	if len(s) == 0 || len(s) > MaxStateBytes {
-		return c, ErrStateMalformed
+	if err := r.verifyAs(approvalLabel, s, &c); err != nil {
+		return stateClaims{}, err
 	}
-	p, sig, ok := strings.Cut(s, ".")
-	if !ok || strings.Contains(sig, ".") {
-		return c, ErrStateMalformed
-	}
-	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return c, ErrStateMalformed
-	}
-	if !hmac.Equal(got, r.mac(p)) {
-		return c, ErrStateForged
-	}
-	payload, err := base64.RawURLEncoding.Strict().DecodeString(p)
-	if err != nil || rawjson.UniqueKeys(payload) != nil {
-		return c, ErrStateMalformed
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || dec.More() || c.V != 1 || len(c.Nonce) != 32 {
+	if c.V != 1 || len(c.Nonce) != 32 {
 		return stateClaims{}, ErrStateMalformed
 	}
 	return c, nil
+}
+
+// verifyAs checks the MAC of s under label and only then decodes its
+// payload into c, strictly (no unknown or duplicate member).
+func (r *Rounds) verifyAs(label, s string, c any) error {
+	if len(s) == 0 || len(s) > MaxStateBytes {
+		return ErrStateMalformed
+	}
+	p, sig, ok := strings.Cut(s, ".")
+	if !ok || strings.Contains(sig, ".") {
+		return ErrStateMalformed
+	}
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return ErrStateMalformed
+	}
+	if !hmac.Equal(got, r.macAs(label, p)) {
+		return ErrStateForged
+	}
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(p)
+	if err != nil || rawjson.UniqueKeys(payload) != nil {
+		return ErrStateMalformed
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil || dec.More() {
+		return ErrStateMalformed
+	}
+	return nil
 }
 
 // Redeem verifies s for b and marks it used: it succeeds once, for the
@@ -174,14 +195,19 @@ func (r *Rounds) Redeem(s string, b Binding) error {
 	if c.Binding != b {
 		return ErrStateMismatch
 	}
+	return r.use(c.Nonce, c.Exp, now)
+}
+
+// use marks nonce used until exp: once only.
+func (r *Rounds) use(nonce string, exp, now int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, seen := r.used[c.Nonce]; seen {
+	if _, seen := r.used[nonce]; seen {
 		return ErrStateReplayed
 	}
 	if len(r.used) >= r.maxOpen {
-		for n, exp := range r.used {
-			if now >= exp {
+		for n, e := range r.used {
+			if now >= e {
 				delete(r.used, n)
 			}
 		}
@@ -189,7 +215,7 @@ func (r *Rounds) Redeem(s string, b Binding) error {
 			return ErrStateFull // fail closed: never forget a state that could still be replayed
 		}
 	}
-	r.used[c.Nonce] = c.Exp
+	r.used[nonce] = exp
 	return nil
 }
 

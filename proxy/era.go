@@ -25,9 +25,10 @@ import (
 // and every result carries resultType. There are no server-to-client
 // requests, so the gate asks for approval with an input-required result
 // (era_ask.go), and the session's upstream children are those of its
-// principal alone (no host capabilities are passed upstream, so nothing
-// an upstream asks can need this host), which makes tools/list the same
-// for every connection of one principal.
+// principal alone (the same capabilities declared upstream for every
+// request, modernUpstreamCaps; an older upstream's questions are put to
+// the call in flight as input requests, parked.go), which makes
+// tools/list the same for every connection of one principal.
 //
 // What here is stdio-independent (readEnvelope, the result stamp, the
 // ask) is what an HTTP front end reuses; the HTTP header rules
@@ -182,8 +183,22 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 	return stampComplete(req.Method, res)
 }
 
+// modernUpstreamCaps is what the children of a 2026-07-28 principal are
+// told the client can do: form elicitation, whose questions the gate puts
+// to the host request in flight as input requests (parked.go). A 2025
+// upstream learns capabilities once, at initialize, so it cannot follow
+// each request's declaration; declaring the same for every request keeps
+// tools/list the same for every connection of the principal. A request
+// that declared no form elicitation has such a question declined for it
+// (vetElicitation). Sampling and roots are not declared (most modern
+// hosts do not offer sampling, and roots are a workspace's, which one
+// principal's connections do not share); an upstream that asks for them
+// anyway is relayed to a request that declared them, and refused for one
+// that did not.
+var modernUpstreamCaps = json.RawMessage(`{"elicitation":{"form":{}}}`)
+
 // openModern gives the session its principal's upstream children, once:
-// the key of a 2026-07-28 session is its identity and no host
+// the key of a 2026-07-28 session is its identity and the fixed modern
 // capabilities (poolKey), so every connection of one principal shares
 // them, and their lists.
 //
@@ -192,7 +207,11 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 // request is refused rather than moving the session to others.
 func (s *Session) openModern() error {
 	s.era.open.Do(func() {
-		forUp := json.RawMessage("{}")
+		// A 2025 host of the principal that declared exactly this shares
+		// the children: an upstream's request still goes to the one
+		// session whose call is in flight (sessionFor), and is put to it
+		// as its era puts it.
+		forUp := modernUpstreamCaps
 		key := poolKey(s.identity, forUp, false, s.session)
 		s.mu.Lock()
 		if s.hostInfo.initialized {
@@ -368,14 +387,12 @@ func stampComplete(method string, res json.RawMessage) (json.RawMessage, error) 
 // server must not send a type the client did not ask for.
 func modernNotifies(method string) bool { return method == "notifications/progress" }
 
-// modernServerRequest refuses an upstream's request (elicitation, sampling,
-// roots) during a call of a 2026-07-28 host: that revision has no
-// server-to-client requests, and the gate does not yet turn them into
-// input requests of the call in flight. The upstream's children are
-// started declaring none of these capabilities, so a conforming server
-// does not ask; this is the answer to one that asks anyway.
+// modernServerRequest refuses an upstream's request during a call of a
+// 2026-07-28 host that the gate cannot put to it as an input request of
+// the call in flight (parked.go): a method that is no input request, or
+// one outside a call that can carry an input-required result.
 func modernServerRequest(method string) error {
-	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate does not relay them to it as input requests yet", method, ModernVersion)
+	return rpc.Errorf(rpc.CodeMethodNotFound, "%s: the host connected at protocol %s, which has no server-to-client requests, and mcp-gate relays only elicitation, sampling and roots to it, as input requests of a tools/call, prompts/get or resources/read in flight", method, ModernVersion)
 }
 
 // CheckModernEnvelope checks a 2026-07-28 request's _meta envelope as the

@@ -40,6 +40,17 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		ArgsDigest: digest, Revision: d.Revision,
 	}
 	if m.hasState {
+		if _, _, parked := g.rounds.IsParked(m.requestState); parked {
+			// The retry answers the server's question of a call that was
+			// approved before it ran (parked.go): that yes still covers it
+			// if the state holds for exactly this call under this policy
+			// revision. A parked state is never read as an answer to the
+			// gate's own question, nor the reverse (elicitation.Rounds).
+			if _, _, err := g.rounds.CheckParked(m.requestState, b); err != nil {
+				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
+			}
+			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
+		}
 		return g.rounds.AnswerFrom(m.inputResponses, m.requestState, b), nil
 	}
 	req.OnceOnly, req.Titled = true, true

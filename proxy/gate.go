@@ -53,6 +53,9 @@ type Options struct {
 	UpstreamStall time.Duration
 	// MaxMessageBytes bounds one message in either direction.
 	MaxMessageBytes int
+	// ProbeUnpinned: stdio upstreams without a "protocol" pin are probed
+	// for their era (upstream.PoolOptions.ProbeUnpinned).
+	ProbeUnpinned bool
 	// PageSize is the gate's own page size for lists (DefaultPageSize if 0).
 	PageSize int
 	// Policy holds the policy in force (the embedded default when nil).
@@ -124,6 +127,7 @@ type Gate struct {
 	// rounds mints and redeems the requestStates of approvals asked of
 	// 2026-07-28 hosts (era_ask.go).
 	rounds *elicitation.Rounds
+	parked parkedTable // 2026-07-28 calls waiting on their host's answer to an upstream's question (parked.go)
 }
 
 // hostInfo is what the host said about itself in initialize.
@@ -202,6 +206,7 @@ func New(opts Options) (*Gate, error) {
 		ReadStall:       opts.UpstreamStall,
 		InitParams:      g.upstreamInitParams,
 		Era:             g.upstreamEra,
+		ProbeUnpinned:   opts.ProbeUnpinned,
 		Handler: func(key, server string) rpc.Handler {
 			return &upstreamHandler{g: g, key: key, server: server}
 		},

@@ -68,6 +68,9 @@ type relay struct {
 // the whole request: the decision, the approval timeout and the guard's
 // settings come from the same revision.
 func (g *Session) run(ctx context.Context, r *relay, from string, params json.RawMessage) (json.RawMessage, error) {
+	if m := modernOf(ctx); m != nil && m.hasState {
+		defer g.settleParked(m) // a retry that did not resume its parked call ends it (parked.go)
+	}
 	t, err := r.resolve(g, ctx, from, params)
 	if err != nil {
 		return nil, err
@@ -103,6 +106,10 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	sp := g.startCall()
 	res, err := send(g, ctx, r, t)
+	if own := (*gateAnswer)(nil); errors.As(err, &own) {
+		g.endCall(sp, t.server, r.method, nil)
+		return own.res, nil // a parked call's question, or a refused retry (parked.go)
+	}
 	if err != nil {
 		g.endCall(sp, t.server, r.method, err)
 		return nil, err
@@ -118,6 +125,9 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 
 // forwardTo sends the request to the upstream that owns its target.
 func forwardTo(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+	if m := modernOf(ctx); m != nil {
+		return g.forwardModern(ctx, m, r, t) // parked.go
+	}
 	return g.forwardRounds(ctx, t.server, r.method, t.fwd) // era_upstream.go
 }
 
@@ -315,6 +325,11 @@ func resolveSampling(g *Session, _ context.Context, from string, params json.Raw
 	if !g.hostCaps().sampling {
 		return target{}, rpc.Errorf(rpc.CodeMethodNotFound, "the host does not support sampling")
 	}
+	return inspectSampling(g, from, params)
+}
+
+// inspectSampling reads a sampling request for a host that can sample.
+func inspectSampling(g *Session, from string, params json.RawMessage) (target, error) {
 	const tool = "sampling/createMessage"
 	if err := rawjson.UniqueKeys(params); err != nil {
 		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})

@@ -546,7 +546,7 @@ func TestPipelineTableCoversEveryMethod(t *testing.T) {
 	}
 	// Every relay the host dispatcher runs is decided unless it says why
 	// not, and has a refusal shape.
-	for _, r := range []*relay{relayToolCall, relayPromptGet, relayResourceRead, relaySubscribe, relayUnsubscribe, relayComplete, relaySampling} {
+	for _, r := range []*relay{relayToolCall, relayPromptGet, relayResourceRead, relaySubscribe, relayUnsubscribe, relayComplete, relaySampling, relayParkedSampling} {
 		if r.refuse == nil || r.resolve == nil || (r.guard == nil && r.unguarded == "") {
 			t.Errorf("relay %s is incomplete", r.method)
 		}

@@ -136,9 +136,7 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		}
 		s = r.s
 		if s.era.modern.Load() {
-			err := modernServerRequest(req.Method) // era.go
-			h.g.log.Warn("upstream request refused", "server", h.server, "method", req.Method, "error", err)
-			return nil, err
+			return h.g.parkedRequest(ctx, s, h.key, h.server, req) // parked.go
 		}
 	}
 	return m.serve(s, h.server, ctx, req)
@@ -209,10 +207,31 @@ func isBlankRune(r rune) bool { return unicode.IsSpace(r) || r == 0x2800 }
 // like the gate's own approval prompt, or carrying approval markers, is
 // refused: an upstream must never obtain or influence an approval (issue #5).
 func (g *Session) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+	params, err := g.vetElicitation(server, host, req)
+	if err != nil {
+		return nil, err
+	}
+	if params == nil {
+		return declined, nil // refused, and audited
+	}
+	res, err := g.host.Call(ctx, req.Method, params)
+	if err == nil {
+		g.Gate.answers.record(g, server, res)
+	}
+	return res, err
+}
+
+// vetElicitation is what every upstream question goes through before a
+// host sees it, however it is put to the host (a request of the older era,
+// an input request of the newer, parked.go): the guard, the server's
+// label, the neutraliser. It returns the params to show, or nil when the
+// question is refused (audited; the upstream is to be told the user
+// declined), or an error for params that are no elicitation at all.
+func (g *Session) vetElicitation(server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	refuse := func(kind, detail string) (json.RawMessage, error) {
 		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
 		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", audit.Redact(detail))
-		return declined, nil
+		return nil, nil
 	}
 	if req.Params == nil || req.Params[0] != '{' {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: params must be an object")
@@ -258,11 +277,7 @@ func (g *Session) relayElicitation(ctx context.Context, server string, host host
 		g.urlElicitations.add(server, id)
 	}
 	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
-	res, err := g.host.Call(ctx, req.Method, params)
-	if err == nil {
-		g.Gate.answers.record(g, server, res)
-	}
-	return res, err
+	return params, nil
 }
 
 // upstreamNotifications is every notification the gate acts on from an

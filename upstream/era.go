@@ -26,17 +26,20 @@ import (
 // for the proxy to put its questions to the host (proxy/era_upstream.go);
 // the gate never acts on the upstream's requestState, only echoes it.
 //
-// Servers without the key are spoken to at 2025-11-25 as before.
-// "protocol": "auto" has the gate probe them with server/discover (probe),
-// unless it remembers the era from an earlier start (PoolOptions.Era: the
-// catalog cache, or this pool): a server remembered as the older era is
-// opened with initialize at once, so the probe's cost (a round trip, or
-// ProbeTimeout for a server that never answers a request before
-// initialize) is paid once per server entry. Probing is not the default:
-// servers that speak both eras (the go-sdk 1.8 and the TypeScript SDK 2.0)
-// answer it, and the gate would then speak 2026-07-28 to them, where they
-// cannot send sampling or elicitation requests nor list changes (the gate
-// does not open subscriptions/listen upstream).
+// Servers without the key are opened with initialize, and with
+// server/discover only if initialize is refused (initFirst, when the pool
+// has ProbeUnpinned, as the serve command does): a server of the older era
+// or of both eras is spoken to at 2025-11-25, where it can send sampling,
+// elicitation and roots requests and list changes; only a modern-only
+// server at 2026-07-28, which is remembered (PoolOptions.Era: the catalog
+// cache; or this pool), so that its next start opens with the probe.
+// "protocol": "auto" has the gate probe with server/discover first (probe),
+// unless it remembers the era from an earlier start: a server remembered
+// as the older era is opened with initialize at once, so the probe's cost
+// (a round trip, or ProbeTimeout for a server that never answers a request
+// before initialize) is paid once per server entry. A probed server whose
+// discover lists a revision of the older era too is started again at that
+// era (preferOlder, startPreferring).
 
 // ModernVersion is the 2026-07-28 revision.
 const ModernVersion = "2026-07-28"
@@ -82,7 +85,8 @@ var ProbeTimeout = 5 * time.Second
 // so that a server that changed back is found, or a probe when nothing is
 // remembered.
 func (p *Pool) startEra(key string, cfg Config) string {
-	if cfg.Protocol != ProtocolAuto {
+	unpinned := cfg.Protocol == "" && p.opts.ProbeUnpinned && cfg.URL == ""
+	if cfg.Protocol != ProtocolAuto && !unpinned {
 		return cfg.Protocol
 	}
 	p.mu.Lock()
@@ -91,11 +95,28 @@ func (p *Pool) startEra(key string, cfg Config) string {
 	if v == "" && p.opts.Era != nil {
 		v = p.opts.Era(key, cfg)
 	}
-	if v != "" && v != ModernVersion {
+	switch {
+	case v != "" && v != ModernVersion:
 		return ""
+	case unpinned && v == "":
+		return initFirst
 	}
 	return probeDefault
 }
+
+// initFirst is how an unpinned stdio server is opened when nothing is
+// remembered of it (PoolOptions.ProbeUnpinned): initialize first, and
+// server/discover on the same connection only if initialize is refused.
+// A server of either era or both (the go-sdk's, the TypeScript SDK's)
+// answers initialize and is spoken to at 2025-11-25, where it can ask the
+// host (sampling, elicitation, roots) and announce list changes, which the
+// gate relays to hosts of both eras; only a server that refuses it and
+// answers discover (modern only) is spoken to at 2026-07-28, which is
+// remembered, so that its next start opens with the probe. Servers of the
+// older era see exactly what they saw before: no probe, no cost. (The
+// probe first would have found the SDKs' servers modern, and they refuse
+// an initialize after a discover on the same connection: a second launch.)
+const initFirst = "\x00init-first"
 
 // probeDefault is the probe startEra asks for: a discover result naming
 // no revision the gate speaks also means the older era.
@@ -133,6 +154,27 @@ func (s *Session) handshake(ctx context.Context, era string, initParams json.Raw
 		return s.discover(ctx, initParams)
 	case ProtocolAuto, probeDefault:
 		return s.probe(ctx, initParams, era == probeDefault)
+	case initFirst:
+		err := s.initialize(ctx, initParams)
+		var refused *rpc.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &refused) {
+			return err // opened; or the connection or the result failed, not the revision
+		}
+		select {
+		case <-s.conn.Done():
+			return err
+		default:
+		}
+		// Refused: a modern-only server answers discover. Bounded as the
+		// probe is, so that a server that refuses initialize and then
+		// says nothing fails as soon as before, give or take ProbeTimeout.
+		dctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		derr := s.discover(dctx, initParams)
+		cancel()
+		if derr == nil {
+			return nil
+		}
+		return err
 	}
 	return s.initialize(ctx, initParams)
 }
@@ -158,7 +200,7 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient
 	}
 	s.probing.Store(false)
 	if err == nil {
-		return nil
+		return s.preferOlder()
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -177,6 +219,42 @@ func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient
 		return err
 	}
 	return s.initialize(ctx, initParams)
+}
+
+// preferOlder: a server the probe found modern whose discover result also
+// lists a revision of the older era the gate speaks (a server of both
+// eras, as the go-sdk's) is to be spoken to at that older era: there it
+// can send sampling, elicitation and roots requests, and list changes,
+// which the gate relays to hosts of both eras, and which it cannot send at
+// 2026-07-28 (the gate opens no subscriptions/listen upstream). The SDKs
+// refuse an initialize after a discover on the same connection (the
+// go-sdk's "duplicate initialize"), so the start ends with errBothEras and
+// the server is started again with initialize (startPreferring); the era
+// is remembered, so that is paid once per server entry.
+func (s *Session) preferOlder() error {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if json.Unmarshal(s.InitResult, &r) == nil && slices.ContainsFunc(r.SupportedVersions, func(v string) bool {
+		return v != ModernVersion && slices.Contains(protocol.Known(), v)
+	}) {
+		return errBothEras
+	}
+	return nil
+}
+
+// errBothEras: the probe found a server of both eras.
+var errBothEras = errors.New("the server speaks both protocol eras; it is started again at the older one")
+
+// startPreferring starts cfg's child of key in the era startEra picks, and
+// a server of both eras again at the older one.
+func (p *Pool) startPreferring(key string, cfg Config) (*Session, error) {
+	s, err := p.start(key, cfg, p.startEra(key, cfg))
+	if errors.Is(err, errBothEras) {
+		p.log.Info("upstream speaks both protocol eras; starting it again at the older one, where it can ask the host and announce list changes", "server", cfg.Name, "key", key)
+		s, err = p.start(key, cfg, "")
+	}
+	return s, err
 }
 
 // codeUnsupportedVersion is the new era's -32022.

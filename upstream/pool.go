@@ -41,6 +41,10 @@ type PoolOptions struct {
 	// pinned to "protocol": "auto" remembered as the older era is not probed
 	// (era.go, startEra).
 	Era func(key string, cfg Config) string
+	// ProbeUnpinned probes a stdio server whose entry has no "protocol"
+	// key as "auto" does (era.go, startEra). The gate's serve command
+	// sets it; tests of scripted servers leave it off.
+	ProbeUnpinned bool
 	// Handler serves what one child (a server's, of one key) sends on its
 	// own initiative (elicitation, sampling, roots, notifications).
 	Handler func(key, server string) rpc.Handler
@@ -270,7 +274,7 @@ func (p *Pool) Session(ctx context.Context, key, server string) (*Session, error
 // runStart starts cfg's server for the attempt a and settles its slot.
 func (p *Pool) runStart(sl *slot, key string, cfg Config, a *startAttempt) {
 	defer p.starts.Done()
-	s, err := p.start(key, cfg, p.startEra(key, cfg))
+	s, err := p.startPreferring(key, cfg) // era.go
 	p.noteEra(cfg, s, err)
 
 	p.mu.Lock()

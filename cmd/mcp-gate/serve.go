@@ -128,6 +128,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
 		UpstreamStall:   *stallTO,
+		ProbeUnpinned:   true, // an unpinned server's era is probed, once (upstream/era.go)
 		Policy:          store,
 		Logger:          logger,
 		Audit:           auditLog,

@@ -69,6 +69,10 @@ func main() {
 		err = runAuditCheck(flag.Args())
 	case "lazy":
 		err = runLazy(ev, flag.Args())
+	case "park":
+		err = runPark(ev)
+	case "modern-only":
+		err = runModernOnly(ev)
 	case "preinit-silent", "preinit-exit":
 		err = runPreinit(ev, (*mode)[len("preinit-"):])
 	case "exit":

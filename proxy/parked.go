@@ -1,0 +1,622 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// Parked calls: an older (2025-11-25) upstream's questions during a
+// 2026-07-28 host's call.
+//
+// The older upstream asks by sending a request of its own (elicitation,
+// roots) while the call is in flight, and waits for the answer. A
+// 2026-07-28 host has no server-to-client requests: it can only be given
+// the question as an input request of the call's result. So a modern
+// host's tools/call, prompts/get and resources/read run their forward
+// beside the host request instead of in it (open): when the upstream asks,
+// the host request is answered with an input-required result carrying the
+// question (after relayElicitation's guard, label and neutraliser) and a
+// requestState of the parked kind (elicitation.MintParked), while the
+// upstream call keeps waiting, parked, under a context of its own. The
+// host's retry, decided afresh under the policy in force (run), redeems
+// the state (bound to the principal, the method, the tool, the canonical
+// arguments, the policy revision, the parked call and the round, single
+// use), hands the answer to the waiting upstream request, and waits in
+// turn: for the result, which then passes the result guard on the retry
+// (with the answers exempted as the older era's are), or for the next
+// question.
+//
+// A parked call is cancelled (the upstream gets notifications/cancelled)
+// when its state's time runs out (the policy's approval timeout), when a
+// retry carrying its state is refused for any reason (a denial, another
+// call's arguments, a bad answer), and when the host withdraws the request
+// waiting on it. The table is bounded: so many calls may wait on their
+// hosts at once, per principal and in all, and a question beyond that is
+// refused.
+//
+// An upstream's request is tied to a call only by timing (stdio MCP has no
+// other link), so it is relayed only while exactly one call of the
+// principal is in flight to that upstream (the principal's children are
+// shared by all its connections and POSTs); with more, it is refused as
+// ambiguous rather than put to the wrong call.
+
+// Bounds of the parked table.
+const (
+	maxParkedCalls        = 1024
+	maxParkedPerPrincipal = 16
+)
+
+// parkedInput are the methods a 2026-07-28 result may answer with input
+// required, and so the ones whose calls can park.
+var parkedInput = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// parkedTable holds a gate's parkable calls. The zero value is ready; one
+// mutex guards the table and every call's state in it.
+type parkedTable struct {
+	mu      sync.Mutex
+	calls   map[string]*parkedCall             // by id, from open until the call is ended
+	byChild map[child]map[*parkedCall]struct{} // whose forward runs, per upstream child
+	// Bounds (0: the defaults); tests lower them.
+	max, maxPer int
+}
+
+// parkedCall is one 2026-07-28 call whose forward runs beside its host
+// requests.
+type parkedCall struct {
+	id        string
+	principal string
+	c         child
+	binding   elicitation.Binding
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	wake      chan struct{} // cap 1: something for the waiting host request
+	// hold counts the forward's result bytes against owner's budget
+	// (backpressure.go) until a host request takes the result, which moves
+	// them to its own session and request (takeHold).
+	hold  *resultHold
+	owner *Session
+
+	// Guarded by the table's mu.
+	round   int       // questions handed to the host so far
+	pending *question // the upstream's question, unanswered
+	handed  bool      // pending was given to a host request
+	parked  bool      // pending is with the host, and no host request waits
+	caps    hostInfo  // what the host request waiting (or last waiting) declared
+	timer   *time.Timer
+	answers []json.RawMessage // the host's elicitation answers, for the result guard
+	done    bool
+	res     json.RawMessage
+	err     error
+	ended   bool // taken out of the table
+}
+
+// question is an upstream's request, as the host is to see it.
+type question struct {
+	method string
+	params json.RawMessage
+	reply  chan json.RawMessage // cap 1
+}
+
+// Why a parked call was cancelled.
+var (
+	errParkedExpired   = errors.New("the host did not answer the upstream's question within the approval timeout")
+	errParkedWithdrawn = errors.New("the host withdrew the request waiting on the call")
+)
+
+func (t *parkedTable) bounds() (int, int) {
+	m, p := t.max, t.maxPer
+	if m <= 0 {
+		m = maxParkedCalls
+	}
+	if p <= 0 {
+		p = maxParkedPerPrincipal
+	}
+	return m, p
+}
+
+// open registers a call about to be forwarded to c under a context of the
+// table's own, derived from parent (which must carry no cancellation of
+// the host request's).
+func (t *parkedTable) open(parent context.Context, principal string, c child, b elicitation.Binding, caps hostInfo) *parkedCall {
+	var n [16]byte
+	_, _ = rand.Read(n[:])
+	ctx, cancel := context.WithCancelCause(parent)
+	pc := &parkedCall{id: hex.EncodeToString(n[:]), principal: principal, c: c, binding: b, ctx: ctx, cancel: cancel,
+		wake: make(chan struct{}, 1), caps: caps}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls == nil {
+		t.calls = map[string]*parkedCall{}
+		t.byChild = map[child]map[*parkedCall]struct{}{}
+	}
+	t.calls[pc.id] = pc
+	m := t.byChild[c]
+	if m == nil {
+		m = map[*parkedCall]struct{}{}
+		t.byChild[c] = m
+	}
+	m[pc] = struct{}{}
+	return pc
+}
+
+func (pc *parkedCall) poke() {
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish records the forward's outcome; the call no longer counts as in
+// flight to its child.
+func (t *parkedTable) finish(pc *parkedCall, res json.RawMessage, err error) {
+	t.mu.Lock()
+	if m := t.byChild[pc.c]; m != nil {
+		delete(m, pc)
+		if len(m) == 0 {
+			delete(t.byChild, pc.c)
+		}
+	}
+	pc.done, pc.res, pc.err = true, res, err
+	if pc.ended {
+		pc.releaseHold() // nobody will take it
+	}
+	t.mu.Unlock()
+	pc.poke()
+}
+
+// endLocked takes pc out of the table and cancels whatever of it still
+// runs, with cause (nil once its result was taken).
+func (t *parkedTable) endLocked(pc *parkedCall, cause error) {
+	if pc.timer != nil {
+		pc.timer.Stop()
+	}
+	if !pc.ended {
+		pc.ended = true
+		delete(t.calls, pc.id)
+	}
+	if cause != nil {
+		pc.cancel(cause)
+		pc.releaseHold()
+	} else {
+		pc.cancel(context.Canceled)
+	}
+}
+
+// releaseHold gives back what the forward's result holds of its owner's
+// budget: the result will reach no host.
+func (pc *parkedCall) releaseHold() {
+	if pc.hold != nil && pc.owner != nil {
+		pc.owner.pendingResults.Add(-pc.hold.n.Swap(0))
+	}
+}
+
+// takeHold moves what pc's result holds of its owner's budget to the host
+// request in ctx, of g, which now delivers it (and gives it back when its
+// response is queued, as for any result).
+func (g *Session) takeHold(ctx context.Context, pc *parkedCall) {
+	if pc.hold == nil || pc.owner == nil {
+		return
+	}
+	n := pc.hold.n.Swap(0)
+	pc.owner.pendingResults.Add(-n)
+	if h, _ := ctx.Value(resultHoldKey{}).(*resultHold); h != nil && n != 0 {
+		g.pendingResults.Add(n)
+		h.n.Add(n)
+	}
+}
+
+func (t *parkedTable) end(pc *parkedCall, cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endLocked(pc, cause)
+}
+
+// inChild returns the calls in flight to c.
+func (t *parkedTable) inChild(c child) []*parkedCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*parkedCall
+	for pc := range t.byChild[c] {
+		out = append(out, pc)
+	}
+	return out
+}
+
+// ask hands the upstream's question q to pc's host and waits for the
+// answer; ctx is the upstream request's.
+func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (json.RawMessage, error) {
+	t.mu.Lock()
+	switch {
+	case pc.done || pc.ended:
+		t.mu.Unlock()
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s after the call it was for ended", q.method)
+	case pc.pending != nil:
+		t.mu.Unlock()
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s while an earlier question of the same call is still with the host: mcp-gate relays one question at a time to a %s host", q.method, ModernVersion)
+	}
+	maxAll, maxPer := t.bounds()
+	all, per := 0, 0
+	for _, o := range t.calls {
+		if o.pending != nil {
+			all++
+			if o.principal == pc.principal {
+				per++
+			}
+		}
+	}
+	if all >= maxAll || per >= maxPer {
+		t.mu.Unlock()
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s refused: %d calls of this user (%d in all) already wait on their host's answer, the most mcp-gate keeps (%d per user, %d in all)", q.method, per, all, maxPer, maxAll)
+	}
+	pc.pending, pc.handed = q, false
+	t.mu.Unlock()
+	pc.poke()
+	select {
+	case ans := <-q.reply:
+		return ans, nil
+	case <-pc.ctx.Done():
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the call it was asked in was cancelled: %v", q.method, context.Cause(pc.ctx))
+	case <-ctx.Done():
+		t.mu.Lock()
+		if pc.pending == q {
+			pc.pending = nil
+		}
+		t.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// wait waits, for the host request in ctx, for pc's next question or its
+// end. A question parks the call for ttl and is returned with its round;
+// the end is returned as the forward's result and takes pc out of the
+// table. The host withdrawing the request cancels the call.
+func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duration) (q *question, round int, res json.RawMessage, err error) {
+	for {
+		t.mu.Lock()
+		switch {
+		case pc.done:
+			res, err = pc.res, pc.err
+			t.endLocked(pc, nil)
+			t.mu.Unlock()
+			return nil, 0, res, err
+		case pc.ended:
+			cause := context.Cause(pc.ctx)
+			t.mu.Unlock()
+			return nil, 0, nil, rpc.Errorf(rpc.CodeInternalError, "the call ended: %v", cause)
+		case pc.pending != nil && !pc.handed:
+			pc.handed, pc.parked = true, true
+			pc.round++
+			round = pc.round
+			pc.timer = time.AfterFunc(ttl, func() {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				if pc.parked && pc.round == round {
+					t.endLocked(pc, errParkedExpired)
+				}
+			})
+			q = pc.pending
+			t.mu.Unlock()
+			return q, round, nil, nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-pc.wake:
+		case <-pc.ctx.Done():
+			pc.poke() // read the outcome the forward will record
+			select {
+			case <-pc.wake:
+			case <-ctx.Done():
+			}
+			t.mu.Lock()
+			if !pc.done {
+				t.endLocked(pc, context.Cause(pc.ctx))
+			}
+			t.mu.Unlock()
+		case <-ctx.Done():
+			t.end(pc, errParkedWithdrawn)
+			return nil, 0, nil, ctx.Err()
+		}
+	}
+}
+
+// claim takes the parked call id, for a retry of principal answering
+// round, out of its park: no other retry can, and its timer stops.
+func (t *parkedTable) claim(id, principal string, round int, caps hostInfo) (*parkedCall, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc := t.calls[id]
+	if pc == nil || pc.principal != principal {
+		return nil, errors.New("the call that asked is no longer waiting (it expired, was cancelled, or ended)")
+	}
+	if !pc.parked || pc.round != round || pc.pending == nil {
+		return nil, errors.New("no question of that call is waiting on this requestState")
+	}
+	pc.parked = false
+	pc.caps = caps
+	if pc.timer != nil {
+		pc.timer.Stop()
+	}
+	return pc, nil
+}
+
+// answer gives the claimed call's pending question the host's answer.
+func (t *parkedTable) answer(pc *parkedCall, ans json.RawMessage) {
+	t.mu.Lock()
+	q := pc.pending
+	pc.pending, pc.handed = nil, false
+	if q != nil && q.method == "elicitation/create" && len(pc.answers) < maxElicitAnswers {
+		pc.answers = append(pc.answers, ans)
+	}
+	t.mu.Unlock()
+	if q != nil {
+		q.reply <- ans
+	}
+}
+
+// settle cancels the parked call id if it still waits on round for
+// principal: the request that carried that round's state is over and did
+// not resume it (it was refused, for whatever reason).
+func (t *parkedTable) settle(id, principal string, round int, cause error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc := t.calls[id]
+	if pc == nil || pc.principal != principal || !pc.parked || pc.round != round {
+		return false
+	}
+	t.endLocked(pc, cause)
+	return true
+}
+
+func (t *parkedTable) hostCaps(pc *parkedCall) hostInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return pc.caps
+}
+
+func (t *parkedTable) answersOf(pc *parkedCall) []json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]json.RawMessage(nil), pc.answers...)
+}
+
+// gateAnswer is an answer of the gate's own coming out of a send: a parked
+// call's question, or the refusal of a retry. run returns it as it is,
+// unguarded: the result guard is for what upstreams say.
+type gateAnswer struct{ res json.RawMessage }
+
+func (*gateAnswer) Error() string { return "an answer of mcp-gate's own" }
+
+// forwardModern forwards a 2026-07-28 host's decided request. A request
+// that can carry an input-required result runs as a parkable call; a
+// retry carrying a parked question's state resumes the call that asked.
+func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t target) (json.RawMessage, error) {
+	if !parkedInput[r.method] {
+		return g.forwardRounds(ctx, t.server, r.method, t.fwd)
+	}
+	b, err := g.parkBinding(r.method, t)
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
+	}
+	if m.hasState {
+		if id, _, ok := g.rounds.IsParked(m.requestState); ok {
+			return g.resumeParked(ctx, m, r, t, b, id)
+		}
+		if _, ok := rawjson.Get(m.inputResponses, elicitation.ParkedInputKey); ok {
+			// An answer to a server's question needs that question's
+			// state: nothing else delivers it.
+			why := "its requestState is not that question's"
+			if err := g.rounds.ParkedError(m.requestState); err != nil {
+				why = err.Error()
+			}
+			return g.refuseRetry(r, t, "the retry answers a server's question, but "+why+"; call again without requestState and inputResponses")
+		}
+	}
+	key := g.childKeyFor(g.childKey(), t.server)
+	// The forward outlives this host request: not its cancellation, and
+	// a result hold of its own (the result may be delivered to another
+	// request, over HTTP another session: takeHold).
+	hold := &resultHold{}
+	parent := context.WithValue(context.WithoutCancel(ctx), resultHoldKey{}, hold)
+	pc := g.parked.open(parent, g.identity.Key(), child{key, t.server}, b, m.caps)
+	pc.hold, pc.owner = hold, g
+	go func() {
+		res, err := g.forwardRounds(pc.ctx, t.server, r.method, t.fwd)
+		g.parked.finish(pc, res, err)
+	}()
+	return g.waitParked(ctx, m, t, pc)
+}
+
+// parkBinding is what a parked question's state binds: what an approval's
+// binds, under the policy in force.
+func (g *Session) parkBinding(method string, t target) (elicitation.Binding, error) {
+	digest, err := elicitation.CanonicalDigest(t.args)
+	if err != nil {
+		return elicitation.Binding{}, err
+	}
+	return elicitation.Binding{Principal: g.identity.Key(), Method: method, Server: t.server, Name: t.name,
+		ArgsDigest: digest, Revision: g.policy.Current().Revision()}, nil
+}
+
+// waitParked waits for pc's next question, answered to the host as an
+// input-required result, or for its result.
+func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *parkedCall) (json.RawMessage, error) {
+	ttl := g.policy.Current().ApprovalTimeout()
+	q, round, res, err := g.parked.wait(ctx, pc, ttl)
+	if q == nil {
+		g.takeHold(ctx, pc)
+		if t.answers != nil {
+			for _, a := range g.parked.answersOf(pc) {
+				t.answers.add(a)
+			}
+		}
+		return res, err
+	}
+	state, err := g.rounds.MintParked(pc.binding, pc.id, round, ttl)
+	if err != nil {
+		g.parked.end(pc, err)
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v", q.method, err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
+	b.Write(rawjson.AppendString(nil, elicitation.ParkedInputKey))
+	b.WriteString(`:{"method":`)
+	b.Write(rawjson.AppendString(nil, q.method))
+	b.WriteString(`,"params":`)
+	b.Write(q.params)
+	b.WriteString(`}},"requestState":`)
+	b.Write(rawjson.AppendString(nil, state))
+	b.WriteString(`}`)
+	m.asked.Store(true)
+	g.log.Debug("upstream question parked for the host", "session", g.session, "server", t.server, "method", q.method, "round", round)
+	return nil, &gateAnswer{b.Bytes()}
+}
+
+// resumeParked serves a retry carrying the parked call id's state: the
+// state must redeem for exactly this call, and the answer is handed to the
+// upstream request waiting on it.
+func (g *Session) resumeParked(ctx context.Context, m *modernReq, r *relay, t target, b elicitation.Binding, id string) (json.RawMessage, error) {
+	_, round, err := g.rounds.RedeemParked(m.requestState, b)
+	if err != nil {
+		return g.refuseRetry(r, t, err.Error()+"; call again without requestState to start over")
+	}
+	ans, ok := rawjson.Get(m.inputResponses, elicitation.ParkedInputKey)
+	if !ok || len(ans) == 0 || ans[0] != '{' || rawjson.UniqueKeys(m.inputResponses) != nil {
+		return g.refuseRetry(r, t, "the retry carries no readable answer to the server's question (inputResponses."+elicitation.ParkedInputKey+" must be an object)")
+	}
+	pc, err := g.parked.claim(id, g.identity.Key(), round, m.caps)
+	if err != nil {
+		return g.refuseRetry(r, t, err.Error())
+	}
+	g.parked.answer(pc, ans)
+	return g.waitParked(ctx, m, t, pc)
+}
+
+// refuseRetry refuses a retry that cannot resume a parked call, as the
+// relay refuses (a tool result the model reads, an error elsewhere); the
+// parked call it named is cancelled when the request ends (settleParked).
+func (g *Session) refuseRetry(r *relay, t target, reason string) (json.RawMessage, error) {
+	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: t.server, Outcome: "refused", Kind: string(elicitation.BadState), Detail: reason})
+	res, err := r.refuse(t, reason)
+	if err != nil {
+		return nil, err
+	}
+	return nil, &gateAnswer{res}
+}
+
+// settleParked ends a request that carried a parked question's state: if
+// that question's call still waits on it, the request was refused before
+// resuming it (denied by the policy in force, another call's state, a
+// state expired or altered), and the call is cancelled, so that the
+// upstream hears of it now rather than at the timeout.
+func (g *Session) settleParked(m *modernReq) {
+	id, round, ok := g.rounds.IsParked(m.requestState)
+	if !ok {
+		return
+	}
+	if g.parked.settle(id, g.identity.Key(), round, errors.New("the host's retry was refused")) {
+		g.log.Info("parked call cancelled: its retry was refused", "session", g.session, "round", round)
+	}
+}
+
+// parkedRequest serves an upstream's request (elicitation, roots) during
+// a call of a 2026-07-28 host: put to that call's host request as an input
+// request, when exactly one parkable call of the principal is in flight to
+// the upstream and the host request declared the capability.
+func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string, req *rpc.Message) (json.RawMessage, error) {
+	refuse := func(err error) (json.RawMessage, error) {
+		g.log.Warn("upstream request refused", "server", server, "method", req.Method, "error", err)
+		return nil, err
+	}
+	c := child{key, server}
+	calls := g.parked.inChild(c)
+	// Every request in flight to the child counts, parkable or not (a
+	// completion/complete, say): the question could be any one's.
+	g.mu.Lock()
+	inflight := 0
+	for _, n := range g.inflight[c] {
+		inflight += n
+	}
+	g.mu.Unlock()
+	switch n := max(len(calls), inflight); {
+	case len(calls) == 0:
+		return refuse(modernServerRequest(req.Method))
+	case n > 1:
+		return refuse(rpc.Errorf(rpc.CodeInvalidRequest, "%s while %d calls of this user are in flight to this server: mcp-gate cannot tell which call it is for, so it asks none (a %s host's calls share one upstream connection per user)", req.Method, n, ModernVersion))
+	}
+	pc := calls[0]
+	caps := g.parked.hostCaps(pc)
+	var params json.RawMessage
+	switch req.Method {
+	case "elicitation/create":
+		// A URL elicitation's completion notice could not reach a
+		// 2026-07-28 host (no listen stream): form only.
+		caps.elicitURL = false
+		p, err := s.vetElicitation(server, caps, untasked(req))
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return declined, nil
+		}
+		params = p
+	case "roots/list":
+		if !caps.roots {
+			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "roots/list: the host's request declared no roots capability, so it is not asked"))
+		}
+		params = json.RawMessage(`{}`)
+	case "sampling/createMessage":
+		if !caps.sampling {
+			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "sampling/createMessage: the host's request declared no sampling capability, so it is not asked"))
+		}
+		// Decided by the policy, inspected and neutralised, as for a
+		// 2025-11-25 host; only the last step differs (parkedSampling).
+		return s.run(context.WithValue(ctx, parkedKey{}, pc), relayParkedSampling, server, untasked(req).Params)
+	default:
+		return refuse(modernServerRequest(req.Method))
+	}
+	ans, err := g.parked.ask(ctx, pc, &question{method: req.Method, params: params, reply: make(chan json.RawMessage, 1)})
+	if err != nil {
+		return refuse(err)
+	}
+	return ans, nil
+}
+
+type parkedKey struct{}
+
+// relayParkedSampling is relaySampling for a parked call: the host
+// request's own declaration was checked (parkedRequest), and the decided
+// request is put to the host as an input request of the call.
+var relayParkedSampling = &relay{
+	method: relaySampling.method,
+	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
+		return inspectSampling(g, from, params)
+	},
+	send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
+		pc, _ := ctx.Value(parkedKey{}).(*parkedCall)
+		if pc == nil {
+			return nil, modernServerRequest(r.method)
+		}
+		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+		if err != nil {
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+		}
+		return g.parked.ask(ctx, pc, &question{method: r.method, params: params, reply: make(chan json.RawMessage, 1)})
+	},
+	unguarded: relaySampling.unguarded,
+	refuse:    relaySampling.refuse,
+}
+
+// String names the call in logs.
+func (pc *parkedCall) String() string { return fmt.Sprintf("parked call %s to %s", pc.id, pc.c.server) }
