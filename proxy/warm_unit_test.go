@@ -66,8 +66,10 @@ func TestWarmFillsCacheAndRemembersEra(t *testing.T) {
 		t.Fatalf("Warm: %v", err)
 	}
 	g.Close()
-	if u.probes.Load() != 1 || u.lists.Load() != 1 {
-		t.Fatalf("Warm probed %d and listed %d times; want once each", u.probes.Load(), u.lists.Load())
+	// The start may list once more (refreshAfterRestart): at least once.
+	warmLists := u.lists.Load()
+	if u.probes.Load() != 1 || warmLists == 0 {
+		t.Fatalf("Warm probed %d and listed %d times; want one probe and a list", u.probes.Load(), warmLists)
 	}
 
 	g2 := warmGate(t, u, dir)
@@ -76,8 +78,8 @@ func TestWarmFillsCacheAndRemembersEra(t *testing.T) {
 	if !strings.Contains(string(resp), `"s__t"`) {
 		t.Fatalf("tools/list from the cache: %s", resp)
 	}
-	if u.lists.Load() != 1 {
-		t.Fatalf("the second gate listed the server live (%d lists)", u.lists.Load())
+	if n := u.lists.Load(); n != warmLists {
+		t.Fatalf("the second gate listed the server live (%d lists after Warm's %d)", n, warmLists)
 	}
 	if resp := h.call("tools/call", `{"name":"s__t","arguments":{}}`); strings.Contains(string(resp), `"error"`) {
 		t.Fatalf("a call from the cached list: %s", resp)
@@ -97,6 +99,7 @@ func TestUnreadableCacheEntryIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Close()
+	warmLists := u.lists.Load()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("Warm wrote %v", files)
@@ -109,8 +112,8 @@ func TestUnreadableCacheEntryIgnored(t *testing.T) {
 	if resp := h.call("tools/list", `{}`); !strings.Contains(string(resp), `"s__t"`) {
 		t.Fatalf("tools/list with a broken cache entry: %s", resp)
 	}
-	if u.lists.Load() != 2 || u.probes.Load() != 2 {
-		t.Fatalf("with a broken entry the server was listed %d and probed %d times; want it listed and probed live", u.lists.Load(), u.probes.Load())
+	if u.lists.Load() <= warmLists || u.probes.Load() != 2 {
+		t.Fatalf("with a broken entry the server was listed %d (Warm: %d) and probed %d times; want it listed and probed live", u.lists.Load(), warmLists, u.probes.Load())
 	}
 }
 
