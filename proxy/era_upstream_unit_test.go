@@ -102,8 +102,8 @@ func TestUpstreamInputRoundsRelayed(t *testing.T) {
 	}
 }
 
-// A round without a state retries without one, even if the host's
-// previous retry carried one; a sampling question the policy denies fails
+// A round without a state retries without one, whatever state the host's
+// own params or an earlier round carried; a sampling question the policy denies fails
 // the call without asking the host.
 func TestUpstreamInputRoundsStateAndPolicy(t *testing.T) {
 	u := &modernUpstream{round: func(n int, _ json.RawMessage) string {
@@ -116,15 +116,20 @@ func TestUpstreamInputRoundsStateAndPolicy(t *testing.T) {
 		return `{"resultType":"complete","content":[]}`
 	}}
 	h := startRawHost(t, map[string]scripted{"m": u.serve}, pinModern)
-	if resp := h.call("tools/call", `{"name":"m__t","arguments":{}}`); strings.Contains(string(resp), `"error"`) {
+	// A requestState the host put in its own params is not the upstream's:
+	// a retry never passes it off as the upstream's state.
+	if resp := h.call("tools/call", `{"name":"m__t","arguments":{},"requestState":"from-the-host"}`); strings.Contains(string(resp), `"error"`) {
 		t.Fatalf("two rounds: %s", resp)
 	}
 	calls := u.seen()
 	if len(calls) != 3 {
 		t.Fatalf("%d calls", len(calls))
 	}
-	if _, ok := rawjson.Get(calls[2], "requestState"); ok {
-		t.Fatalf("a stateless round retried with the old state: %s", calls[2])
+	if st, _ := rawjson.GetString(calls[1], "requestState"); st != "s1" {
+		t.Fatalf("the first retry carries state %q, want the upstream's", st)
+	}
+	if st, ok := rawjson.Get(calls[2], "requestState"); ok {
+		t.Fatalf("a stateless round retried with state %s", st)
 	}
 
 	u2 := &modernUpstream{round: func(n int, _ json.RawMessage) string {

@@ -154,9 +154,6 @@ func TestModernHostServedPerRequest(t *testing.T) {
 	if _, ok := d.Meta[metaServerInfo]; !ok {
 		t.Fatalf("discover names no server: %s", res)
 	}
-	if _, ok := d.Capabilities["tasks"]; ok {
-		t.Fatalf("discover offers tasks to a stateless host: %s", res)
-	}
 	if tools := string(d.Capabilities["tools"]); tools != "{}" {
 		t.Fatalf("discover promises tool list changes the gate cannot deliver: tools %s", tools)
 	}
