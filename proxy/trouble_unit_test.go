@@ -123,7 +123,7 @@ func TestPolicyReloadHidingResources(t *testing.T) {
 	// Nothing visible changes: no notification.
 	reload(allowAll + "deny: [\"mcp:s:nothing\"]\n")
 	if h.has("notifications/resources/list_changed") || h.has("notifications/prompts/list_changed") {
-		t.Fatal("a reload that hides nothing listed notified the host")
+		t.Fatalf("a reload that hides nothing listed notified the host: %s", h.pending)
 	}
 	reload(allowAll + "deny: [\"resource:s:mem://a\"]\n")
 	h.next("notifications/resources/list_changed")
