@@ -100,12 +100,22 @@ func envelope(caps string) string {
 		`,"io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"}}`
 }
 
-// call sends method with params (an object) and the envelope declaring caps.
+// call sends method with params (an object) and the envelope declaring
+// caps, added to any _meta the params carry.
 func (h *modernHost) call(method, params, caps string) (json.RawMessage, error) {
 	h.t.Helper()
-	p, err := rawjson.Set([]byte(params), "_meta", []byte(envelope(caps)))
-	if err != nil {
-		h.t.Fatalf("params %s: %v", params, err)
+	meta, ok := rawjson.Get([]byte(params), "_meta")
+	if !ok {
+		meta = []byte("{}")
+	}
+	var err error
+	_ = rawjson.Members([]byte(envelope(caps)), func(m rawjson.Member) bool {
+		meta, err = rawjson.Set(meta, m.Key, m.Value)
+		return err == nil
+	})
+	p, err2 := rawjson.Set([]byte(params), "_meta", meta)
+	if err != nil || err2 != nil {
+		h.t.Fatalf("params %s: %v %v", params, err, err2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -353,6 +363,9 @@ func TestModernHostNotificationsAndServerRequests(t *testing.T) {
 	notes, asked := h.received()
 	if len(asked) != 0 {
 		t.Fatalf("a modern host was sent requests: %v", asked)
+	}
+	if len(notes) == 0 {
+		t.Fatal("the progress of the host's own request did not reach it")
 	}
 	for _, n := range notes {
 		if n != "notifications/progress" {
