@@ -13,8 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/pins"
+	"github.com/mcp-gate/mcp-gate/policy"
 )
 
 // changingUpstream lists one tool "t", one prompt "p" and one resource
@@ -195,5 +197,40 @@ func TestPinsUnreadableRefuse(t *testing.T) {
 	}
 	if u.ran.Load() != 0 {
 		t.Fatalf("the upstream ran %d calls with unreadable pins", u.ran.Load())
+	}
+}
+
+// A call resolved in a snapshot older than the live listing (the cached
+// one, read just before a start's refresh made the list live: a window
+// between resolve and checkPin) is held to the live definition: a tool
+// changed since it was pinned is not let through on the cached, pinned one.
+func TestPinCheckedAgainstLiveNotResolvedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n", func(o *Options) {
+		o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache"))
+	})
+	u.desc.Store("v2") // changed on the server since the cache and the pins were written
+
+	g := newScriptedGate(t, u.serve, pinsPolicy+"pins:\n  default: deny\n", func(o *Options) {
+		o.Pins = pins.Open(dir)
+		o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache"))
+	})
+	sess := g.NewSession()
+	h2 := serveRawHost(t, g, sess.Serve) // the capabilities the cache was written for
+	h2.call("tools/list", `{}`)          // from the cache: nothing started
+	resolvedIn := sess.catalog()
+	tg := &target{kind: policy.KindTool, server: "s", name: "t", wire: "s__t", args: json.RawMessage(`{}`), snap: resolvedIn}
+	if def, _, ok := pinnedDef(resolvedIn, tg); !ok || !strings.Contains(string(def.raw), `"v1"`) {
+		t.Fatal("the call is not resolved in the cached snapshot; the test would prove nothing")
+	}
+	// A start makes the list live; wait until the held list is the live one.
+	h2.call("prompts/get", `{"name":"s__p"}`)
+	waitFor(t, "the live listing", func() bool {
+		return sess.liveSession(g.tools.lister, sess.childKey(), "s") != nil && sess.catalog() != resolvedIn
+	})
+	v := sess.checkPin(ctx10(t), g.policy.Current(), tg)
+	if v.allow || !strings.Contains(v.reason, "changed since it was approved") {
+		t.Fatalf("a call resolved in the cached snapshot got %+v; want the live definition's refusal", v)
 	}
 }
