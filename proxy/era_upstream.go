@@ -113,11 +113,29 @@ func (g *Session) answerInputRequests(ctx context.Context, server string, result
 			return nil, bad("input request %s has method %s; expected elicitation/create, sampling/createMessage or roots/list", shorten(q.key, 40), shorten(q.method, 40))
 		}
 		if err != nil {
-			return nil, err
+			return nil, inputRequestFailed(server, q.key, q.method, err)
 		}
 		if out, err = rawjson.Set(out, q.key, ans); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
 	return out, nil
+}
+
+// inputRequestFailed is the host's answer to a call whose upstream asked
+// for what the gate could not get. The question's error is not the call's
+// own: "method not found" for roots or sampling the host lacks would tell
+// the host that tools/call itself is unknown. It is said as the upstream's
+// question, keeping a policy denial's code; a cancelled call stays
+// cancelled.
+func inputRequestFailed(server, key, method string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	code := int64(rpc.CodeInternalError)
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code == CodeDenied {
+		code = CodeDenied
+	}
+	return rpc.Errorf(code, "upstream %q asked for input mcp-gate could not get (%s %s): %v", server, shorten(method, 40), shorten(key, 40), err)
 }

@@ -50,8 +50,8 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		return verdict{allow: true} // a listed resource, not one a template makes
 	}
 	key := g.childKey()
-	// The common case costs no start and no second decision: the list the
-	// call was resolved in came from the running child.
+	// The common case costs no start and no second decision: the list held
+	// came from the running child.
 	s := g.liveSession(l, key, t.server)
 	if s == nil {
 		if pol.Decide(policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}).Verdict == policy.Deny {
@@ -74,7 +74,13 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		if !g.isLive(l, key, s) {
 			return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
 		}
-		t.snap = g.catalog()
+	}
+	// The list is live now, but the call may have been resolved in an older
+	// snapshot: one seeded from the cache, read just before a start's
+	// refresh (refreshAfterRestart) made the list live. The definition held
+	// to its pin is the live one, never the one the call was resolved in.
+	if cur := g.catalog(); cur != t.snap {
+		t.snap = cur
 		def, pinKey, found = pinnedDef(t.snap, t)
 		if t.kind == policy.KindResource && !found {
 			return verdict{allow: true}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,6 +196,9 @@ func (g *Gate) resourceLister() *lister {
 				return nil, err
 			}
 			return func(old *snapshot) *snapshot {
+				if cur := old.resources.servers[s.Name]; cur != nil && cur.loaded && sameResources(cur, l) {
+					return nil // unchanged: nothing to publish, and no host to tell (as for tools)
+				}
 				ix := old.resources.withServer(s.Name, l, g.pool.Names())
 				for uri, servers := range ix.ambiguous {
 					if slices.Contains(servers, s.Name) {
@@ -207,6 +211,25 @@ func (g *Gate) resourceLister() *lister {
 			}, nil
 		},
 	}
+}
+
+// sameResources reports whether two listings of one server hold the same
+// resources and templates, byte for byte and in order.
+func sameResources(a, b *resourceList) bool {
+	if a.capable != b.capable || len(a.resources) != len(b.resources) || len(a.templates) != len(b.templates) {
+		return false
+	}
+	for i := range a.resources {
+		if a.resources[i].uri != b.resources[i].uri || !bytes.Equal(a.resources[i].raw, b.resources[i].raw) {
+			return false
+		}
+	}
+	for i := range a.templates {
+		if !bytes.Equal(a.templates[i].raw, b.templates[i].raw) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Gate) fetchResources(ctx context.Context, s *upstream.Session) (*resourceList, error) {

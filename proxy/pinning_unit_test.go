@@ -1,0 +1,236 @@
+package proxy
+
+// In-memory tests of pinning (pinning.go): a call to a tool, prompt or
+// resource template whose definition changed since it was pinned gets what
+// the policy's pins setting says (deny, ask, allow), with an audit line,
+// and never runs silently.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcp-gate/mcp-gate/catalogcache"
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/pins"
+	"github.com/mcp-gate/mcp-gate/policy"
+)
+
+// changingUpstream lists one tool "t", one prompt "p" and one resource
+// template whose descriptions are desc, and counts what it runs.
+type changingUpstream struct {
+	desc atomic.Value // string
+	ran  atomic.Int32 // tools/call, prompts/get and resources/read served
+}
+
+func newChangingUpstream(desc string) *changingUpstream {
+	u := &changingUpstream{}
+	u.desc.Store(desc)
+	return u
+}
+
+func (u *changingUpstream) serve(method string, id, params json.RawMessage, w func(string)) {
+	d, _ := json.Marshal(u.desc.Load().(string))
+	switch method {
+	case "tools/list":
+		reply(w, id, `{"tools":[{"name":"t","description":`+string(d)+`,"inputSchema":{"type":"object"}}]}`)
+	case "prompts/list":
+		reply(w, id, `{"prompts":[{"name":"p","description":`+string(d)+`}]}`)
+	case "resources/list":
+		reply(w, id, `{"resources":[{"uri":"mem://listed","name":"l"}]}`)
+	case "resources/templates/list":
+		reply(w, id, `{"resourceTemplates":[{"uriTemplate":"mem://t/{x}","name":"tm","description":`+string(d)+`}]}`)
+	case "tools/call":
+		u.ran.Add(1)
+		reply(w, id, `{"content":[{"type":"text","text":"ran"}]}`)
+	case "prompts/get":
+		u.ran.Add(1)
+		reply(w, id, `{"messages":[]}`)
+	case "resources/read":
+		u.ran.Add(1)
+		reply(w, id, `{"contents":[{"uri":"mem://t/1","text":"x"}]}`)
+	default:
+		if id != nil {
+			reply(w, id, `{}`)
+		}
+	}
+}
+
+// pinnedHost starts a gate holding its definitions to the pins in dir,
+// under policyText, and lists everything once.
+func pinnedHost(t *testing.T, u *changingUpstream, dir, policyText string, opts ...func(*Options)) *rawHost {
+	t.Helper()
+	h := startRawHost(t, map[string]scripted{"s": u.serve}, append([]func(*Options){func(o *Options) {
+		o.Pins = pins.Open(dir)
+		o.Policy = static(t, policyText)
+	}}, opts...)...)
+	for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
+		h.call(m, `{}`)
+	}
+	h.gate.flushPersist()
+	return h
+}
+
+const pinsPolicy = "version: 1\nfallback: deny\nallow: [\"mcp:**\"]\n"
+
+// pinFirst pins the upstream's definitions as they are now, and checks a
+// call to an unchanged definition runs.
+func pinFirst(t *testing.T, u *changingUpstream, dir string) {
+	t.Helper()
+	h := pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n")
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) {
+		t.Fatalf("a call to a definition as pinned: %s", resp)
+	}
+	if u.ran.Load() != 1 {
+		t.Fatalf("the upstream ran %d calls", u.ran.Load())
+	}
+	u.ran.Store(0)
+}
+
+// pins: deny refuses a changed tool, prompt and template, saying what
+// changed and how to accept it, and audits the refusal under rule "pins".
+func TestPinChangedDenied(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("reads a file")
+	pinFirst(t, u, dir)
+	u.desc.Store("reads a file and mails it away")
+
+	var audit lockedBuffer
+	h := pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n", withAudit(&audit))
+	resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
+	for _, want := range []string{`"isError":true`, `definition of tool \"t\" on server \"s\" changed`, "What changed", "mails it away", "mcp-gate pins accept s:t"} {
+		if !strings.Contains(resp, want) {
+			t.Fatalf("a changed tool under pins deny lacks %q: %s", want, resp)
+		}
+	}
+	resp = string(h.call("prompts/get", `{"name":"s__p"}`))
+	if code, _ := jsonRaw(json.RawMessage(resp), "error", "code"); string(code) != "-32010" || !strings.Contains(resp, "mcp-gate pins accept s:p") {
+		t.Fatalf("a changed prompt under pins deny: %s", resp)
+	}
+	resp = string(h.call("resources/read", `{"uri":"mem://t/1"}`))
+	if !strings.Contains(resp, "resource template") || !strings.Contains(resp, "-32010") {
+		t.Fatalf("a URI of a changed template under pins deny: %s", resp)
+	}
+	// A URI the server lists itself is no template's: not held.
+	if resp := string(h.call("resources/read", `{"uri":"mem://listed"}`)); strings.Contains(resp, `"error"`) {
+		t.Fatalf("a listed resource was held to a template's pin: %s", resp)
+	}
+	if n := u.ran.Load(); n != 1 {
+		t.Fatalf("the upstream ran %d requests; only the listed resource's read may run", n)
+	}
+	lines := (&pipelineEnv{t: t, audit: &audit}).auditLines(0)
+	if !hasEvent(lines, "decision", map[string]string{"rule": "pins", "verdict": "deny", "tool": "t"}) {
+		t.Fatalf("no pins decision in the audit: %s", audit.String())
+	}
+}
+
+// pins: ask (the default) puts the change to the approver, showing what
+// changed; a no refuses, a yes runs the call and pins the new definition,
+// so that the next gate runs it without asking.
+func TestPinChangedAsked(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pinFirst(t, u, dir)
+	u.desc.Store("v2")
+
+	no := &fakeApprover{outcome: elicitation.Declined}
+	h := pinnedHost(t, u, dir, pinsPolicy, func(o *Options) { o.Approver = no })
+	resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
+	if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, "approval was required and the fake said declined") {
+		t.Fatalf("a declined change: %s", resp)
+	}
+	if len(no.asked) != 1 || no.asked[0] != "s t" || u.ran.Load() != 0 {
+		t.Fatalf("asked %v; upstream ran %d", no.asked, u.ran.Load())
+	}
+
+	yes := &fakeApprover{outcome: elicitation.Approved}
+	h = pinnedHost(t, u, dir, pinsPolicy, func(o *Options) { o.Approver = yes })
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) || u.ran.Load() != 1 {
+		t.Fatalf("an approved change: %s (upstream ran %d)", resp, u.ran.Load())
+	}
+	h.gate.flushPersist()
+
+	again := &fakeApprover{outcome: elicitation.Declined}
+	h = pinnedHost(t, u, dir, pinsPolicy, func(o *Options) { o.Approver = again })
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) || len(again.asked) != 0 {
+		t.Fatalf("the approved definition was not pinned: %s (asked %v)", resp, again.asked)
+	}
+}
+
+// pins: allow runs a changed definition, pins it and audits the change.
+func TestPinChangedAllowed(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pinFirst(t, u, dir)
+	u.desc.Store("v2")
+	var audit lockedBuffer
+	h := pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n  servers:\n    s: allow\n", withAudit(&audit))
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) || u.ran.Load() != 1 {
+		t.Fatalf("a change the pins setting allows: %s", resp)
+	}
+	if !strings.Contains(audit.String(), `the policy's pins setting allows changes of this server`) {
+		t.Fatalf("the allowed change is not audited: %s", audit.String())
+	}
+	h.gate.flushPersist()
+	// The new definition is pinned: a gate that denies changes runs it.
+	h = pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n")
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) {
+		t.Fatalf("the allowed change was not pinned: %s", resp)
+	}
+}
+
+// Pins that cannot be read refuse the call (fail closed), naming the
+// server and saying how to recover.
+func TestPinsUnreadableRefuse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := newChangingUpstream("v1")
+	h := pinnedHost(t, u, dir, pinsPolicy)
+	resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
+	if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, `cannot read the pins of server \"s\"`) || !strings.Contains(resp, "fix or remove the file") {
+		t.Fatalf("unreadable pins: %s", resp)
+	}
+	if u.ran.Load() != 0 {
+		t.Fatalf("the upstream ran %d calls with unreadable pins", u.ran.Load())
+	}
+}
+
+// A call resolved in a snapshot older than the live listing (the cached
+// one, read just before a start's refresh made the list live: a window
+// between resolve and checkPin) is held to the live definition: a tool
+// changed since it was pinned is not let through on the cached, pinned one.
+func TestPinCheckedAgainstLiveNotResolvedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pinnedHost(t, u, dir, pinsPolicy+"pins:\n  default: deny\n", func(o *Options) {
+		o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache"))
+	})
+	u.desc.Store("v2") // changed on the server since the cache and the pins were written
+
+	g := newScriptedGate(t, u.serve, pinsPolicy+"pins:\n  default: deny\n", func(o *Options) {
+		o.Pins = pins.Open(dir)
+		o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache"))
+	})
+	sess := g.NewSession()
+	h2 := serveRawHost(t, g, sess.Serve) // the capabilities the cache was written for
+	h2.call("tools/list", `{}`)          // from the cache: nothing started
+	resolvedIn := sess.catalog()
+	tg := &target{kind: policy.KindTool, server: "s", name: "t", wire: "s__t", args: json.RawMessage(`{}`), snap: resolvedIn}
+	if def, _, ok := pinnedDef(resolvedIn, tg); !ok || !strings.Contains(string(def.raw), `"v1"`) {
+		t.Fatal("the call is not resolved in the cached snapshot; the test would prove nothing")
+	}
+	// A start makes the list live; wait until the held list is the live one.
+	h2.call("prompts/get", `{"name":"s__p"}`)
+	waitFor(t, "the live listing", func() bool {
+		return sess.liveSession(g.tools.lister, sess.childKey(), "s") != nil && sess.catalog() != resolvedIn
+	})
+	v := sess.checkPin(ctx10(t), g.policy.Current(), tg)
+	if v.allow || !strings.Contains(v.reason, "changed since it was approved") {
+		t.Fatalf("a call resolved in the cached snapshot got %+v; want the live definition's refusal", v)
+	}
+}
