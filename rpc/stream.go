@@ -646,7 +646,7 @@ func (s *Stream) tryWrite(m *Message) (bool, error) {
 	case errors.Is(err, errNoRoom):
 		return false, nil
 	case sent:
-		return true, err
+		return err == nil, err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -701,8 +701,14 @@ func (s *Stream) writeLoop() {
 // fail ends the Stream because sending failed.
 func (s *Stream) fail(err error) {
 	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
+	select {
+	case <-s.done:
+		// Closed already: a write cut short by the close is not the
+		// peer's failure, and later calls say ErrClosed.
+	default:
+		if s.err == nil {
+			s.err = err
+		}
 	}
 	s.mu.Unlock()
 	_ = s.Close()
