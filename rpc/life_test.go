@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,9 @@ func forPipes(t *testing.T, test func(*testing.T, func(*testing.T) (io.ReadClose
 // A direct-mode Stream is in direct mode (the forPipes tests would
 // otherwise test goroutine mode twice).
 func TestForPipesDirect(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("direct mode is Linux's")
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -428,11 +428,6 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// appendMessage appends m's wire form, without a trailing newline.
-//
-// The raw fields are written as they are (they were validated when they were
-// read or built by this program), which keeps a relayed payload byte-identical
-// and spares a second pass over a large result.
 // appendLargeHead appends the wire form of m up to its params or result
 // when that payload is at least min bytes, and returns the payload, which
 // with a closing brace completes the message; ok is false (nothing
@@ -462,6 +457,11 @@ func appendLargeHead(buf []byte, m *Message, min int) (head, payload []byte, ok 
 	return buf, payload, true
 }
 
+// appendMessage appends m's wire form, without a trailing newline.
+//
+// The raw fields are written as they are (they were validated when they were
+// read or built by this program), which keeps a relayed payload byte-identical
+// and spares a second pass over a large result.
 func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	buf = append(buf, `{"jsonrpc":"2.0"`...)
 	if m.ID != nil {

@@ -42,7 +42,11 @@ func (s *Stream) failFraming(reason error) error {
 // lines are not taken, the process is stopped) nothing counts.
 //
 // Its counters are the reader goroutine's alone: bufio calls Read, and
-// readLine reports what it consumed, on that goroutine.
+// readLine reports what it consumed, on that goroutine (in direct mode,
+// Read's). In direct mode a read interrupted by the caller's context stops
+// the clock, and the next read starts it again in full: a caller reading
+// under contexts shorter than ReadStall would never see a stall. Conn.Run
+// reads under one context throughout, so the gate's do.
 type stallReader struct {
 	r       io.Reader
 	stall   time.Duration

@@ -146,6 +146,12 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 	if rdl != nil && rdl.SetReadDeadline(time.Time{}) != nil {
 		rdl = nil
 	}
+	if f, ok := raw.(*os.File); ok && !ownNonblocking(f) {
+		// A descriptor shared with another process (stdin as it came, if
+		// it could not be reopened) may turn blocking under the Stream,
+		// and then no deadline would end a read on Read's goroutine.
+		rdl = nil
+	}
 	var watch *stallReader
 	if lim.ReadStall > 0 {
 		watch = &stallReader{r: r, stall: lim.ReadStall}
@@ -240,20 +246,15 @@ func (s *Stream) message(r readResult) (m *Message, err error, ok bool) {
 // next Read (with a live context) clears the deadline and goes on with it.
 func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 	for {
+		select {
+		case <-s.done:
+			// Close counts before an earlier end of the input, as in
+			// goroutine mode.
+			return nil, s.closedErr()
+		default:
+		}
 		if s.directErr != nil {
 			return nil, s.directErr
-		}
-		if s.q.bytes != nil {
-			// As in goroutine mode: the peer is not reading what is
-			// queued for it, so take on nothing more of its work until it
-			// does. (There is no reader ahead of this one to have seen the
-			// input end; the queue's write timeout bounds the wait.)
-			if err := s.q.bytes.awaitRoom(ctx, s.done, s.framing); err != nil {
-				if errors.Is(err, ErrClosed) {
-					return nil, s.closedErr()
-				}
-				return nil, err
-			}
 		}
 		s.intrMu.Lock()
 		select {
@@ -275,6 +276,18 @@ func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 		s.intrMu.Unlock()
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
+		}
+		if s.q.bytes != nil {
+			if full, room := s.q.bytes.full(); full {
+				// As in goroutine mode: the peer is not reading what is
+				// queued for it, so take on nothing more of its work
+				// until it does; but see the input end (a host shutting
+				// down), as goroutine mode's reader does.
+				if err := s.awaitRoomDirect(ctx, room); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		var r readResult
 		var err error
@@ -308,6 +321,55 @@ func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 			return m, err
 		}
 	}
+}
+
+// awaitRoomDirect waits, in direct mode, until the send queue has room
+// (room closes), the context ends or the Stream closes, while it watches
+// the input for its end: with nothing of the input held yet, it peeks at
+// most one buffer of it (the most goroutine mode's reader holds ahead),
+// interrupted by a past deadline once there is room. An input that has
+// ended with no partial line left ends the Stream's reading, so that a
+// host that stops reading and closes its input is seen to go. A nil
+// return means: look again.
+func (s *Stream) awaitRoomDirect(ctx context.Context, room <-chan struct{}) error {
+	if s.r.Buffered() > 0 || len(s.rl.buf) > 0 || s.rl.tooBig > 0 {
+		// Input is held already: only room, the context or Close matter.
+		err := s.q.bytes.awaitRoom(ctx, s.done, s.framing)
+		if errors.Is(err, ErrClosed) {
+			return s.closedErr()
+		}
+		return err
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-room:
+			s.intrMu.Lock()
+			_ = s.rdl.SetReadDeadline(aLongTimeAgo)
+			s.intrMu.Unlock()
+		case <-stop:
+		}
+	}()
+	_, err := s.r.Peek(1)
+	close(stop)
+	<-stopped
+	// Whatever interrupted the peek (room, the context, Close), the next
+	// look clears the deadline it may have left.
+	s.interrupted = true
+	switch {
+	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil
+	}
+	select {
+	case <-s.done:
+		return s.closedErr()
+	default:
+	}
+	s.directErr = err
+	return err
 }
 
 // watchLocked makes ctx's end interrupt the reads made under it. A
@@ -584,7 +646,7 @@ func (s *Stream) tryWrite(m *Message) (bool, error) {
 	case errors.Is(err, errNoRoom):
 		return false, nil
 	case sent:
-		return true, err
+		return err == nil, err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -639,8 +701,14 @@ func (s *Stream) writeLoop() {
 // fail ends the Stream because sending failed.
 func (s *Stream) fail(err error) {
 	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
+	select {
+	case <-s.done:
+		// Closed already: a write cut short by the close is not the
+		// peer's failure, and later calls say ErrClosed.
+	default:
+		if s.err == nil {
+			s.err = err
+		}
 	}
 	s.mu.Unlock()
 	_ = s.Close()

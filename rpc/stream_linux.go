@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -17,9 +18,10 @@ import (
 func nonblockingWriter(w io.Writer) func([][]byte) (int, error) {
 	switch f := w.(type) {
 	case *os.File:
-		// Only a pollable file takes a deadline; only a pollable file is
-		// non-blocking.
-		if f.SetWriteDeadline(time.Time{}) != nil {
+		// Only a pollable file takes a deadline, and only one whose
+		// description is the gate's own and non-blocking may be written
+		// raw (ownNonblocking).
+		if f.SetWriteDeadline(time.Time{}) != nil || !ownNonblocking(f) {
 			return nil
 		}
 		rc, err := f.SyscallConn()
@@ -103,6 +105,31 @@ func (p *polledSocket) tryWrite(b []byte) (int, error) {
 	}
 }
 
+// ownNonblocking reports whether f may be read and written raw: its
+// descriptor is not one of the standard three, whose open file
+// descriptions the gate shares with the host (another process may make
+// them blocking), and its description is non-blocking now. A raw call on
+// a blocking descriptor would hold the gate's P with no hand-off, where
+// no deadline, context or Close could end it. The gate's own descriptions
+// (a reopened stdin or stdout, a child's pipes) are non-blocking from the
+// start, and nothing in the gate calls Fd on them, which would make them
+// blocking.
+func ownNonblocking(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		if fd <= 2 {
+			return
+		}
+		fl, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		ok = e == 0 && fl&syscall.O_NONBLOCK != 0
+	})
+	return ok
+}
+
 // rawIO makes one read or write system call on a non-blocking descriptor
 // without telling the scheduler (RawSyscall). Such a call never waits: it
 // moves what fits and returns, or EAGAIN. Announced as a system call (as
@@ -111,7 +138,8 @@ func (p *polledSocket) tryWrite(b []byte) (int, error) {
 // counts the gate's only P as held in a system call, takes it back
 // (sysmon's retake) and hands it to another thread, and every relayed
 // message pays futex wake-ups and thread switches for nothing. Files and
-// blocking descriptors keep the announced calls: they can wait.
+// blocking descriptors keep the announced calls: they can wait. The race
+// detector does not see the buffers of a raw call as read or written.
 func rawIO(trap, fd uintptr, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
@@ -133,7 +161,7 @@ func rawIO(trap, fd uintptr, b []byte) (int, error) {
 // as os.File does, or r itself when r is not such a file.
 func directReader(r io.Reader) io.Reader {
 	f, ok := r.(*os.File)
-	if !ok || f.SetReadDeadline(time.Time{}) != nil {
+	if !ok || f.SetReadDeadline(time.Time{}) != nil || !ownNonblocking(f) {
 		return r
 	}
 	if _, ok := pipeStat(f); !ok {
@@ -162,7 +190,11 @@ func (p *rawPipeReader) Read(b []byte) (int, error) {
 		return rerr != syscall.EAGAIN
 	})
 	if err != nil {
-		return 0, err
+		// As os.File reports it (a closed file is os.ErrClosed).
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, err
+		}
+		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: err}
 	}
 	if rerr != nil {
 		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: rerr}

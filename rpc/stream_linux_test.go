@@ -5,11 +5,13 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fillPipe writes to the non-blocking pipe w until the kernel has no more
@@ -106,4 +108,33 @@ func (m multiCloser) Close() error {
 		c.Close()
 	}
 	return nil
+}
+
+// A descriptor that is blocking (here made so by Fd, as another process
+// sharing the description could) is read and written through the Stream's
+// goroutines, never raw on Read's goroutine, where nothing could end a
+// read that blocks: Read still returns when its context ends.
+func TestBlockingDescriptorNotDirect(t *testing.T) {
+	connR, peerW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerW.Close()
+	peerR, connW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerR.Close()
+	connR.Fd() // blocking from now on
+	connW.Fd()
+	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
+	defer s.Close()
+	if s.rdl != nil || s.tw != nil {
+		t.Fatalf("a Stream over blocking descriptors is in direct mode (read %v, write %v)", s.rdl != nil, s.tw != nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read of a silent peer = %v; want the context's end", err)
+	}
 }

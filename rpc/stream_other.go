@@ -2,7 +2,10 @@
 
 package rpc
 
-import "io"
+import (
+	"io"
+	"os"
+)
 
 // nonblockingWriter: elsewhere every write goes through the Stream's writer
 // goroutine.
@@ -10,3 +13,6 @@ func nonblockingWriter(io.Writer) func([][]byte) (int, error) { return nil }
 
 // directReader: elsewhere a Stream reads through os.File.
 func directReader(r io.Reader) io.Reader { return r }
+
+// ownNonblocking: elsewhere a Stream reads with its reader goroutine.
+func ownNonblocking(*os.File) bool { return false }

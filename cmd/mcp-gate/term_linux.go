@@ -14,6 +14,18 @@ func isTerminal(r io.Reader) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	// Control, not Fd: Fd puts the descriptor in blocking mode, and stdin's
+	// open file description is the host's too: a non-blocking pipe the
+	// host shares would turn blocking under it (and under the gate's own
+	// raw reads).
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		tty = err == nil
+	})
+	return tty
 }
