@@ -161,20 +161,22 @@ func (r *Rounds) IsRelayed(s string) bool {
 }
 
 // CheckRelayed verifies s for b (MAC, expiry, binding) without using it
-// up: for the decision, which must know the retry continues a call the
-// policy let through before the state is redeemed by the forward.
-func (r *Rounds) CheckRelayed(s string, b Binding) error {
+// up, and returns the round it carries: for the decision, which must know
+// the retry continues a call the policy let through, and for reading the
+// answers, before the state is redeemed (a malformed retry does not burn
+// the state of a question the user may still answer).
+func (r *Rounds) CheckRelayed(s string, b Binding) (RelayedRound, error) {
 	c, err := r.parseRelayed(s)
 	if err != nil {
-		return err
+		return RelayedRound{}, err
 	}
 	if r.now().UnixMilli() >= c.Exp {
-		return ErrStateExpired
+		return RelayedRound{}, ErrStateExpired
 	}
 	if c.Binding != b {
-		return ErrStateMismatch
+		return RelayedRound{}, ErrStateMismatch
 	}
-	return nil
+	return c.RelayedRound, nil
 }
 
 // RedeemRelayed verifies s for b and marks it used: it succeeds once, for

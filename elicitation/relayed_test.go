@@ -49,7 +49,7 @@ func TestRelayedStateKinds(t *testing.T) {
 		if _, err := r.RedeemRelayed(s, b); !errors.Is(err, ErrStateForged) {
 			t.Fatalf("an %s state redeemed as a relayed round's: %v", name, err)
 		}
-		if err := r.CheckRelayed(s, b); !errors.Is(err, ErrStateForged) {
+		if _, err := r.CheckRelayed(s, b); !errors.Is(err, ErrStateForged) {
 			t.Fatalf("CheckRelayed of an %s state: %v", name, err)
 		}
 	}
@@ -93,10 +93,10 @@ func TestRelayedStateRedeem(t *testing.T) {
 	}
 	other = b
 	other.Name = "other-tool"
-	if err := r.CheckRelayed(st, other); !errors.Is(err, ErrStateMismatch) {
+	if _, err := r.CheckRelayed(st, other); !errors.Is(err, ErrStateMismatch) {
 		t.Fatalf("another tool: %v", err)
 	}
-	if err := r.CheckRelayed(st, b); err != nil {
+	if _, err := r.CheckRelayed(st, b); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	flip := byte('A')
@@ -122,7 +122,7 @@ func TestRelayedStateRedeem(t *testing.T) {
 	if _, err := r.RedeemRelayed(st2, b); !errors.Is(err, ErrStateExpired) {
 		t.Fatalf("expired: %v", err)
 	}
-	if err := r.CheckRelayed(st2, b); !errors.Is(err, ErrStateExpired) {
+	if _, err := r.CheckRelayed(st2, b); !errors.Is(err, ErrStateExpired) {
 		t.Fatalf("expired check: %v", err)
 	}
 }

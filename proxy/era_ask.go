@@ -56,7 +56,7 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 			// through under this revision (era_relayed.go): as for a
 			// parked state, that yes still covers it if the state holds
 			// for exactly this call. Never read as the gate's answer.
-			if err := g.rounds.CheckRelayed(m.requestState, b); err != nil {
+			if _, err := g.rounds.CheckRelayed(m.requestState, b); err != nil {
 				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
 			}
 			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil

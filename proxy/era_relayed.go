@@ -151,7 +151,7 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 // answers under the upstream's keys, its requestState as it sent it) and
 // the rounds relayed so far.
 func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (json.RawMessage, int, error) {
-	rr, err := g.rounds.RedeemRelayed(m.requestState, b)
+	rr, err := g.rounds.CheckRelayed(m.requestState, b)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
 	}
@@ -186,9 +186,6 @@ func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (
 				return nil, 0, fmt.Errorf("the retry carries no answer to %s (inputResponses.%s must be an object)", k, k)
 			}
 			ans = a
-			if in.Method == "elicitation/create" && t.answers != nil {
-				t.answers.add(a) // the result guard exempts the host's own answer
-			}
 		}
 		if out, err = rawjson.Set(out, in.Key, ans); err != nil {
 			return nil, 0, err
@@ -197,6 +194,19 @@ func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (
 	fwd, err := retryParams(t.fwd, out, rr.State)
 	if err != nil {
 		return nil, 0, err
+	}
+	// Only a retry that answers the round uses its state up (once: a
+	// concurrent retry of the same state fails here).
+	if _, err := g.rounds.RedeemRelayed(m.requestState, b); err != nil {
+		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
+	}
+	if t.answers != nil {
+		for i, in := range rr.Inputs {
+			if in.Asked && in.Method == "elicitation/create" {
+				a, _ := rawjson.Get(m.inputResponses, elicitation.RelayedKey(i))
+				t.answers.add(a) // the result guard exempts the host's own answer
+			}
+		}
 	}
 	return fwd, rr.Round, nil
 }
