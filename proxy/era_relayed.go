@@ -18,8 +18,9 @@ import (
 // Both sides are stateless, so the gate is too: it answers the host's call
 // with an input-required result of its own carrying the upstream's
 // questions, each through the path an upstream's question always takes
-// (vetElicitation's guard, label and neutraliser; roots only to a request
-// that declared them), under keys of the gate's namespace
+// (vetElicitation's guard, label and neutraliser; sampling decided by the
+// policy; roots and sampling only to a request that declared them), under
+// keys of the gate's namespace
 // (elicitation.RelayedKey), and a requestState of the relayed kind
 // (elicitation.MintRelayed) that binds the call as an approval does, the
 // round, the upstream's keys, and the upstream's own requestState carried
@@ -101,7 +102,18 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 			}
 			params = json.RawMessage(`{}`)
 		case "sampling/createMessage":
-			return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "mcp-gate does not relay an upstream's sampling request inside a %s host's call", ModernVersion))
+			if !m.caps.sampling {
+				return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "the host's request declared no sampling capability, so it is not asked"))
+			}
+			// Decided by the policy, inspected and neutralised, as for
+			// any host; only the last step differs (relayRoundSampling).
+			// It is decided as a request of its own: an ask cannot be put
+			// to the host in this round, so it is refused (askModern).
+			sm := &modernReq{method: q.method, version: m.version, caps: m.caps}
+			params, err = g.run(context.WithValue(ctx, modernKey{}, sm), relayRoundSampling, server, q.params)
+			if err != nil {
+				return nil, inputRequestFailed(server, q.key, q.method, err)
+			}
 		default:
 			return nil, badMethod(server, q)
 		}
@@ -142,6 +154,24 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 	m.asked.Store(true)
 	g.log.Debug("upstream input round relayed to the host", "session", g.session, "server", server, "round", round, "questions", len(qs))
 	return nil, &gateAnswer{b.Bytes()}
+}
+
+// relayRoundSampling is relaySampling for a relayed round: the decided,
+// neutralised request is what goes to the host, as an input request.
+var relayRoundSampling = &relay{
+	method: relaySampling.method,
+	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
+		return inspectSampling(g, from, params)
+	},
+	send: func(g *Session, _ context.Context, r *relay, t target) (json.RawMessage, error) {
+		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+		if err != nil {
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+		}
+		return params, nil
+	},
+	unguarded: relaySampling.unguarded,
+	refuse:    relaySampling.refuse,
 }
 
 // resumeRelayed serves a retry carrying a relayed round's state, already

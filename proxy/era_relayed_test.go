@@ -206,7 +206,7 @@ func TestRelayedRoundsCapped(t *testing.T) {
 
 // What a host's request did not declare is not put to it: an elicitation
 // for a request without forms is declined by the gate (and the upstream
-// retried at once), roots without roots and any sampling fail the call
+// retried at once), roots or sampling without their capability fail the call
 // naming the upstream; a malformed round, too many questions or an
 // oversized state fail it too, and nothing is retried.
 func TestRelayedUndeclaredAndMalformed(t *testing.T) {
@@ -235,7 +235,7 @@ func TestRelayedUndeclaredAndMalformed(t *testing.T) {
 	big := `"` + strings.Repeat("x", elicitation.MaxUpstreamStateBytes) + `"`
 	for _, c := range []struct{ name, round, caps, want string }{
 		{"roots", `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`, formCaps, "roots"},
-		{"sampling", `{"resultType":"input_required","inputRequests":{"m":` + askModel + `}}`, `{"elicitation":{"form":{}},"sampling":{}}`, "sampling"},
+		{"sampling", `{"resultType":"input_required","inputRequests":{"m":` + askModel + `}}`, formCaps, "sampling"},
 		{"unknown method", `{"resultType":"input_required","inputRequests":{"a":{"method":"tools/call","params":{}}}}`, formCaps, "has method tools/call"},
 		{"too many", `{"resultType":"input_required","inputRequests":` + many + `}`, formCaps, "more than"},
 		{"state-only", `{"resultType":"input_required","requestState":"s"}`, formCaps, "no inputRequests"},
@@ -311,5 +311,47 @@ func TestRelayedUnderPolicy(t *testing.T) {
 	res, err = h.retryWith(`{"a":2}`, `{"mcp-gate-relayed-1":{"action":"decline"}}`, st)
 	if err != nil || !strings.Contains(string(res), `"isError":true`) || len(u.seen()) != n {
 		t.Fatalf("a retry the policy denies since: %s %v", res, err)
+	}
+}
+
+// A sampling question goes to a request that declared sampling, decided by
+// the policy like any upstream's sampling request: allowed, it is an input
+// request of the round and the host's answer reaches the upstream; denied,
+// or asked (a question the round cannot carry), the call fails with the
+// policy's code and the host is sent nothing.
+func TestRelayedSampling(t *testing.T) {
+	const samplingCaps = `{"elicitation":{"form":{}},"sampling":{}}`
+	newUp := func() *modernUpstream {
+		return &modernUpstream{round: func(n int, p json.RawMessage) string {
+			if n == 0 {
+				return `{"resultType":"input_required","inputRequests":{"model":` + askModel + `},"requestState":"s"}`
+			}
+			m, _ := jsonPath(p, "inputResponses", "model", "content", "text")
+			return `{"resultType":"complete","content":[{"type":"text","text":` + string(rawjson.AppendString(nil, "model said "+m)) + `}]}`
+		}}
+	}
+	u := newUp()
+	h := relayedHost(t, u, allowAll)
+	reqs, st := inputRequired(t)(h.call("tools/call", `{"name":"s__t","arguments":{}}`, samplingCaps))
+	if m, _ := jsonPath(reqs, "mcp-gate-relayed-1", "method"); m != "sampling/createMessage" {
+		t.Fatalf("the sampling question: %s", reqs)
+	}
+	res, err := h.call("tools/call", `{"name":"s__t","arguments":{},"inputResponses":{"mcp-gate-relayed-1":{"role":"assistant","content":{"type":"text","text":"hello"},"model":"m"}},"requestState":`+string(rawjson.AppendString(nil, st))+`}`, samplingCaps)
+	if err != nil || !strings.Contains(string(res), "model said hello") {
+		t.Fatalf("the sampled answer: %s %v", res, err)
+	}
+	for _, pol := range []string{
+		"version: 1\nfallback: deny\nallow: [mcp:s:t]\n",
+		"version: 1\nfallback: deny\nallow: [mcp:s:t]\nask: [\"sampling:**\"]\n",
+	} {
+		u := newUp()
+		h := relayedHost(t, u, pol)
+		_, err := h.call("tools/call", `{"name":"s__t","arguments":{}}`, samplingCaps)
+		if code, msg := rpcCode(t, err); code != CodeDenied || !strings.Contains(msg, "sampling") {
+			t.Fatalf("%q: a sampling question the policy does not allow: %d %s", pol, code, msg)
+		}
+		if _, asked := h.received(); len(asked) != 0 || len(u.seen()) != 1 {
+			t.Fatalf("the host was sent %v; %d calls upstream", asked, len(u.seen()))
+		}
 	}
 }
