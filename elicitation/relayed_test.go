@@ -167,3 +167,24 @@ func TestRelayedStateBounds(t *testing.T) {
 		t.Fatal("the relayed key namespace overlaps the gate's other keys")
 	}
 }
+
+// Whatever the host sends as a relayed state, only the one the gate minted
+// parses, and nothing panics.
+func FuzzRedeemRelayed(f *testing.F) {
+	r, _ := testRounds()
+	b := Binding{Principal: "p", Method: "tools/call", Server: "s", Name: "t", ArgsDigest: "d", Revision: "r"}
+	genuine, _ := r.MintRelayed(b, testRound(`"s"`), time.Hour)
+	approval, _ := r.Mint(b, time.Hour)
+	parked, _ := r.MintParked(b, "c", 1, time.Hour)
+	for _, s := range []string{genuine, approval, parked, "", ".", genuine[:len(genuine)-1] + "A", strings.Replace(genuine, ".", "..", 1), strings.Repeat("A", MaxRelayedStateBytes+1)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := r.parseRelayed(s); err == nil && s != genuine {
+			t.Fatalf("%q parsed as a relayed state, but only the genuine one can", s)
+		}
+		_, _ = r.CheckRelayed(s, b)
+		_ = r.RelayedError(s)
+		_ = r.IsRelayed(s)
+	})
+}
