@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestModernUpstreams(t *testing.T) {
 // A 2026-07-28 upstream's input-required round reaches a 2025-11-25 host
 // as the elicitation/create that era uses, labelled with the server's
 // name, and the answer goes back to the upstream with its requestState
-// echoed; a 2026-07-28 host's call is refused rather than guessed at.
+// echoed; a 2026-07-28 host gets it as an input-required result.
 func TestModernUpstreamAsksLegacyHost(t *testing.T) {
 	servers := map[string]server{"modern": eraServer("2026-07-28")}
 	g := gateCommand(t, servers)
@@ -93,10 +94,14 @@ func TestModernUpstreamAsksLegacyHost(t *testing.T) {
 	g2 := gateCommand(t, servers)
 	h := startModern(t, g2, formCaps)
 	resp := h.request("tools/call", `"name":"modern__confirm","arguments":{}`)
-	// The upstream was told of no capability for this host (the gate passes
-	// none upstream for a 2026-07-28 host), so a conforming one refuses to
-	// ask (-32021); one that asks anyway is refused by the gate.
-	if code, msg, _ := rpcErrorOf(t, resp); code != -32021 && !(code == -32603 && strings.Contains(msg, "asked for input")) {
+	// A 2026-07-28 host gets the upstream's round as an input-required
+	// result of its own call, under the gate's key, labelled (the whole
+	// exchange: modern2_test.go).
+	r := modernResult(t, resp)
+	reqs, _ := r["inputRequests"].(map[string]any)
+	q, _ := reqs["mcp-gate-relayed-1"].(map[string]any)
+	params, _ := q["params"].(map[string]any)
+	if r["resultType"] != "input_required" || len(reqs) != 1 || !strings.HasPrefix(fmt.Sprint(params["message"]), "[modern] Proceed with the deployment?") {
 		t.Fatalf("a modern host's call to an asking upstream: %s", resp)
 	}
 }

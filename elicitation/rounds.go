@@ -120,6 +120,7 @@ func (r *Rounds) mac(p string) []byte { return r.macAs(approvalLabel, p) }
 const (
 	approvalLabel = "mcp-gate requestState v1\x00"
 	parkedLabel   = "mcp-gate parked question v1\x00"
+	relayedLabel  = "mcp-gate relayed round v1\x00"
 )
 
 func (r *Rounds) macAs(label, p string) []byte {
@@ -155,7 +156,12 @@ func (r *Rounds) parseState(s string) (stateClaims, error) {
 // verifyAs checks the MAC of s under label and only then decodes its
 // payload into c, strictly (no unknown or duplicate member).
 func (r *Rounds) verifyAs(label, s string, c any) error {
-	if len(s) == 0 || len(s) > MaxStateBytes {
+	return r.verifyAsMax(label, s, MaxStateBytes, c)
+}
+
+// verifyAsMax is verifyAs for a kind whose states may be up to max bytes.
+func (r *Rounds) verifyAsMax(label, s string, max int, c any) error {
+	if len(s) == 0 || len(s) > max {
 		return ErrStateMalformed
 	}
 	p, sig, ok := strings.Cut(s, ".")

@@ -51,6 +51,16 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 			}
 			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
 		}
+		if g.rounds.IsRelayed(m.requestState) {
+			// The retry answers an upstream's own round of a call let
+			// through under this revision (era_relayed.go): as for a
+			// parked state, that yes still covers it if the state holds
+			// for exactly this call. Never read as the gate's answer.
+			if _, err := g.rounds.CheckRelayed(m.requestState, b); err != nil {
+				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
+			}
+			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
+		}
 		return g.rounds.AnswerFrom(m.inputResponses, m.requestState, b), nil
 	}
 	req.OnceOnly, req.Titled = true, true

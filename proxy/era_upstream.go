@@ -19,8 +19,8 @@ import (
 // by the policy, roots only to a host that declared them), then retries the
 // call with the answers and the upstream's requestState echoed byte for
 // byte. The gate never reads that state: it is the upstream's, and decides
-// nothing here. A 2026-07-28 host is not asked (its own input-required
-// rounds carry only the gate's approval so far): the call is refused.
+// nothing here. For a 2026-07-28 host the round is relayed as an
+// input-required result of the host's own call instead (era_relayed.go).
 
 // maxUpstreamRounds bounds the rounds of one call, as the SDK clients do.
 const maxUpstreamRounds = 10
@@ -37,24 +37,34 @@ func (g *Session) forwardRounds(ctx context.Context, server, method string, para
 		if !errors.As(err, &ir) {
 			return res, err
 		}
-		if modernOf(ctx) != nil {
-			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: upstream %q asked for input, which mcp-gate does not relay to a %s host yet", method, server, ModernVersion)
+		// A 2026-07-28 host's call counts the rounds its earlier requests
+		// relayed (era_relayed.go).
+		rc := relayedOf(ctx)
+		total := round
+		if rc != nil {
+			total += rc.base
 		}
-		if round > maxUpstreamRounds {
+		if modernOf(ctx) != nil && rc == nil {
+			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: upstream %q asked for input, which mcp-gate relays to a %s host only in tools/call, prompts/get and resources/read", method, server, ModernVersion)
+		}
+		if total > maxUpstreamRounds {
 			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: upstream %q still asked for input after %d rounds", method, server, maxUpstreamRounds)
 		}
-		responses, err2 := g.answerInputRequests(ctx, server, ir.Result)
+		var responses json.RawMessage
+		var err2 error
+		if rc != nil {
+			responses, err2 = g.relayRound(ctx, server, rc, total, ir.Result)
+		} else {
+			responses, err2 = g.answerInputRequests(ctx, server, ir.Result)
+		}
 		if err2 != nil {
 			return nil, err2
 		}
-		retry, err2 := rawjson.Set(params, "inputResponses", responses)
-		if err2 == nil {
-			if st, ok := rawjson.Get(ir.Result, "requestState"); ok {
-				retry, err2 = rawjson.Set(retry, "requestState", st)
-			} else {
-				retry, _ = rawjson.Delete(retry, "requestState")
-			}
+		st, hasState := rawjson.Get(ir.Result, "requestState")
+		if !hasState {
+			st = nil
 		}
+		retry, err2 := retryParams(params, responses, st)
 		if err2 != nil {
 			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: building the retry for upstream %q: %v", method, server, err2)
 		}
@@ -62,36 +72,27 @@ func (g *Session) forwardRounds(ctx context.Context, server, method string, para
 	}
 }
 
+// retryParams are a call's params retried with the answers of a round and
+// the upstream's requestState (JSON text, echoed byte for byte; nil: none).
+func retryParams(params, responses, state json.RawMessage) (json.RawMessage, error) {
+	retry, err := rawjson.Set(params, "inputResponses", responses)
+	if err != nil {
+		return nil, err
+	}
+	if state != nil {
+		return rawjson.Set(retry, "requestState", state)
+	}
+	retry, _ = rawjson.Delete(retry, "requestState")
+	return retry, nil
+}
+
 // answerInputRequests puts one round's questions to the host and returns
 // the inputResponses object.
 func (g *Session) answerInputRequests(ctx context.Context, server string, result json.RawMessage) (json.RawMessage, error) {
-	bad := func(format string, args ...any) error {
-		return rpc.Errorf(rpc.CodeInternalError, "upstream %q sent an input-required result mcp-gate cannot serve: %s", server, fmt.Sprintf(format, args...))
-	}
-	if err := rawjson.UniqueKeys(result); err != nil {
-		return nil, bad("%s", keyErrorDetail(err))
-	}
-	reqs, ok := rawjson.Get(result, "inputRequests")
-	if !ok || len(reqs) == 0 || reqs[0] != '{' {
-		return nil, bad("no inputRequests object (state-only rounds are not served)")
-	}
-	type question struct {
-		key    string
-		method string
-		params json.RawMessage
-	}
-	var qs []question
-	_ = rawjson.Members(reqs, func(m rawjson.Member) bool {
-		method, _ := rawjson.GetString(m.Value, "method")
-		p, _ := rawjson.Get(m.Value, "params")
-		qs = append(qs, question{m.Key, method, p})
-		return len(qs) <= maxInputRequests
-	})
-	switch {
-	case len(qs) == 0:
-		return nil, bad("inputRequests is empty")
-	case len(qs) > maxInputRequests:
-		return nil, bad("more than %d input requests in one round", maxInputRequests)
+	bad := badRound(server)
+	qs, err := inputQuestions(server, result)
+	if err != nil {
+		return nil, err
 	}
 	out := []byte("{}")
 	for _, q := range qs {
@@ -110,7 +111,7 @@ func (g *Session) answerInputRequests(ctx context.Context, server string, result
 				ans, err = g.askHost(ctx, msg)
 			}
 		default:
-			return nil, bad("input request %s has method %s; expected elicitation/create, sampling/createMessage or roots/list", shorten(q.key, 40), shorten(q.method, 40))
+			return nil, badMethod(server, q)
 		}
 		if err != nil {
 			return nil, inputRequestFailed(server, q.key, q.method, err)
@@ -120,6 +121,50 @@ func (g *Session) answerInputRequests(ctx context.Context, server string, result
 		}
 	}
 	return out, nil
+}
+
+// inputQuestion is one input request of an upstream's round.
+type inputQuestion struct {
+	key    string
+	method string
+	params json.RawMessage
+}
+
+func badRound(server string) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		return rpc.Errorf(rpc.CodeInternalError, "upstream %q sent an input-required result mcp-gate cannot serve: %s", server, fmt.Sprintf(format, args...))
+	}
+}
+
+func badMethod(server string, q inputQuestion) error {
+	return badRound(server)("input request %s has method %s; expected elicitation/create, sampling/createMessage or roots/list", shorten(q.key, 40), shorten(q.method, 40))
+}
+
+// inputQuestions reads a round's input requests, in the upstream's order,
+// at most maxInputRequests; whatever else is refused.
+func inputQuestions(server string, result json.RawMessage) ([]inputQuestion, error) {
+	bad := badRound(server)
+	if err := rawjson.UniqueKeys(result); err != nil {
+		return nil, bad("%s", keyErrorDetail(err))
+	}
+	reqs, ok := rawjson.Get(result, "inputRequests")
+	if !ok || len(reqs) == 0 || reqs[0] != '{' {
+		return nil, bad("no inputRequests object (state-only rounds are not served)")
+	}
+	var qs []inputQuestion
+	_ = rawjson.Members(reqs, func(m rawjson.Member) bool {
+		method, _ := rawjson.GetString(m.Value, "method")
+		p, _ := rawjson.Get(m.Value, "params")
+		qs = append(qs, inputQuestion{m.Key, method, p})
+		return len(qs) <= maxInputRequests
+	})
+	switch {
+	case len(qs) == 0:
+		return nil, bad("inputRequests is empty")
+	case len(qs) > maxInputRequests:
+		return nil, bad("more than %d input requests in one round", maxInputRequests)
+	}
+	return qs, nil
 }
 
 // inputRequestFailed is the host's answer to a call whose upstream asked

@@ -409,9 +409,20 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
 	}
+	rc := &relayedCall{binding: b}
 	if m.hasState {
 		if id, _, ok := g.rounds.IsParked(m.requestState); ok {
 			return g.resumeParked(ctx, m, r, t, b, id)
+		}
+		if g.rounds.IsRelayed(m.requestState) {
+			// The retry of an upstream's own round (era_relayed.go).
+			fwd, base, err := g.resumeRelayed(m, t, b)
+			if err != nil {
+				return g.refuseRetry(r, t, err.Error())
+			}
+			t.fwd, rc.base = fwd, base
+		} else if k, ok := relayedAnswer(m.inputResponses); ok {
+			return g.refuseRetry(r, t, "the retry answers a server's question ("+shorten(k, 40)+"), but "+g.rounds.RelayedError(m.requestState).Error()+"; call again without requestState and inputResponses")
 		}
 		if _, ok := rawjson.Get(m.inputResponses, elicitation.ParkedInputKey); ok {
 			// An answer to a server's question needs that question's
@@ -429,6 +440,7 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	// request, over HTTP another session: takeHold).
 	hold := &resultHold{}
 	parent := context.WithValue(context.WithoutCancel(ctx), resultHoldKey{}, hold)
+	parent = context.WithValue(parent, relayedKey{}, rc)
 	pc := g.parked.open(parent, g.identity.Key(), child{key, t.server}, b, m.caps)
 	pc.hold, pc.owner = hold, g
 	go func() {

@@ -1,0 +1,218 @@
+package elicitation
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Relayed rounds. A 2026-07-28 upstream asks for input by answering a call
+// with an input-required result of its own: input requests under keys it
+// chose and a requestState it alone reads. For a 2026-07-28 host the gate
+// passes the (vetted) questions on as an input-required result of the
+// host's call, and the host's retry carries the answers back; neither side
+// keeps anything between the two requests.
+//
+// The host sees the questions under keys of the gate's (RelayedKey: a
+// prefix no other kind of the gate's uses, and an index), never the
+// upstream's own, so an upstream cannot name its question
+// "mcp-gate-approval" and have the host's answer read as the gate's, nor
+// the reverse. The requestState the host gets is the gate's, of a kind of
+// its own (MACed under a label no approval or parked state uses): it binds
+// what an approval binds, the round, the upstream's keys and question
+// kinds (to map the answers back), and the upstream's own requestState,
+// carried inside, byte for byte, so that the retry can echo it without the
+// gate keeping it. The gate never reads the upstream's state for anything:
+// it is carried, bounded, and returned.
+
+// RelayedKeyPrefix starts every key under which the gate puts an upstream's
+// question to a 2026-07-28 host; the gate's approval (ApprovalInputKey) and
+// an older upstream's parked question (ParkedInputKey) use other keys.
+const RelayedKeyPrefix = "mcp-gate-relayed-"
+
+// RelayedKey is the host-side key of the i-th (from 0) question of a round.
+func RelayedKey(i int) string { return RelayedKeyPrefix + strconv.Itoa(i+1) }
+
+// IsRelayedKey reports whether k is in the relayed namespace (whether or
+// not it names a question of any round).
+func IsRelayedKey(k string) bool { return strings.HasPrefix(k, RelayedKeyPrefix) }
+
+// Bounds of what a relayed state carries.
+const (
+	// MaxUpstreamStateBytes bounds the upstream's requestState (its JSON
+	// text) the gate carries for it.
+	MaxUpstreamStateBytes = 8 << 10
+	// MaxUpstreamKeyBytes bounds each of the upstream's input request keys.
+	MaxUpstreamKeyBytes = 256
+	// MaxRelayedStateBytes bounds a relayed requestState the gate will look
+	// at: its claims with the largest upstream state, keys and answers fit.
+	MaxRelayedStateBytes = 24 << 10
+	// maxRelayedInputs bounds the questions of one relayed round.
+	maxRelayedInputs = 16
+)
+
+// RelayedInput is one of the upstream's questions of a round, in the order
+// of the host-side keys (RelayedKey(i)).
+type RelayedInput struct {
+	Key    string `json:"k"`           // the upstream's own key
+	Method string `json:"m"`           // elicitation/create, sampling/createMessage, roots/list
+	Asked  bool   `json:"q,omitempty"` // put to the host under RelayedKey(i)
+	// Answer is the gate's own answer for the host, when the question was
+	// not put to it (a refused elicitation is declined).
+	Answer json.RawMessage `json:"a,omitempty"`
+}
+
+// RelayedRound is what a relayed state carries besides its binding.
+type RelayedRound struct {
+	Round  int            `json:"r"` // the upstream's rounds of this call so far, this one included
+	Inputs []RelayedInput `json:"i"`
+	// State is the upstream's requestState as it sent it (JSON text), nil
+	// when it sent none.
+	State json.RawMessage `json:"s,omitempty"`
+}
+
+// relayedClaims is the signed payload of a relayed round's requestState.
+type relayedClaims struct {
+	V     int    `json:"v"`
+	Nonce string `json:"n"`
+	Exp   int64  `json:"e"` // unix milliseconds
+	RelayedRound
+	Binding
+}
+
+// MintRelayed returns the requestState of a relayed round for the call b
+// describes, valid for ttl.
+func (r *Rounds) MintRelayed(b Binding, rr RelayedRound, ttl time.Duration) (string, error) {
+	if err := checkRelayed(rr); err != nil {
+		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
+	}
+	if ttl <= 0 {
+		ttl = DefaultTimeout
+	}
+	var n [16]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
+	}
+	c := relayedClaims{V: 3, Nonce: hex.EncodeToString(n[:]), Exp: r.now().Add(ttl).UnixMilli(), RelayedRound: rr, Binding: b}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
+	}
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	s := p + "." + base64.RawURLEncoding.EncodeToString(r.macAs(relayedLabel, p))
+	if len(s) > MaxRelayedStateBytes {
+		return "", fmt.Errorf("minting a relayed round's requestState: %d bytes, more than the %d the gate reads back", len(s), MaxRelayedStateBytes)
+	}
+	return s, nil
+}
+
+// checkRelayed holds a round to the bounds, on minting and on reading.
+func checkRelayed(rr RelayedRound) error {
+	if rr.Round < 1 {
+		return fmt.Errorf("round %d", rr.Round)
+	}
+	if len(rr.Inputs) == 0 || len(rr.Inputs) > maxRelayedInputs {
+		return fmt.Errorf("%d input requests (1 to %d)", len(rr.Inputs), maxRelayedInputs)
+	}
+	if len(rr.State) > MaxUpstreamStateBytes {
+		return fmt.Errorf("the upstream's requestState is %d bytes, more than the %d mcp-gate carries", len(rr.State), MaxUpstreamStateBytes)
+	}
+	seen := map[string]bool{}
+	for _, in := range rr.Inputs {
+		if len(in.Key) > MaxUpstreamKeyBytes {
+			return fmt.Errorf("an input request key of %d bytes, more than %d", len(in.Key), MaxUpstreamKeyBytes)
+		}
+		if seen[in.Key] {
+			return fmt.Errorf("input request key %q twice", in.Key)
+		}
+		seen[in.Key] = true
+		if in.Asked == (in.Answer != nil) {
+			return fmt.Errorf("input request %q must be either asked or answered by the gate", in.Key)
+		}
+	}
+	return nil
+}
+
+func (r *Rounds) parseRelayed(s string) (relayedClaims, error) {
+	var c relayedClaims
+	if len(s) > MaxRelayedStateBytes {
+		return c, ErrStateMalformed
+	}
+	if err := r.verifyAsMax(relayedLabel, s, MaxRelayedStateBytes, &c); err != nil {
+		return relayedClaims{}, err
+	}
+	if c.V != 3 || len(c.Nonce) != 32 || checkRelayed(c.RelayedRound) != nil {
+		return relayedClaims{}, ErrStateMalformed
+	}
+	return c, nil
+}
+
+// IsRelayed reports whether s is a relayed round's state this gate wrote
+// (its MAC holds under the relayed label), whatever it is bound to. An
+// approval's or a parked question's state is not one.
+func (r *Rounds) IsRelayed(s string) bool {
+	_, err := r.parseRelayed(s)
+	return err == nil
+}
+
+// CheckRelayed verifies s for b (MAC, expiry, binding) without using it
+// up, and returns the round it carries: for the decision, which must know
+// the retry continues a call the policy let through, and for reading the
+// answers, before the state is redeemed (a malformed retry does not burn
+// the state of a question the user may still answer).
+func (r *Rounds) CheckRelayed(s string, b Binding) (RelayedRound, error) {
+	c, err := r.parseRelayed(s)
+	if err != nil {
+		return RelayedRound{}, err
+	}
+	if r.now().UnixMilli() >= c.Exp {
+		return RelayedRound{}, ErrStateExpired
+	}
+	if c.Binding != b {
+		return RelayedRound{}, ErrStateMismatch
+	}
+	return c.RelayedRound, nil
+}
+
+// RedeemRelayed verifies s for b and marks it used: it succeeds once, for
+// the call it was minted for, before it expires, and returns the round it
+// carries.
+func (r *Rounds) RedeemRelayed(s string, b Binding) (RelayedRound, error) {
+	c, err := r.parseRelayed(s)
+	if err != nil {
+		return RelayedRound{}, err
+	}
+	now := r.now().UnixMilli()
+	if now >= c.Exp {
+		return RelayedRound{}, ErrStateExpired
+	}
+	if c.Binding != b {
+		return RelayedRound{}, ErrStateMismatch
+	}
+	if err := r.use(c.Nonce, c.Exp, now); err != nil {
+		return RelayedRound{}, err
+	}
+	return c.RelayedRound, nil
+}
+
+// RelayedError says why s is not a relayed round's state: a state of
+// another of the gate's kinds, or whatever verification found.
+func (r *Rounds) RelayedError(s string) error {
+	if _, err := r.parseState(s); err == nil {
+		return ErrStateKind
+	}
+	if _, err := r.parseParked(s); err == nil {
+		return ErrStateKindParked
+	}
+	_, err := r.parseRelayed(s)
+	return err
+}
+
+// ErrStateKindParked: an older upstream's parked question's state presented
+// as the answer to a relayed round.
+var ErrStateKindParked = fmt.Errorf("the requestState is another server question's (a parked call's), not this round's")

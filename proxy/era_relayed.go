@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// Relayed rounds: a 2026-07-28 upstream's input-required result during a
+// 2026-07-28 host's tools/call, prompts/get or resources/read.
+//
+// Both sides are stateless, so the gate is too: it answers the host's call
+// with an input-required result of its own carrying the upstream's
+// questions, each through the path an upstream's question always takes
+// (vetElicitation's guard, label and neutraliser; sampling decided by the
+// policy; roots and sampling only to a request that declared them), under
+// keys of the gate's namespace
+// (elicitation.RelayedKey), and a requestState of the relayed kind
+// (elicitation.MintRelayed) that binds the call as an approval does, the
+// round, the upstream's keys, and the upstream's own requestState carried
+// inside it. The host's retry is decided afresh under the policy in force
+// (run), the state is redeemed for exactly this call (forwardModern →
+// resumeRelayed), the answers are mapped back to the upstream's keys, and
+// the call is sent again with the upstream's state echoed byte for byte;
+// its result passes the result guard with the host's elicitation answers
+// exempted. The upstream's state is carried, not trusted: the gate decides
+// nothing on it.
+//
+// Why the upstream's state rides inside the gate's rather than being kept
+// by the gate: nothing then outlives the host's request (no table to bound,
+// expire or lose over HTTP, where every POST is a session of its own), and
+// the gate's MAC already makes it tamper-evident; it is bounded
+// (elicitation.MaxUpstreamStateBytes) and a larger one fails the call. The
+// host sees the upstream's state inside the gate's (base64, not secret):
+// the same a direct connection would show it.
+
+// relayedCall is carried in the context of a 2026-07-28 host's parkable
+// call: forwardRounds relays the upstream's rounds of it to the host.
+type relayedCall struct {
+	binding elicitation.Binding
+	base    int // rounds relayed by the host's earlier requests of this call
+}
+
+type relayedKey struct{}
+
+func relayedOf(ctx context.Context) *relayedCall {
+	rc, _ := ctx.Value(relayedKey{}).(*relayedCall)
+	return rc
+}
+
+// relayRound serves an upstream's round of a 2026-07-28 host's call: the
+// questions the host must answer go back as the call's input-required
+// result (a *gateAnswer); when the gate answered every question itself
+// (each elicitation refused, so declined), it returns the answers and the
+// call is retried at once.
+func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall, round int, result json.RawMessage) (json.RawMessage, error) {
+	m := modernOf(ctx)
+	if m == nil {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q asked for input outside a %s call", server, ModernVersion)
+	}
+	qs, err := inputQuestions(server, result)
+	if err != nil {
+		return nil, err
+	}
+	bad := badRound(server)
+	state, hasState := rawjson.Get(result, "requestState")
+	if !hasState {
+		state = nil
+	} else if len(state) > elicitation.MaxUpstreamStateBytes {
+		return nil, bad("its requestState is %d bytes; mcp-gate carries at most %d through a %s host", len(state), elicitation.MaxUpstreamStateBytes, ModernVersion)
+	}
+	rr := elicitation.RelayedRound{Round: round, State: state}
+	var asked bytes.Buffer
+	for i, q := range qs {
+		if len(q.key) > elicitation.MaxUpstreamKeyBytes {
+			return nil, bad("an input request key of %d bytes; mcp-gate relays keys of at most %d", len(q.key), elicitation.MaxUpstreamKeyBytes)
+		}
+		in := elicitation.RelayedInput{Key: q.key, Method: q.method}
+		var params json.RawMessage
+		switch q.method {
+		case "elicitation/create":
+			// As for a parked question: a URL elicitation's completion
+			// could not reach a 2026-07-28 host, so form only.
+			caps := m.caps
+			caps.elicitURL = false
+			params, err = g.vetElicitation(server, caps, &rpc.Message{Method: q.method, Params: q.params})
+			if err != nil {
+				return nil, inputRequestFailed(server, q.key, q.method, err)
+			}
+			if params == nil {
+				in.Answer = declined // refused, and audited
+			}
+		case "roots/list":
+			if !m.caps.roots {
+				return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "the host's request declared no roots capability, so it is not asked"))
+			}
+			params = json.RawMessage(`{}`)
+		case "sampling/createMessage":
+			if !m.caps.sampling {
+				return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "the host's request declared no sampling capability, so it is not asked"))
+			}
+			// Decided by the policy, inspected and neutralised, as for
+			// any host; only the last step differs (relayRoundSampling).
+			// It is decided as a request of its own: an ask cannot be put
+			// to the host in this round, so it is refused (askModern).
+			sm := &modernReq{method: q.method, version: m.version, caps: m.caps}
+			params, err = g.run(context.WithValue(ctx, modernKey{}, sm), relayRoundSampling, server, q.params)
+			if err != nil {
+				return nil, inputRequestFailed(server, q.key, q.method, err)
+			}
+		default:
+			return nil, badMethod(server, q)
+		}
+		if in.Answer == nil {
+			in.Asked = true
+			if asked.Len() > 0 {
+				asked.WriteByte(',')
+			}
+			asked.Write(rawjson.AppendString(nil, elicitation.RelayedKey(i)))
+			asked.WriteString(`:{"method":`)
+			asked.Write(rawjson.AppendString(nil, q.method))
+			asked.WriteString(`,"params":`)
+			asked.Write(params)
+			asked.WriteString(`}`)
+		}
+		rr.Inputs = append(rr.Inputs, in)
+	}
+	if asked.Len() == 0 {
+		// Nothing for the host: the upstream hears the gate's answers now.
+		out := json.RawMessage(`{}`)
+		for _, in := range rr.Inputs {
+			if out, err = rawjson.Set(out, in.Key, in.Answer); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
+		return out, nil
+	}
+	tok, err := g.rounds.MintRelayed(rc.binding, rr, g.policy.Current().ApprovalTimeout())
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q asked for input mcp-gate cannot relay: %v", server, err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
+	b.Write(asked.Bytes())
+	b.WriteString(`},"requestState":`)
+	b.Write(rawjson.AppendString(nil, tok))
+	b.WriteString(`}`)
+	m.asked.Store(true)
+	g.log.Debug("upstream input round relayed to the host", "session", g.session, "server", server, "round", round, "questions", len(qs))
+	return nil, &gateAnswer{b.Bytes()}
+}
+
+// relayRoundSampling is relaySampling for a relayed round: the decided,
+// neutralised request is what goes to the host, as an input request.
+var relayRoundSampling = &relay{
+	method: relaySampling.method,
+	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
+		return inspectSampling(g, from, params)
+	},
+	send: func(g *Session, _ context.Context, r *relay, t target) (json.RawMessage, error) {
+		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+		if err != nil {
+			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
+		}
+		return params, nil
+	},
+	unguarded: relaySampling.unguarded,
+	refuse:    relaySampling.refuse,
+}
+
+// resumeRelayed serves a retry carrying a relayed round's state, already
+// decided under the policy in force: the state must redeem for exactly
+// this call (b), and inputResponses must answer exactly the questions the
+// host was asked. It returns the params to send the upstream (the host's
+// answers under the upstream's keys, its requestState as it sent it) and
+// the rounds relayed so far.
+func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (json.RawMessage, int, error) {
+	rr, err := g.rounds.CheckRelayed(m.requestState, b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
+	}
+	ir := m.inputResponses
+	if len(ir) == 0 || ir[0] != '{' || rawjson.UniqueKeys(ir) != nil {
+		return nil, 0, errors.New("the retry carries no readable inputResponses (an object, each key once)")
+	}
+	want := map[string]int{}
+	for i, in := range rr.Inputs {
+		if in.Asked {
+			want[elicitation.RelayedKey(i)] = i
+		}
+	}
+	var extra string
+	_ = rawjson.Members(ir, func(mb rawjson.Member) bool {
+		if _, ok := want[mb.Key]; !ok {
+			extra = mb.Key
+			return false
+		}
+		return true
+	})
+	if extra != "" {
+		return nil, 0, fmt.Errorf("the retry answers %s, which this round did not ask (it asked only its %s keys)", shorten(extra, 40), elicitation.RelayedKeyPrefix)
+	}
+	out := json.RawMessage(`{}`)
+	for i, in := range rr.Inputs {
+		ans := in.Answer
+		if in.Asked {
+			k := elicitation.RelayedKey(i)
+			a, ok := rawjson.Get(ir, k)
+			if !ok || len(a) == 0 || a[0] != '{' {
+				return nil, 0, fmt.Errorf("the retry carries no answer to %s (inputResponses.%s must be an object)", k, k)
+			}
+			ans = a
+		}
+		if out, err = rawjson.Set(out, in.Key, ans); err != nil {
+			return nil, 0, err
+		}
+	}
+	fwd, err := retryParams(t.fwd, out, rr.State)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Only a retry that answers the round uses its state up (once: a
+	// concurrent retry of the same state fails here).
+	if _, err := g.rounds.RedeemRelayed(m.requestState, b); err != nil {
+		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
+	}
+	if t.answers != nil {
+		for i, in := range rr.Inputs {
+			if in.Asked && in.Method == "elicitation/create" {
+				a, _ := rawjson.Get(m.inputResponses, elicitation.RelayedKey(i))
+				t.answers.add(a) // the result guard exempts the host's own answer
+			}
+		}
+	}
+	return fwd, rr.Round, nil
+}
+
+// relayedAnswer reports whether inputResponses answers a relayed round's
+// question (a key of the relayed namespace), and the first such key.
+func relayedAnswer(inputResponses json.RawMessage) (string, bool) {
+	var key string
+	_ = rawjson.Members(inputResponses, func(mb rawjson.Member) bool {
+		if elicitation.IsRelayedKey(mb.Key) {
+			key = mb.Key
+			return false
+		}
+		return true
+	})
+	return key, key != ""
+}
