@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
 func (g *Session) listTools(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
@@ -108,6 +109,12 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 	if err != nil {
 		return nil, upstreamError(server, method, err)
 	}
+	if m := modernOf(ctx); m != nil {
+		// A 2026-07-28 upstream reads the client's capabilities from each
+		// request: it is told what this request declared and the gate can
+		// relay, not what the principal's children declared at discover.
+		ctx = upstream.WithClientCapabilities(ctx, mirroredCaps(m.caps))
+	}
 	if meta, ok := rawjson.Get(params, "_meta"); ok {
 		if tok, ok := rawjson.Get(meta, "progressToken"); ok {
 			gateTok, release := g.progress.add(server, tok)
@@ -154,4 +161,29 @@ func (g *Session) itemTitle(k policy.Kind, server, name string) string {
 		}
 	}
 	return ""
+}
+
+// mirroredCaps is the client capabilities a 2026-07-28 upstream is told a
+// 2026-07-28 host's request has: of what the request declared, what the
+// gate relays to it as input requests (era_relayed.go): form elicitation,
+// sampling and roots. URL elicitation is left out, since the gate declines
+// it for such a host, and so is everything the gate does not relay.
+func mirroredCaps(h hostInfo) json.RawMessage {
+	out := []byte("{")
+	add := func(member string) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, member...)
+	}
+	if h.elicitForm {
+		add(`"elicitation":{"form":{}}`)
+	}
+	if h.sampling {
+		add(`"sampling":{}`)
+	}
+	if h.roots {
+		add(`"roots":{}`)
+	}
+	return append(out, '}')
 }

@@ -353,3 +353,34 @@ func TestRelayedSampling(t *testing.T) {
 		}
 	}
 }
+
+// A 2026-07-28 upstream is told, on each request, the capabilities that
+// request of the host declared and the gate relays: no more (not URL
+// elicitation, which the gate declines for such a host, nor anything it
+// does not relay) and no less (not the principal's children's fixed
+// declaration).
+func TestModernUpstreamToldEachRequestsCaps(t *testing.T) {
+	u := &modernUpstream{round: func(int, json.RawMessage) string {
+		return `{"resultType":"complete","content":[]}`
+	}}
+	h := relayedHost(t, u, allowAll)
+	for i, c := range []struct{ declared, told string }{
+		{formCaps, `{"elicitation":{"form":{}}}`},
+		{`{}`, `{}`},
+		{`{"elicitation":{"url":{}},"sampling":{},"roots":{"listChanged":true},"experimental":{"x":{}}}`, `{"sampling":{},"roots":{}}`},
+		{`{"elicitation":{}}`, `{"elicitation":{"form":{}}}`},
+	} {
+		if _, err := h.call("tools/call", `{"name":"s__t","arguments":{}}`, c.declared); err != nil {
+			t.Fatal(err)
+		}
+		calls := u.seen()
+		if len(calls) != i+1 {
+			t.Fatalf("%d upstream calls after %d host calls", len(calls), i+1)
+		}
+		meta, _ := rawjson.Get(calls[i], "_meta")
+		got, _ := rawjson.Get(meta, "io.modelcontextprotocol/clientCapabilities")
+		if string(got) != c.told {
+			t.Errorf("a request declaring %s: the upstream was told %s, want %s", c.declared, got, c.told)
+		}
+	}
+}

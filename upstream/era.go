@@ -311,9 +311,29 @@ func (s *Session) discover(ctx context.Context, initParams json.RawMessage) erro
 	return nil
 }
 
+// capsKey carries the client capabilities one request declares upstream.
+type capsKey struct{}
+
+// WithClientCapabilities makes the 2026-07-28 requests made under ctx
+// declare caps as their client's capabilities, in place of those the
+// child's pool key declared at discover: a request of that era carries
+// its own declaration, so an upstream can be told exactly what the host's
+// request declared (and the gate relays), never more and never less. caps
+// must be a JSON object. A 2025 upstream learned its capabilities at
+// initialize and is not affected.
+func WithClientCapabilities(ctx context.Context, caps json.RawMessage) context.Context {
+	return context.WithValue(ctx, capsKey{}, caps)
+}
+
+func clientCapabilitiesOf(ctx context.Context) json.RawMessage {
+	caps, _ := ctx.Value(capsKey{}).(json.RawMessage)
+	return caps
+}
+
 // modernParams puts the envelope into a request's _meta, keeping any
-// other member the params carry (a progress token).
-func (s *Session) modernParams(method string, params json.RawMessage) (json.RawMessage, error) {
+// other member the params carry (a progress token); caps, when not nil,
+// replaces the envelope's client capabilities for this request.
+func (s *Session) modernParams(method string, params json.RawMessage, caps json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(params)) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
 		params = json.RawMessage("{}")
 	}
@@ -323,7 +343,11 @@ func (s *Session) modernParams(method string, params json.RawMessage) (json.RawM
 	}
 	var err error
 	_ = rawjson.Members(s.envelope, func(m rawjson.Member) bool {
-		meta, err = rawjson.Set(meta, m.Key, m.Value)
+		v := m.Value
+		if caps != nil && m.Key == "io.modelcontextprotocol/clientCapabilities" {
+			v = caps
+		}
+		meta, err = rawjson.Set(meta, m.Key, v)
 		return err == nil
 	})
 	if err == nil {

@@ -30,7 +30,7 @@ func TestModernParams(t *testing.T) {
 		``: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
 		`{"name":"t","_meta":{"progressToken":1}}`: `{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
 	} {
-		got, err := s.modernParams("tools/call", json.RawMessage(in))
+		got, err := s.modernParams("tools/call", json.RawMessage(in), nil)
 		if err != nil || string(got) != want {
 			t.Errorf("%s: %s %v, want %s", in, got, err, want)
 		}

@@ -76,7 +76,7 @@ func (s *Session) CallAdmit(ctx context.Context, method string, params json.RawM
 	defer s.end()
 	if s.envelope != nil {
 		var err error
-		if params, err = s.modernParams(method, params); err != nil { // era.go
+		if params, err = s.modernParams(method, params, clientCapabilitiesOf(ctx)); err != nil { // era.go
 			return nil, err
 		}
 	}
