@@ -105,6 +105,25 @@ var streamWire = wire{name: "stream", overhead: 1, connect: func(t *testing.T, l
 	return tr, bytePeer(peerR, peerW)
 }}
 
+// osPipes returns two os.Pipes, the Stream's ends (connR, connW) and its
+// peer's (peerR, peerW), all closed when the test ends.
+func osPipes(t *testing.T) (connR, peerW, peerR, connW *os.File) {
+	t.Helper()
+	var err error
+	if connR, peerW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	if peerR, connW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, f := range []*os.File{connR, peerW, peerR, connW} {
+			f.Close()
+		}
+	})
+	return connR, peerW, peerR, connW
+}
+
 // bytePeer is the raw peer of a Stream: it writes bytes to the Stream's
 // input and reads its output line by line.
 func bytePeer(peerR io.ReadCloser, peerW io.WriteCloser) *rawPeer {
@@ -161,14 +180,7 @@ var pipeWire = wire{name: "pipe", overhead: 0, connect: func(t *testing.T, lim L
 // nothing is queued (direct mode), where streamWire's io.Pipe keeps the
 // reader and writer goroutines.
 var osPipeWire = wire{name: "ospipe", overhead: 1, connect: func(t *testing.T, lim Limits) (Transport, *rawPeer) {
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	connR, peerW, peerR, connW := osPipes(t)
 	tr := NewStream(connR, connW, closerFunc(func() error {
 		connR.Close()
 		connW.Close()
@@ -1228,14 +1240,7 @@ func stalledConn(t *testing.T, w wire, opts Options, lim Limits) (c *Conn, runEr
 		tr = NewStream(connR, connW, nil, lim)
 		release = func() { peerR.Close(); peerW.Close() }
 	case "ospipe":
-		connR, peerW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		peerR, connW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		connR, peerW, peerR, connW := osPipes(t)
 		// The peer reads nothing: fill the kernel's pipe buffer first, so
 		// that what the Conn writes waits in the Stream's queue.
 		fillPipe(t, connW)

@@ -63,16 +63,7 @@ func TestPipeGrowsForLargeMessages(t *testing.T) {
 		}
 		return int(n)
 	}
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerW.Close()
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerR.Close()
+	connR, peerW, peerR, connW := osPipes(t)
 	go io.Copy(io.Discard, peerR)
 	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
 	defer s.Close()
@@ -115,16 +106,7 @@ func (m multiCloser) Close() error {
 // goroutines, never raw on Read's goroutine, where nothing could end a
 // read that blocks: Read still returns when its context ends.
 func TestBlockingDescriptorNotDirect(t *testing.T) {
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerW.Close()
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerR.Close()
+	connR, _, _, connW := osPipes(t)
 	connR.Fd() // blocking from now on
 	connW.Fd()
 	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
