@@ -57,7 +57,18 @@ type Binding struct {
 	Name       string // the upstream's tool or prompt name, or the URI
 	ArgsDigest string // CanonicalDigest of the arguments
 	Revision   string // the policy revision that asked
+	// LetBy is what let the call through, for the states of a call in
+	// flight (parked, relayed): "allow" for the policy's allow, or
+	// "approved" with the rule and its reason for a human's yes
+	// (ApprovedBy). A retry decided ask counts such a state as that yes
+	// only when it names the very rule and reason, as a 2025 host's yes
+	// counts only for them.
+	LetBy string `json:",omitempty"`
 }
+
+// ApprovedBy is Binding.LetBy for a human's yes to rule, whose reason the
+// human was shown.
+func ApprovedBy(rule, reason string) string { return "approved\x00" + rule + "\x00" + reason }
 
 // stateClaims is the signed payload of a requestState.
 type stateClaims struct {

@@ -31,6 +31,10 @@ type verdict struct {
 	// inputRequired, for a 2026-07-28 host, is the gate's input-required
 	// result asking the human (era_ask.go): the answer to the request.
 	inputRequired json.RawMessage
+	// For an allow: what let the call through (elicitation.Binding.LetBy)
+	// and the policy revision of that decision, which the states of a
+	// call in flight bind (parked.go, era_relayed.go).
+	letBy, revision string
 }
 
 // decide takes the policy's decision about a call and, for ask, the human's.
@@ -58,7 +62,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	g.observeDecision(&call, &d)
 	switch d.Verdict {
 	case policy.Allow:
-		return verdict{allow: true}
+		return verdict{allow: true, letBy: "allow", revision: d.Revision}
 	case policy.Deny:
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]", d.Reason, d.Rule, d.Revision)}
 	}
@@ -78,7 +82,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule + "\x00def:" + g.defDigest(call.Kind, call.Server, call.Name)
 	if g.grants.Granted(d.Revision, call.Server, grantName) {
 		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
-		return verdict{allow: true}
+		return verdict{allow: true, letBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)), revision: d.Revision}
 	}
 	host := g.hostCaps()
 	// The human reads the policy's own words for why (the rule's reason:),
@@ -94,13 +98,24 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		req.Tool = "sampling/createMessage (a request to use your model)"
 	}
 	var a elicitation.Answer
-	if m := modernOf(ctx); m != nil {
-		// A 2026-07-28 host: asked in an input-required result, answered
-		// in a retry, which is this decision taken again (era_ask.go).
+	if m := modernOf(ctx); m != nil && modernAsksHost(m, pol.ApprovalVia(d.Rule, m.client)) {
+		// A 2026-07-28 host, and the policy lets this host's form ask:
+		// asked in an input-required result, answered in a retry, which
+		// is this decision taken again (era_ask.go).
 		var ir json.RawMessage
 		if a, ir = g.askModern(m, pol, call, d, req); ir != nil {
 			record(a)
 			return verdict{reason: a.Detail, inputRequired: ir}
+		}
+	} else if m != nil {
+		// The policy wants another channel first (via: [local], or
+		// approval.hosts for this client): the host must not answer its
+		// own question. The local surface holds this request meanwhile.
+		req.Via = pol.ApprovalVia(d.Rule, m.client)
+		req.Client = m.client
+		a = g.approver.Approve(ctx, withoutHostChannel(req), pol.ApprovalTimeout())
+		if a.Outcome == elicitation.Unsupported && !m.caps.elicitForm {
+			a.Detail = "this host cannot ask for approval (its request declared no form elicitation), and " + a.Detail
 		}
 	} else {
 		a = g.approver.Approve(ctx, req, pol.ApprovalTimeout())
@@ -132,7 +147,10 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	if a.Outcome == elicitation.ApprovedSession {
 		g.grants.Grant(d.Revision, call.Server, grantName) // ignored if the policy has changed since
 	}
-	return verdict{allow: true}
+	if d2.Verdict == policy.Allow {
+		return verdict{allow: true, letBy: "allow", revision: d2.Revision}
+	}
+	return verdict{allow: true, letBy: elicitation.ApprovedBy(d2.Rule, req.Reason), revision: d2.Revision}
 }
 
 func kindName(k policy.Kind) string {

@@ -80,6 +80,7 @@ type modernReq struct {
 	method  string
 	version string
 	caps    hostInfo // elicitForm, elicitURL, sampling, roots of this request
+	client  string   // the envelope's clientInfo.name, which picks approval.hosts
 	// The retry of an input-required round: the answers and the state.
 	inputResponses json.RawMessage
 	requestState   string
@@ -276,6 +277,11 @@ func readEnvelope(method string, params json.RawMessage) (*modernReq, json.RawMe
 			Data:    mustJSON(map[string]any{"supported": []string{ModernVersion}, "requested": version})}
 	}
 	m := &modernReq{method: method, version: version, caps: declaredCaps(capsRaw)}
+	if ci, ok := rawjson.Get(meta, metaClientInfo); ok {
+		// The name picks approval.hosts (policy.ApprovalVia), as
+		// initialize's clientInfo does for a 2025 host.
+		m.client, _ = rawjson.GetString(ci, "name")
+	}
 	if st, ok := rawjson.Get(params, "requestState"); ok {
 		s, isStr := rawjson.String(st)
 		if !isStr {

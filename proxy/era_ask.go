@@ -39,6 +39,12 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		Principal: g.identity.Key(), Method: m.method, Server: call.Server, Name: call.Name,
 		ArgsDigest: digest, Revision: d.Revision,
 	}
+	// A parked or relayed state stands for the yes that let its call
+	// through only if that yes was to this very rule and reason; one minted
+	// for a call the policy allowed, or approved by another rule, does not
+	// redeem here (LetBy differs), and the retry is refused.
+	inFlight := b
+	inFlight.LetBy = elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule))
 	if m.hasState {
 		if _, _, parked := g.rounds.IsParked(m.requestState); parked {
 			// The retry answers the server's question of a call that was
@@ -46,7 +52,7 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 			// if the state holds for exactly this call under this policy
 			// revision. A parked state is never read as an answer to the
 			// gate's own question, nor the reverse (elicitation.Rounds).
-			if _, _, err := g.rounds.CheckParked(m.requestState, b); err != nil {
+			if _, _, err := g.rounds.CheckParked(m.requestState, inFlight); err != nil {
 				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
 			}
 			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
@@ -56,7 +62,7 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 			// through under this revision (era_relayed.go): as for a
 			// parked state, that yes still covers it if the state holds
 			// for exactly this call. Never read as the gate's answer.
-			if _, err := g.rounds.CheckRelayed(m.requestState, b); err != nil {
+			if _, err := g.rounds.CheckRelayed(m.requestState, inFlight); err != nil {
 				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
 			}
 			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
@@ -74,4 +80,47 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 	}
 	m.asked.Store(true)
 	return elicitation.Answer{Outcome: elicitation.Pending, Detail: "asked the user in an input-required result; the call runs only when retried with their yes"}, ir
+}
+
+// modernAsksHost reports whether the policy's channels for a question put
+// it to the 2026-07-28 host's own form (an input-required result): the
+// first channel in via that can ask is "elicitation" and the request
+// declared form elicitation, or via names no channel a gate knows (then
+// askModern says why the host cannot be asked). A "local" before it, or a
+// host that cannot show forms with "local" after, goes to the gate's
+// local surface instead, as elicitation.Channels does for a 2025 host:
+// a rule that keeps the answer away from the host is kept.
+func modernAsksHost(m *modernReq, via []string) bool {
+	if len(via) == 0 {
+		via = []string{policy.ViaElicitation}
+	}
+	for _, ch := range via {
+		switch ch {
+		case policy.ViaElicitation:
+			if m.caps.elicitForm {
+				return true
+			}
+		case policy.ViaLocal:
+			return false
+		}
+	}
+	return true
+}
+
+// withoutHostChannel is req with the host's elicitation channel taken out
+// of its channels: a 2026-07-28 host is never sent a server-to-client
+// question, and a question meant for the local surface must not fall back
+// to it.
+func withoutHostChannel(req elicitation.Request) elicitation.Request {
+	via := make([]string, 0, len(req.Via))
+	for _, ch := range req.Via {
+		if ch != policy.ViaElicitation {
+			via = append(via, ch)
+		}
+	}
+	if len(via) == 0 {
+		via = []string{policy.ViaLocal}
+	}
+	req.Via = via
+	return req
 }

@@ -91,6 +91,11 @@ type parkedCall struct {
 	// Guarded by the table's mu.
 	round   int       // questions handed to the host so far
 	pending *question // the upstream's question, unanswered
+	// asked is the question handed to the host for the current round: a
+	// retry of that round answers it and no other, so an answer never
+	// reaches a question the host was not shown (one the upstream asked
+	// after withdrawing the handed one).
+	asked *question
 	handed  bool      // pending was given to a host request
 	parked  bool      // pending is with the host, and no host request waits
 	caps    hostInfo  // what the host request waiting (or last waiting) declared
@@ -297,6 +302,7 @@ func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duratio
 			return nil, 0, nil, rpc.Errorf(rpc.CodeInternalError, "the call ended: %v", cause)
 		case pc.pending != nil && !pc.handed:
 			pc.handed, pc.parked = true, true
+			pc.asked = pc.pending
 			pc.round++
 			round = pc.round
 			pc.timer = time.AfterFunc(ttl, func() {
@@ -340,7 +346,7 @@ func (t *parkedTable) claim(id, principal string, round int, caps hostInfo) (*pa
 	if pc == nil || pc.principal != principal {
 		return nil, errors.New("the call that asked is no longer waiting (it expired, was cancelled, or ended)")
 	}
-	if !pc.parked || pc.round != round || pc.pending == nil {
+	if !pc.parked || pc.round != round || pc.pending == nil || pc.pending != pc.asked {
 		return nil, errors.New("no question of that call is waiting on this requestState")
 	}
 	pc.parked = false
@@ -351,11 +357,18 @@ func (t *parkedTable) claim(id, principal string, round int, caps hostInfo) (*pa
 	return pc, nil
 }
 
-// answer gives the claimed call's pending question the host's answer.
+// answer gives the claimed call's question the host's answer, if it is
+// still the one the host was shown (the upstream may have withdrawn it
+// since claim, and asked another); else the answer goes nowhere, and the
+// upstream's own withdrawal stands.
 func (t *parkedTable) answer(pc *parkedCall, ans json.RawMessage) {
 	t.mu.Lock()
 	q := pc.pending
-	pc.pending, pc.handed = nil, false
+	if q == nil || q != pc.asked {
+		t.mu.Unlock()
+		return
+	}
+	pc.pending, pc.handed, pc.asked = nil, false, nil
 	if q != nil && q.method == "elicitation/create" && len(pc.answers) < maxElicitAnswers {
 		pc.answers = append(pc.answers, ans)
 	}
@@ -457,8 +470,15 @@ func (g *Session) parkBinding(method string, t target) (elicitation.Binding, err
 	if err != nil {
 		return elicitation.Binding{}, err
 	}
+	// The revision and the way of the decision that let this request
+	// through (run), not the policy now: a reload between the two must not
+	// bind a state to a revision that never let the call through.
+	rev, by := t.revision, t.letBy
+	if rev == "" {
+		rev, by = g.policy.Current().Revision(), "undecided"
+	}
 	return elicitation.Binding{Principal: g.identity.Key(), Method: method, Server: t.server, Name: t.name,
-		ArgsDigest: digest, Revision: g.policy.Current().Revision()}, nil
+		ArgsDigest: digest, Revision: rev, LetBy: by}, nil
 }
 
 // waitParked waits for pc's next question, answered to the host as an

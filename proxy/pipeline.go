@@ -43,6 +43,10 @@ type target struct {
 	// answers (tools/call) collects the host's answers to the server's
 	// elicitations during the call, which the guard exempts (elicited.go).
 	answers *elicitAnswers
+	// letBy and revision are what let the request through and the policy
+	// revision of that decision (verdict), which the states of a call in
+	// flight bind (parked.go, era_relayed.go).
+	letBy, revision string
 }
 
 // relay describes one method of the pipeline.
@@ -90,6 +94,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 			}
 			return r.refuse(t, v.reason)
 		}
+		t.letBy, t.revision = v.letBy, v.revision
 		for _, name := range t.also {
 			v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: name, Args: t.args}, t.wire)
 			if ctx.Err() != nil {
