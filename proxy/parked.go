@@ -95,10 +95,10 @@ type parkedCall struct {
 	// retry of that round answers it and no other, so an answer never
 	// reaches a question the host was not shown (one the upstream asked
 	// after withdrawing the handed one).
-	asked *question
-	handed  bool      // pending was given to a host request
-	parked  bool      // pending is with the host, and no host request waits
-	caps    hostInfo  // what the host request waiting (or last waiting) declared
+	asked   *question
+	handed  bool     // pending was given to a host request
+	parked  bool     // pending is with the host, and no host request waits
+	caps    hostInfo // what the host request waiting (or last waiting) declared
 	timer   *time.Timer
 	answers []json.RawMessage // the host's elicitation answers, for the result guard
 	done    bool
