@@ -88,29 +88,26 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, r := range slices.Backward(st.Gate) {
-		if r.File != path {
-			continue
-		}
-		obj := lookup(tree, r.Path)
-		if e := obj.Get(r.Name); e != nil {
-			if e.Compact() == r.Value {
-				obj.Delete(r.Name)
-			} else {
-				notes = append(notes, fmt.Sprintf("%s: %q was changed after install; left as it is", path, r.Name))
+	// What install added goes, newest first, unless the user changed it
+	// since: then it stays, and the note says so.
+	for _, added := range []struct {
+		records []Record
+		changed string // the note's format: the file, the entry's name
+	}{
+		{st.Gate, "%s: %q was changed after install; left as it is"},
+		{st.Added, "%s: server %q was changed after install; left in the servers file"},
+	} {
+		for _, r := range slices.Backward(added.records) {
+			if r.File != path {
+				continue
 			}
-		}
-	}
-	for _, r := range slices.Backward(st.Added) {
-		if r.File != path {
-			continue
-		}
-		obj := lookup(tree, r.Path)
-		if e := obj.Get(r.Name); e != nil {
-			if e.Compact() == r.Value {
-				obj.Delete(r.Name)
-			} else {
-				notes = append(notes, fmt.Sprintf("%s: server %q was changed after install; left in the servers file", path, r.Name))
+			obj := lookup(tree, r.Path)
+			if e := obj.Get(r.Name); e != nil {
+				if e.Compact() == r.Value {
+					obj.Delete(r.Name)
+				} else {
+					notes = append(notes, fmt.Sprintf(added.changed, path, r.Name))
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -110,17 +111,9 @@ func modernAsksHost(m *modernReq, via []string) bool {
 // withoutHostChannel is req with the host's elicitation channel taken out
 // of its channels: a 2026-07-28 host is never sent a server-to-client
 // question, and a question meant for the local surface must not fall back
-// to it.
+// to it. (modernAsksHost sends a question here only when its channels
+// name "local".)
 func withoutHostChannel(req elicitation.Request) elicitation.Request {
-	via := make([]string, 0, len(req.Via))
-	for _, ch := range req.Via {
-		if ch != policy.ViaElicitation {
-			via = append(via, ch)
-		}
-	}
-	if len(via) == 0 {
-		via = []string{policy.ViaLocal}
-	}
-	req.Via = via
+	req.Via = slices.DeleteFunc(slices.Clone(req.Via), func(ch string) bool { return ch == policy.ViaElicitation })
 	return req
 }
