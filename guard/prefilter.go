@@ -78,9 +78,11 @@ var stems = []struct {
 var stemAlphabet [128]bool
 
 // pf returns the prefilter, built from stems on first use rather than at
-// package initialisation: building it takes most of a millisecond, which a
-// process that starts the gate to run one command, or a cold start before
-// its first result, need not pay up front. Prepare builds it ahead.
+// package initialisation: a process that runs one command, or a gate that
+// never sees a result, need not pay for it. The build takes some 60 µs
+// and 100 KB (BenchmarkNewPrefilter), so the gate no longer builds it
+// ahead on a goroutine of its own: the first result inspected pays it.
+// Prepare still builds it ahead for a caller that wants to.
 var pf = sync.OnceValue(newPrefilter)
 
 // Prepare builds the guard's tables now, so that the first result
@@ -118,8 +120,14 @@ type prefilter struct {
 	stems [][]byte
 	cats  []stemCat
 	bloom [1 << 12]uint64
+	// The exact table: open addressing over keys; slot h holds the
+	// candidates cands[off[h]:off[h+1]]; key 0 marks an empty slot (every
+	// window has bit 5 set in each byte, so none is 0). One flat array
+	// rather than a slice per slot keeps the build to a few allocations and
+	// the table to 6 bytes a slot.
 	keys  []uint32
-	vals  [][]pfCand
+	off   []uint16 // len(keys)+1
+	cands []pfCand
 	mask  uint32
 	shift uint32 // 32 - log2(len(keys))
 }
@@ -136,15 +144,41 @@ type pfCand struct {
 // put all 128 wildcard expansions of a window in one probe chain.
 func bloomHash(w uint32) uint32 { return (w * 0x9E3779B1) >> 14 }
 
-func newPrefilter() *prefilter {
-	p := &prefilter{}
-	exact := map[uint32][]pfCand{}
-	var folded []uint32 // the 128 distinct values of b|0x20
-	for b := 0; b < 256; b++ {
+// pfWindow is one stem's window at one alignment: the folded bytes it
+// fixes and, when it reaches one byte past the stem, which byte is the
+// wildcard (expanded to the 128 folded values b|0x20).
+type pfWindow struct {
+	fixed  uint32
+	wildAt int8 // -1: none
+	cand   pfCand
+}
+
+// each calls f for every (window, candidate) pair pw expands to. No pair
+// repeats across windows: a stem's four alignments have distinct offsets,
+// and a wildcard's expansions are distinct windows.
+func (pw pfWindow) each(f func(w uint32, c pfCand)) {
+	if pw.wildAt < 0 {
+		f(pw.fixed, pw.cand)
+		return
+	}
+	for b := uint32(0x20); b < 0x100; b++ {
 		if b&0x20 != 0 {
-			folded = append(folded, uint32(b))
+			f(pw.fixed|b<<(8*uint32(pw.wildAt)), pw.cand)
 		}
 	}
+}
+
+// newPrefilter builds the tables in two passes over the expanded windows
+// (about 3.6k pairs): the first places each distinct window in the open
+// addressing table and counts its candidates; a prefix sum turns the
+// counts into run ends; the second fills the runs back to front. Without
+// a map and a slice per window the build takes a tenth of the CPU and an
+// eighth of the heap it did (BenchmarkNewPrefilter), cheap enough to run
+// at first use.
+func newPrefilter() *prefilter {
+	p := &prefilter{}
+	windows := make([]pfWindow, 0, 4*len(stems))
+	pairs := 0
 	for si, st := range stems {
 		s := []byte(st.text)
 		if len(s) < 5 {
@@ -171,59 +205,79 @@ func newPrefilter() *prefilter {
 					bestJ, bestWild = j, wild
 				}
 			}
-			var fixed uint32
-			wildAt := -1
+			pw := pfWindow{wildAt: -1, cand: pfCand{stem: uint8(si), off: int8(bestJ)}}
 			for k := 0; k < 4; k++ {
 				if bestJ+k < 0 || bestJ+k >= len(s) {
-					wildAt = k
+					pw.wildAt = int8(k)
 					continue
 				}
-				fixed |= uint32(s[bestJ+k]|0x20) << (8 * k)
+				pw.fixed |= uint32(s[bestJ+k]|0x20) << (8 * k)
 			}
-			c := pfCand{stem: uint8(si), off: int8(bestJ)}
-			if wildAt < 0 {
-				exact[fixed] = appendCand(exact[fixed], c)
-				continue
-			}
-			for _, f := range folded {
-				w := fixed | f<<(8*wildAt)
-				exact[w] = appendCand(exact[w], c)
+			windows = append(windows, pw)
+			if pw.wildAt < 0 {
+				pairs++
+			} else {
+				pairs += 128
 			}
 		}
 	}
+	if pairs >= 1<<16 {
+		panic("guard: too many prefilter windows for 16-bit offsets")
+	}
+	// At most half full (there are fewer distinct windows than pairs), so
+	// probe chains stay short (TestPrefilterProbeChains).
 	n, bits := 1, uint32(0)
-	for n < 4*len(exact) {
+	for n < 2*pairs {
 		n <<= 1
 		bits++
 	}
 	p.mask, p.shift = uint32(n-1), 32-bits
 	p.keys = make([]uint32, n)
-	p.vals = make([][]pfCand, n)
-	for w, cs := range exact {
-		h := p.slot(w)
-		for p.vals[h] != nil {
-			h = (h + 1) & p.mask
+	p.off = make([]uint16, n+1)
+	// Pass 1: place each window; off[h] counts the candidates of slot h.
+	for _, pw := range windows {
+		pw.each(func(w uint32, _ pfCand) {
+			h := p.slot(w)
+			for p.keys[h] != 0 && p.keys[h] != w {
+				h = (h + 1) & p.mask
+			}
+			p.keys[h] = w
+			p.off[h]++
+		})
+	}
+	// off[h] becomes the end of slot h's run.
+	var sum uint16
+	for h := range n {
+		sum += p.off[h]
+		p.off[h] = sum
+	}
+	p.off[n] = sum
+	// Pass 2, in reverse so that each run ends up in stem order: step the
+	// end back and place, which leaves off[h] at the start of slot h's run.
+	p.cands = make([]pfCand, sum)
+	for i := len(windows) - 1; i >= 0; i-- {
+		windows[i].each(func(w uint32, c pfCand) {
+			h := p.slot(w)
+			for p.keys[h] != w {
+				h = (h + 1) & p.mask
+			}
+			p.off[h]--
+			p.cands[p.off[h]] = c
+		})
+	}
+	for _, w := range p.keys {
+		if w != 0 {
+			x := bloomHash(w)
+			p.bloom[x>>6] |= 1 << (x & 63)
 		}
-		p.keys[h], p.vals[h] = w, cs
-		x := bloomHash(w)
-		p.bloom[x>>6] |= 1 << (x & 63)
 	}
 	return p
 }
 
-func appendCand(cs []pfCand, c pfCand) []pfCand {
-	for _, x := range cs {
-		if x == c {
-			return cs
-		}
-	}
-	return append(cs, c)
-}
-
 func (p *prefilter) lookup(w uint32) []pfCand {
-	for h := p.slot(w); p.vals[h] != nil; h = (h + 1) & p.mask {
+	for h := p.slot(w); p.keys[h] != 0; h = (h + 1) & p.mask {
 		if p.keys[h] == w {
-			return p.vals[h]
+			return p.cands[p.off[h]:p.off[h+1]]
 		}
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-gate/mcp-gate/audit"
-	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -21,9 +20,6 @@ import (
 )
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	// The guard's tables are built beside the start (the policy, the host's
-	// initialize, the first upstream), not in front of the first result.
-	go guard.Prepare()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
