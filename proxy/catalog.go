@@ -268,7 +268,7 @@ func sameEntries(a, b []entry) bool {
 func (g *Gate) refreshAfterRestart(s *upstream.Session) {
 	for _, l := range []*lister{g.tools.lister, g.prompts.lister, g.resLister} {
 		for _, k := range g.keysServed(s.Key) {
-			g.refresh(l, k, s.Name)
+			g.refreshStarted(l, k, s)
 		}
 	}
 }

@@ -37,6 +37,10 @@ type lister struct {
 type listState struct {
 	running chan struct{} // closed when the fetch under way ends; nil when none runs
 	again   bool          // fetch once more when the current one ends
+	// through is the child the fetch under way lists, nil until it has
+	// one; want, a child that started meanwhile (refreshStarted), makes
+	// the fetch run once more unless that is the child it got.
+	through, want *upstream.Session
 }
 
 // ensure fetches the lists not held yet of the given servers (all when none
@@ -80,6 +84,30 @@ func (g *Gate) refresh(l *lister, key, server string) {
 	}
 }
 
+// refreshStarted is refresh for a child s that has just started, which may
+// list differently from the one before it. A fetch under way that lists s,
+// or has yet to take its child from the pool (it gets s then, or a later
+// one), serves: a first call that starts a server and waits for its live
+// list (the pin check, awaitLive) then causes one listing, not two.
+func (g *Gate) refreshStarted(l *lister, key string, s *upstream.Session) {
+	snap := g.catalogOf(key)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !l.loaded(snap, s.Name) {
+		return
+	}
+	if st := l.state[child{key, s.Name}]; st != nil && st.running != nil {
+		switch st.through {
+		case s:
+			return
+		case nil:
+			st.want = s
+			return
+		}
+	}
+	g.startFetchLocked(l, key, s.Name, true)
+}
+
 // startFetchLocked starts a fetch of server's list unless one runs, and
 // returns a channel that is closed when the fetch under way ends; the fetch
 // goes through server's child of key. The caller holds Gate.mu.
@@ -106,6 +134,13 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout+g.opts.ListTimeout)
 		var apply func(*snapshot) *snapshot
 		s, err := g.pool.Session(ctx, g.childKeyFor(key, server), server)
+		g.mu.Lock()
+		st.through = s
+		if st.want != nil && st.want != s {
+			st.again = true
+		}
+		st.want = nil
+		g.mu.Unlock()
 		g.noteStart(key, server, err)
 		if err == nil {
 			apply, err = l.fetch(ctx, s)
@@ -122,6 +157,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		g.mu.Lock()
 		again := st.again
 		st.again = false
+		st.through = nil
 		if !again {
 			st.running = nil
 			// The key was released meanwhile (releaseKey leaves a running

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
+	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
 // Pinning: a call to a tool or prompt whose definition differs from the
@@ -62,18 +63,11 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 			return verdict{allow: true} // the forward fails with why
 		}
 	}
-	if !g.isLive(l, key, s) {
-		g.Gate.mu.Lock()
-		w := g.startFetchLocked(l, key, t.server, true)
-		g.Gate.mu.Unlock()
-		select {
-		case <-w:
-		case <-ctx.Done():
+	if !g.awaitLive(ctx, l, key, s) {
+		if ctx.Err() != nil {
 			return verdict{reason: "the call was cancelled"}
 		}
-		if !g.isLive(l, key, s) {
-			return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
-		}
+		return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
 	}
 	// The list is live now, but the call may have been resolved in an older
 	// snapshot: one seeded from the cache, read just before a start's
@@ -221,4 +215,36 @@ func (g *Session) defDigest(k policy.Kind, server, name string) string {
 		}
 	}
 	return ""
+}
+
+// awaitLive makes l's list of s's server in key's catalog one fetched from
+// s, and reports whether it is. A child that has just started is being
+// listed already (refreshAfterRestart runs as it starts), through s:
+// waiting for that fetch is enough, where asking for one more after it (as
+// a list_changed does) listed the server twice before a first call. Only
+// when the fetch joined leaves the list not live (it began through a child
+// since replaced, or failed) is one more begun, and its result decides.
+func (g *Session) awaitLive(ctx context.Context, l *lister, key string, s *upstream.Session) bool {
+	if g.isLive(l, key, s) {
+		return true
+	}
+	for _, again := range []bool{false, true} {
+		g.Gate.mu.Lock()
+		st := l.state[child{key, s.Name}]
+		joined := st != nil && st.running != nil
+		w := g.startFetchLocked(l, key, s.Name, again)
+		g.Gate.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return false
+		}
+		if g.isLive(l, key, s) {
+			return true
+		}
+		if !again && !joined {
+			return false // begun here, after s ran, and still not live: the listing failed
+		}
+	}
+	return false
 }
