@@ -20,6 +20,13 @@ type Channels struct {
 	HostCanAsk func() bool
 }
 
+// Availability is implemented by a Local approver that opens off the
+// gate's start path (cmd/mcp-gate): Available waits until it has opened or
+// failed to (or ctx ends), and false makes Channels treat it as absent.
+type Availability interface {
+	Available(ctx context.Context) bool
+}
+
 // Approve implements Approver.
 func (c Channels) Approve(ctx context.Context, req Request, timeout time.Duration) Answer {
 	via := req.Via
@@ -34,7 +41,7 @@ func (c Channels) Approve(ctx context.Context, req Request, timeout time.Duratio
 				return c.Host.Approve(ctx, req, timeout)
 			}
 		case "local":
-			if c.Local != nil {
+			if localRuns(ctx, c.Local) {
 				return c.Local.Approve(ctx, req, timeout)
 			}
 		}
@@ -53,6 +60,17 @@ func (c Channels) Approve(ctx context.Context, req Request, timeout time.Duratio
 	}
 	return Answer{Outcome: Unsupported, Detail: strings.Join(why, ", and ") + "; " +
 		"ask your security team to allow this tool in the policy, or use a host that supports MCP elicitation (Claude Code, Codex)"}
+}
+
+// localRuns reports whether the local approver l is there to ask.
+func localRuns(ctx context.Context, l Approver) bool {
+	if l == nil {
+		return false
+	}
+	if a, ok := l.(Availability); ok {
+		return a.Available(ctx)
+	}
+	return true
 }
 
 // Quote renders an untrusted string as one bounded, quoted, neutralised
