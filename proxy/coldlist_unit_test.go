@@ -7,6 +7,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -92,4 +93,32 @@ func fetchesEnded(t *testing.T, g *Gate) {
 		return true
 	})
 	g.flushPersist()
+}
+
+// The first start after a session was seeded from the cache takes the
+// era hint as read then (no second read of the file on the first call's
+// way); a later start reads the file again.
+func TestEraHintFromTheSeedOnce(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	cache := filepath.Join(dir, "cache")
+	pinnedHost(t, u, dir, pinsPolicy, func(o *Options) { o.CatalogCache = catalogcache.Open(cache) })
+	g := newScriptedGate(t, u.serve, pinsPolicy, func(o *Options) { o.CatalogCache = catalogcache.Open(cache) })
+	sess := g.NewSession()
+	h := serveRawHost(t, g, sess.Serve)
+	h.call("tools/list", `{}`) // seeded from the cache
+	files, _ := filepath.Glob(filepath.Join(cache, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := g.configOf("s")
+	if v := g.upstreamEra(sess.childKey(), cfg); v == "" {
+		t.Fatal("the first start after seeding read the file again, or no hint was kept")
+	}
+	if v := g.upstreamEra(sess.childKey(), cfg); v != "" {
+		t.Fatalf("a later start used the seed's hint %q; want the file read again (gone: no hint)", v)
+	}
 }

@@ -41,6 +41,10 @@ type persistState struct {
 	// written is the digest of each cache file as last written or read,
 	// so an unchanged catalog is not written again.
 	written map[string][sha256.Size]byte
+	// era is the ProtocolVersion of each cache file as seedCatalog read
+	// it, kept for the first start of its server (upstreamEra takes it),
+	// which then reads no file between a host's first call and the spawn.
+	era map[string]string
 
 	queue   []func()       // writes not yet done, in order (enqueue)
 	writing bool           // the writer goroutine runs
@@ -169,6 +173,7 @@ func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
 			g.persist.written[key] = sha256.Sum256(data)
 			g.persist.mu.Unlock()
 		}
+		g.persist.noteEra(key, e.ProtocolVersion)
 	}
 	if len(tools)+len(prompts)+len(res) == 0 {
 		return out
@@ -423,6 +428,26 @@ func (g *Gate) writeCache(caps json.RawMessage, s *upstream.Session, snap *snaps
 	g.persist.mu.Lock()
 	g.persist.written[ck] = sum
 	g.persist.mu.Unlock()
+}
+
+// noteEra records the ProtocolVersion of the cache file of key as read.
+func (p *persistState) noteEra(key, version string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.era == nil {
+		p.era = map[string]string{}
+	}
+	p.era[key] = version
+}
+
+// takeEra returns and forgets what noteEra recorded of key: a later start
+// reads the file again, which another gate may have written meanwhile.
+func (p *persistState) takeEra(key string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.era[key]
+	delete(p.era, key)
+	return v, ok
 }
 
 // boundInstructions cuts s to at most n bytes on a character boundary.

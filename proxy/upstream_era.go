@@ -29,6 +29,12 @@ func (g *Gate) upstreamEra(key string, cfg upstream.Config) string {
 	if !ok {
 		return ""
 	}
+	// The first start after seedCatalog read the entry takes the hint as
+	// read then, a moment ago, rather than read the file again between
+	// the host's first call and the server's spawn.
+	if v, ok := g.persist.takeEra(ck); ok {
+		return v
+	}
 	e, err := store.Load(ck, cfg.Name)
 	if err != nil {
 		if !errors.Is(err, catalogcache.ErrNotCached) {
