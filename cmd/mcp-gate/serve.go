@@ -119,7 +119,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
-		Launcher:        &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger},
+		Launcher:        &guardAhead{Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger}},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
