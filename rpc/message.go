@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"sync"
 
 	// segmentio's JSON codec (the go-sdk's too); its validator is several times faster
 	// than encoding/json's, and every relayed byte passes through it once.
@@ -331,11 +332,15 @@ func headID(head []byte) json.RawMessage {
 	}
 }
 
-// tailIDPattern is an "id" member that closes the top-level object.
-var tailIDPattern = regexp.MustCompile(`[,{]\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+// tailIDPattern is an "id" member that closes the top-level object. It is
+// compiled at first use, by a message whose id comes last, not by every
+// start.
+var tailIDPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[,{]\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+})
 
 func tailID(tail []byte) json.RawMessage {
-	m := tailIDPattern.FindSubmatch(tail)
+	m := tailIDPattern().FindSubmatch(tail)
 	if m == nil {
 		return nil
 	}
