@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/binary"
+	"runtime"
 	"unicode/utf8"
 )
 
@@ -73,14 +74,96 @@ func NeutralizeScanned(raw []byte, sc Scan) ([]byte, int, error) {
 // the first: the detector only asks whether there is one). high and uesc
 // are exact when no stem occurs; after one they are only true or unknown.
 func scanFused(p *prefilter, b []byte) (stemAt int, high, uesc bool, hidden int) {
+	return scanFusedAt(p, b, splitPoint(b))
+}
+
+// scanFusedAt is scanFused with b cut in two at cut (see splitPoint), or
+// read whole when cut is 0.
+func scanFusedAt(p *prefilter, b []byte, cut int) (stemAt int, high, uesc bool, hidden int) {
 	n := len(b)
-	st := fusedState{p: p, b: b, best: n, hidden: -1}
+	var r fusedPart
+	if cut > 0 {
+		// Two halves on two cores: the second from a token boundary, so
+		// that each half's walk is the whole walk's over its bytes.
+		var second fusedPart
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			second = scanRange(p, b, cut, n)
+		}()
+		r = scanRange(p, b, 0, cut)
+		<-done
+		if r.best == n {
+			r.best = second.best
+		}
+		if r.hidden < 0 {
+			r.hidden = second.hidden
+		}
+		r.highs |= second.highs
+		r.uesc = r.uesc || second.uesc
+	} else {
+		r = scanRange(p, b, 0, n)
+	}
+	high = r.highs&hi8 != 0
+	hidden = r.hidden
+	if high && !utf8.Valid(b) {
+		// Rare: the token walk above assumed valid UTF-8; find the first
+		// invalid byte or hidden character exactly.
+		hidden = firstHiddenJSON(b)
+	}
+	uesc = r.uesc
+	if hidden >= 0 {
+		// The walk stopped looking for escapes at the hidden character:
+		// say there may be one after it.
+		uesc = true
+	}
+	return r.best, high, uesc, hidden
+}
+
+// splitScanBytes is the input size from which scanFused reads two halves
+// at once, when the process may run on more than one core; below it a
+// goroutine costs more than it saves. A variable for the tests.
+var splitScanBytes = 256 << 10
+
+// splitPoint returns where scanFused may cut b in two, or 0 for no cut: an
+// offset that is a multiple of 8 (the halves read the same aligned words
+// the whole would) and a token boundary (the halves' walks are the whole
+// walk's). The end of a word of printable ASCII without a backslash is
+// one: no UTF-8 sequence continues into ASCII, and an escape, at most six
+// bytes, cannot start before such a word and end after it.
+func splitPoint(b []byte) int {
+	if len(b) < splitScanBytes || runtime.GOMAXPROCS(0) < 2 {
+		return 0
+	}
+	for i := len(b) / 2 &^ 7; i+8 <= len(b)-len(b)/8; i += 8 {
+		if notPlain(binary.LittleEndian.Uint64(b[i:])) == 0 {
+			return i + 8
+		}
+	}
+	return 0
+}
+
+// fusedPart is what scanRange found in its part of the input.
+type fusedPart struct {
+	best   int    // a stem's start, len(b) for none
+	hidden int    // the first hidden token's start in the part, -1 for none
+	highs  uint64 // the OR of the part's words
+	uesc   bool
+}
+
+// scanRange is scanFused's pass over b[from:to]: from is a token boundary
+// and a multiple of 8, and to is one too or len(b). Stems are looked for
+// in the aligned windows that start in the part (verified against all of
+// b), hidden characters from from on.
+func scanRange(p *prefilter, b []byte, from, to int) fusedPart {
+	n := len(b)
+	st := fusedState{p: p, b: b, best: n, hidden: -1, h: from}
 	var highs uint64
-	i := 0
+	i := from
 	// Sixteen bytes at a time while there is nothing to see: no stem
 	// candidate in the bloom filter, and only printable ASCII without a
 	// backslash. Anything else goes word by word through st.word.
-	for ; i+16 <= n; i += 16 {
+	for ; i+16 <= to; i += 16 {
 		r0 := binary.LittleEndian.Uint64(b[i:])
 		r1 := binary.LittleEndian.Uint64(b[i+8:])
 		highs |= r0 | r1
@@ -98,41 +181,29 @@ func scanFused(p *prefilter, b []byte) (stemAt int, high, uesc bool, hidden int)
 		st.word(i, r0)
 		st.word(i+8, r1)
 	}
-	for ; i+8 <= n; i += 8 {
+	for ; i+8 <= to; i += 8 {
 		raw := binary.LittleEndian.Uint64(b[i:])
 		highs |= raw
 		st.word(i, raw)
 	}
-	best, hidden, h := st.best, st.hidden, st.h
-	uesc = st.uesc
-	if i < n {
+	if i < to {
+		// Only the last part has a tail: a cut is a multiple of 8.
 		var tail [8]byte
 		copy(tail[:], b[i:])
 		highs |= binary.LittleEndian.Uint64(tail[:])
 		for ; i < n; i += 4 {
 			// As nextHigh's tail: windows of four, zero-padded.
-			if best == n {
-				best, _ = p.verify(b, 0, i, binary.LittleEndian.Uint32(tail[i&7:])|0x20202020, best, -1)
-			}
-		}
-		if hidden < 0 && h < n {
-			if at, found := hiddenFrom(b, h, n, &uesc); found {
-				hidden = at
+			if st.best == n {
+				st.best, _ = p.verify(b, 0, i, binary.LittleEndian.Uint32(tail[i&7:])|0x20202020, st.best, -1)
 			}
 		}
 	}
-	high = highs&hi8 != 0
-	if high && !utf8.Valid(b) {
-		// Rare: the token walk above assumed valid UTF-8; find the first
-		// invalid byte or hidden character exactly.
-		hidden = firstHiddenJSON(b)
+	if st.hidden < 0 && st.h < to {
+		if at, found := hiddenFrom(b, st.h, to, &st.uesc); found {
+			st.hidden = at
+		}
 	}
-	if hidden >= 0 {
-		// The walk stopped looking for escapes at the hidden character:
-		// say there may be one after it.
-		uesc = true
-	}
-	return best, high, uesc, hidden
+	return fusedPart{best: st.best, hidden: st.hidden, highs: highs, uesc: st.uesc}
 }
 
 // notPlain is zero when all eight bytes of w are printable ASCII other

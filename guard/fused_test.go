@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -187,5 +188,34 @@ func BenchmarkGuardLarge(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFusedSplit: the scan cut in two at any point splitPoint may choose
+// (the end of a plain word) answers as the whole scan does.
+func TestFusedSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 2))
+	for range 3000 {
+		var b []byte
+		for len(b) < 64 {
+			b = append(b, randomFusedInput(r)...)
+		}
+		stem, high, uesc, hidden := scanFusedAt(pf(), b, 0)
+		for cut := 8; cut < len(b); cut += 8 {
+			if notPlain(binary.LittleEndian.Uint64(b[cut-8:])) != 0 {
+				continue
+			}
+			s2, h2, u2, hid2 := scanFusedAt(pf(), b, cut)
+			if (s2 < len(b)) != (stem < len(b)) || h2 != high || hid2 != hidden || stem == len(b) && u2 != uesc {
+				t.Fatalf("cut at %d: stem %d high %v uesc %v hidden %d; whole: %d %v %v %d; in %q", cut, s2, h2, u2, hid2, stem, high, uesc, hidden, b)
+			}
+		}
+	}
+	// And through the public path, forced to split.
+	old := splitScanBytes
+	splitScanBytes = 0
+	defer func() { splitScanBytes = old }()
+	for range 2000 {
+		checkFused(t, randomFusedInput(r))
 	}
 }
