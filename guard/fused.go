@@ -209,12 +209,13 @@ func scanRange(p *prefilter, b []byte, from, to int) fusedPart {
 // notPlain is zero when all eight bytes of w are printable ASCII other
 // than a backslash: plainASCII(w) && !hasByte(w, '\\') in one mask.
 func notPlain(w uint64) uint64 {
-	low := (w - 0x2020202020202020) & ^w
-	d := w ^ 0x7F7F7F7F7F7F7F7F
-	del := (d - ones) & ^d
-	x := w ^ 0x5C5C5C5C5C5C5C5C // '\\'
-	bs := (x - ones) & ^x
-	return (w | low | del | bs) & hi8
+	// Each sum is carry-free while every byte is below 0x80, and a byte
+	// that is not sets its own high bit in w: so byte by byte, a's high
+	// bit says >= 0x20, b's == 0x7F, c's != '\\'.
+	a := w + 0x6060606060606060
+	b := w + 0x0101010101010101
+	c := (w ^ 0x5C5C5C5C5C5C5C5C) + 0x7F7F7F7F7F7F7F7F
+	return (w | b | ^(a & c)) & hi8
 }
 
 // fusedState is scanFused's state between words.

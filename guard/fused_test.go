@@ -219,3 +219,25 @@ func TestFusedSplit(t *testing.T) {
 		checkFused(t, randomFusedInput(r))
 	}
 }
+
+// TestNotPlain holds notPlain to plainASCII and hasByte, which it fuses:
+// every byte value at every position, and random words.
+func TestNotPlain(t *testing.T) {
+	check := func(w uint64) {
+		if got, want := notPlain(w) == 0, plainASCII(w) && !hasByte(w, '\\'); got != want {
+			t.Fatalf("notPlain(%#x) == 0 is %v, want %v", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for v := range 256 {
+			for _, fill := range []uint64{0x6161616161616161, 0x8080808080808080, 0x7F7F7F7F7F7F7F7F, 0x5C5C5C5C5C5C5C5C, 0x2020202020202020, 0x1F1F1F1F1F1F1F1F} {
+				check(fill&^(0xFF<<(8*pos)) | uint64(v)<<(8*pos))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 1 << 20 {
+		check(r.Uint64())
+		check(r.Uint64() & 0x7F7F7F7F7F7F7F7F)
+	}
+}
