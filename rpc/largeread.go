@@ -52,8 +52,10 @@ func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
 		if len(st.buf) >= s.max+2 {
 			return false, false, nil // at the limit: ReadSlice's path finds it too big
 		}
-		// Grow as append would, but never past the limit.
-		grown := make([]byte, len(st.buf), min(max(2*cap(st.buf), len(st.buf)+directReadMin), s.max+2))
+		// Grow by a quarter, as append does for large slices, but never
+		// past the limit: a line a little longer than the last one must
+		// not make its message pin twice the room.
+		grown := make([]byte, len(st.buf), min(len(st.buf)+max(len(st.buf)/4, directReadMin), s.max+2))
 		copy(grown, st.buf)
 		st.buf = grown
 		room = cap(st.buf) - len(st.buf)

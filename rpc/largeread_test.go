@@ -199,3 +199,25 @@ func TestStreamDirectReadStall(t *testing.T) {
 		})
 	})
 }
+
+// TestStreamNearlyEqualLines: results of one tool differ by a few bytes
+// (their ids); none of them may pin much more room than its own size, as a
+// line one byte longer than the last one would if its buffer doubled.
+func TestStreamNearlyEqualLines(t *testing.T) {
+	var in bytes.Buffer
+	const n = 20
+	for i := range n {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"result":"%s"}`+"\n", i, strings.Repeat("v", 1<<20+(i*7)%5))
+	}
+	s := NewStream(&chunkReader{b: in.Bytes(), r: rand.New(rand.NewPCG(5, 6)), max: 2 << 20}, nopWriter{}, nil, Limits{})
+	defer s.Close()
+	for i := range n {
+		m, err := s.Read(readCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cap(m.Result); c > len(m.Result)*5/4+64<<10 {
+			t.Errorf("message %d of %d bytes pins %d bytes", i, len(m.Result), c)
+		}
+	}
+}

@@ -478,7 +478,10 @@ func (s *Stream) readFragment(st *lineState) error {
 		if st.buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
 			// The line goes on past the reader's buffer: make room
 			// for it at once, as large as the last such line was.
-			st.buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
+			// With a little slack: results of one tool differ in length
+			// by their ids and counters, and a line one byte longer than
+			// its room would have to grow.
+			st.buf = make([]byte, 0, min(max(s.lineHint+s.lineHint/64, 4*len(frag)), s.max+2))
 			if s.growR != nil {
 				s.growR()
 			}
