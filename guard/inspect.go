@@ -17,6 +17,11 @@ func InspectResult(result []byte) []Finding {
 	if !mayHold(result) {
 		return nil
 	}
+	return inspectHeld(result)
+}
+
+// inspectHeld is InspectResult for a result that mayHold a finding.
+func inspectHeld(result []byte) []Finding {
 	in := newInspector()
 	if !startsWithJSON(result) {
 		// Not a result object: read it as text, which also finds any
@@ -35,9 +40,19 @@ func mayHold(b []byte) bool {
 	if p < len(b) {
 		return true
 	}
-	c := newEscCursor(b)
-	if c.next(0) < len(b) {
-		return true
+	return mayHoldRest(b, high, true)
+}
+
+// mayHoldRest is mayHold for b in which the prefilter found no stem; high
+// says whether b has a byte >= 0x80, slash whether it may have a backslash
+// (without one, no escape can hide a stem or a folded character).
+func mayHoldRest(b []byte, high, slash bool) bool {
+	var c escCursor
+	if slash {
+		c = newEscCursor(b)
+		if c.next(0) < len(b) {
+			return true
+		}
 	}
 	// Only a result with a byte >= 0x80 or an escape of a folded
 	// character can read differently folded, and only one that holds a

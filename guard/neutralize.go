@@ -446,6 +446,12 @@ func NeutralizeJSON(raw []byte) ([]byte, int, error) {
 	if firstHiddenJSON(raw) < 0 {
 		return raw, 0, nil
 	}
+	return neutralizeFrom(raw)
+}
+
+// neutralizeFrom is NeutralizeJSON for raw in which firstHiddenJSON found
+// something: the walk that validates raw and rewrites its strings.
+func neutralizeFrom(raw []byte) ([]byte, int, error) {
 	nj := njWalker{raw: raw, ss: newStringScanner(raw)}
 	if err := nj.run(); err != nil {
 		return raw, 0, err

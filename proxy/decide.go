@@ -242,20 +242,22 @@ func resourceVisibilityDiffers(ix *resourceIndex, old, new *policy.Policy) bool 
 // the tool and what was found.
 // snap is the catalog the call was resolved in.
 func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool string, res json.RawMessage, answers *elicitAnswers) json.RawMessage {
-	// The two passes read the result independently: for a large one, run
-	// the neutraliser on another core while the detector reads, which
-	// halves what the guard adds to the call's latency.
+	// One pass reads the result for both jobs (guard.ScanResult); most
+	// results need nothing more. When the neutraliser must walk a large
+	// one, it runs on another core while the detector reads, which halves
+	// what the guard adds to the call's latency.
+	sc := guard.ScanResult(res)
 	var neutralized json.RawMessage
 	var nerr error
 	var done chan struct{}
-	if len(res) >= parallelGuardBytes {
+	if len(res) >= parallelGuardBytes && sc.Hidden() {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
+			neutralized, nerr = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
 		}()
 	}
-	findings := g.exemptAnswers(server, tool, res, guard.InspectResult(res), answers)
+	findings := g.exemptAnswers(server, tool, res, guard.InspectScanned(res, sc), answers)
 	if done != nil {
 		<-done
 	}
@@ -281,7 +283,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		}
 	}
 	if done == nil {
-		neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
+		neutralized, nerr = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
 	}
 	if nerr != nil {
 		return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: %s.", tool, server, refusedBecause(nerr)))
@@ -346,6 +348,18 @@ func (g *Session) neutralize(server, name, what string, raw json.RawMessage) (js
 
 func (g *Gate) neutralizeFor(session, server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
 	out, n, err := guard.NeutralizeJSON(raw)
+	return g.neutralized(session, server, name, what, out, n, err)
+}
+
+// neutralizeScanned is Session.neutralize for a result already read by
+// guard.ScanResult.
+func (g *Session) neutralizeScanned(server, name, what string, raw json.RawMessage, sc guard.Scan) (json.RawMessage, error) {
+	out, n, err := guard.NeutralizeScanned(raw, sc)
+	return g.neutralized(g.session, server, name, what, out, n, err)
+}
+
+// neutralized audits and logs what the neutraliser did to one item.
+func (g *Gate) neutralized(session, server, name, what string, out []byte, n int, err error) (json.RawMessage, error) {
 	if err != nil {
 		// Positions and sizes only: the key itself is upstream data.
 		detail := what + ": not valid JSON"

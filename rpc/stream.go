@@ -44,6 +44,7 @@ const largeMessage = 64 << 10
 type Stream struct {
 	// Set at construction.
 	r      *bufio.Reader // used by one reader at a time (see readLine)
+	src    *prefixReader // r's source, read directly for large lines (largeread.go)
 	w      io.Writer     // used by the writer goroutine, or by tw under wmu
 	closer io.Closer
 	max    int
@@ -157,8 +158,10 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 		watch = &stallReader{r: r, stall: lim.ReadStall}
 		r = watch
 	}
+	src := &prefixReader{r: r}
 	s := &Stream{
-		r:       bufio.NewReaderSize(r, 64<<10),
+		r:       bufio.NewReaderSize(src, 64<<10),
+		src:     src,
 		w:       w,
 		closer:  closer,
 		max:     lim.maxMessageBytes(),
@@ -332,7 +335,7 @@ func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 // host that stops reading and closes its input is seen to go. A nil
 // return means: look again.
 func (s *Stream) awaitRoomDirect(ctx context.Context, room <-chan struct{}) error {
-	if s.r.Buffered() > 0 || len(s.rl.buf) > 0 || s.rl.tooBig > 0 {
+	if s.r.Buffered() > 0 || len(s.src.pending) > 0 || len(s.rl.buf) > 0 || s.rl.tooBig > 0 {
 		// Input is held already: only room, the context or Close matter.
 		err := s.q.bytes.awaitRoom(ctx, s.done, s.framing)
 		if errors.Is(err, ErrClosed) {
@@ -427,42 +430,17 @@ func (s *Stream) readLoop() {
 func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 	st := &s.rl
 	for {
-		frag, err := s.r.ReadSlice('\n')
-		if s.watch != nil {
-			s.watch.consumed(len(frag), err == nil)
-		}
-		switch {
-		case st.tooBig == 0 && len(st.buf)+len(frag) <= s.max+2:
-			if st.buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
-				// The line goes on past the reader's buffer: make room
-				// for it at once, as large as the last such line was.
-				st.buf = make([]byte, 0, min(max(s.lineHint, 4*len(frag)), s.max+2))
-				if s.growR != nil {
-					s.growR()
-				}
+		var err error
+		if ok, whole, derr := s.readInto(st); ok {
+			if whole {
+				break
 			}
-			st.buf = append(st.buf, frag...)
-		case st.tooBig == 0:
-			st.tooBig = len(st.buf) + len(frag)
-			if len(st.buf) > salvageWindow {
-				// A copy: the head must not pin the room made for the
-				// whole line while its error is handled.
-				st.buf = bytes.Clone(st.buf[:salvageWindow])
-			} else {
-				st.buf = append(st.buf, frag[:min(len(frag), salvageWindow-len(st.buf))]...)
+			if err = derr; err == nil {
+				continue
 			}
-			st.tail = keepTail(st.tail, frag)
-		default:
-			st.tooBig += len(frag)
-			st.tail = keepTail(st.tail, frag)
-			if s.skipMax > 0 && st.tooBig > s.skipMax && err != nil {
-				return nil, nil, 0, s.failFraming(fmt.Errorf("the peer sent a line of more than %d bytes without a newline (the message limit is %d bytes): taken as an endless line", s.skipMax, s.max))
-			}
-		}
-		if err == nil {
+		} else if err = s.readFragment(st); err == nil {
 			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		} else if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -484,6 +462,49 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
 	return s.ownLine(buf), nil, 0, nil
+}
+
+// readFragment reads the next piece of the line through the bufio.Reader:
+// up to and including its newline (a nil error), or as much as the
+// reader's buffer holds (bufio.ErrBufferFull), keeping it in st as the
+// limit allows. A framing failure (an endless line) is its error too.
+func (s *Stream) readFragment(st *lineState) error {
+	frag, err := s.r.ReadSlice('\n')
+	if s.watch != nil {
+		s.watch.consumed(len(frag), err == nil)
+	}
+	switch {
+	case st.tooBig == 0 && len(st.buf)+len(frag) <= s.max+2:
+		if st.buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
+			// The line goes on past the reader's buffer: make room
+			// for it at once, as large as the last such line was.
+			// With a little slack: results of one tool differ in length
+			// by their ids and counters, and a line one byte longer than
+			// its room would have to grow.
+			st.buf = make([]byte, 0, min(max(s.lineHint+s.lineHint/64, 4*len(frag)), s.max+2))
+			if s.growR != nil {
+				s.growR()
+			}
+		}
+		st.buf = append(st.buf, frag...)
+	case st.tooBig == 0:
+		st.tooBig = len(st.buf) + len(frag)
+		if len(st.buf) > salvageWindow {
+			// A copy: the head must not pin the room made for the
+			// whole line while its error is handled.
+			st.buf = bytes.Clone(st.buf[:salvageWindow])
+		} else {
+			st.buf = append(st.buf, frag[:min(len(frag), salvageWindow-len(st.buf))]...)
+		}
+		st.tail = keepTail(st.tail, frag)
+	default:
+		st.tooBig += len(frag)
+		st.tail = keepTail(st.tail, frag)
+		if s.skipMax > 0 && st.tooBig > s.skipMax && err != nil {
+			return s.failFraming(fmt.Errorf("the peer sent a line of more than %d bytes without a newline (the message limit is %d bytes): taken as an endless line", s.skipMax, s.max))
+		}
+	}
+	return err
 }
 
 // ownLine trims a line's terminator and updates the size hint. The message

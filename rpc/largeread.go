@@ -1,0 +1,86 @@
+package rpc
+
+import (
+	"bytes"
+	"io"
+)
+
+// A large message is read straight into the room made for its line rather
+// than through the Stream's bufio.Reader: the bytes then cross from the
+// kernel into memory once, in reads as large as the pipe holds, instead of
+// in 64 KB pieces that are copied a second time into the line. A read that
+// runs past the line's end brings the start of the next message(s) with
+// it; those bytes are put back in front of the bufio.Reader's source (a
+// prefixReader), so the next read, direct or buffered, begins with them.
+
+// directReadMin is the least a full line buffer grows by.
+const directReadMin = 64 << 10
+
+// prefixReader is the source under a Stream's bufio.Reader: the bytes a
+// direct read took past its line's end, then the byte stream itself. It is
+// the reader's alone (see readLine).
+type prefixReader struct {
+	pending []byte
+	r       io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		if len(p.pending) == 0 {
+			p.pending = nil
+		}
+		return n, nil
+	}
+	return p.r.Read(b)
+}
+
+// readInto reads the rest of the line being gathered in st.buf straight
+// into its free room (made larger when there is none), when the
+// bufio.Reader holds nothing; ok false means it did not (the caller goes on with ReadSlice).
+// It returns what readLine's loop needs of one fragment: whether the
+// line's newline was read (the bytes after it are given back to the
+// prefixReader), and the read's error, if any, with the bytes read before
+// it already appended.
+func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
+	if st.buf == nil || st.tooBig > 0 || s.r.Buffered() > 0 {
+		return false, false, nil
+	}
+	room := min(cap(st.buf), s.max+2) - len(st.buf)
+	if room <= 0 {
+		if len(st.buf) >= s.max+2 {
+			return false, false, nil // at the limit: ReadSlice's path finds it too big
+		}
+		// Grow by a quarter, as append does for large slices, but never
+		// past the limit: a line a little longer than the last one must
+		// not make its message pin twice the room.
+		grown := make([]byte, len(st.buf), min(len(st.buf)+max(len(st.buf)/4, directReadMin), s.max+2))
+		copy(grown, st.buf)
+		st.buf = grown
+		room = cap(st.buf) - len(st.buf)
+	}
+	start := len(st.buf)
+	n, err := s.src.Read(st.buf[start : start+room])
+	got := st.buf[start : start+n]
+	if i := bytes.IndexByte(got, '\n'); i >= 0 {
+		if rest := got[i+1:]; len(rest) > 0 {
+			// Copied: the line is handed out with its buffer, and these
+			// bytes are the next message's.
+			s.src.pending = append(bytes.Clone(rest), s.src.pending...)
+		}
+		st.buf = st.buf[:start+i+1]
+		if s.watch != nil {
+			s.watch.consumed(i+1, true)
+		}
+		return true, true, nil
+	}
+	st.buf = st.buf[:start+n]
+	if n == 0 && err == nil {
+		return false, false, nil // ReadSlice's reader retries, as it does
+	}
+	if s.watch != nil {
+		s.watch.consumed(n, false)
+	}
+	return true, false, err
+}
