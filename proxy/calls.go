@@ -97,7 +97,7 @@ func (g *Session) unknown(noun, name string) error {
 // may ask as soon as it is initialized.
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKeyFor(g.childKey(), server)
-	defer g.enter(ctx, key, server, g)()
+	defer g.enter(ctx, key, server, g).leave()
 	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
 	defer cancel()
 	if stripped, ok := stripTask(params); ok {
