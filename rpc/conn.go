@@ -139,10 +139,14 @@ type incomingCall struct {
 	cancelled       bool
 }
 
-// Value returns the call's serving mark; other keys are Run's context's.
+// Value returns the call's serving mark, and the call itself for
+// CancelServedAfter; other keys are Run's context's.
 func (in *incomingCall) Value(key any) any {
-	if key == (servingKey{}) {
+	switch key {
+	case servingKey{}:
 		return &in.serving
+	case incomingKey{}:
+		return in
 	}
 	return in.Context.Value(key)
 }
