@@ -248,16 +248,18 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 	var neutralized json.RawMessage
 	var nerr error
 	var done chan struct{}
+	var par *neutralized2 // the goroutine's own: variables it shared would escape for every result
 	if len(res) >= parallelGuardBytes {
-		done = make(chan struct{})
+		done, par = make(chan struct{}), &neutralized2{}
 		go func() {
 			defer close(done)
-			neutralized, nerr = g.neutralize(server, tool, "tools/call result", res)
+			par.out, par.err = g.neutralize(server, tool, "tools/call result", res)
 		}()
 	}
 	findings := g.exemptAnswers(server, tool, res, guard.InspectResult(res), answers)
 	if done != nil {
 		<-done
+		neutralized, nerr = par.out, par.err
 	}
 	if len(findings) > 0 {
 		logOnly := pol.GuardLogOnly(server)
@@ -299,6 +301,12 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		}
 	}
 	return neutralized
+}
+
+// neutralized2 is what the neutraliser run beside the detector returns.
+type neutralized2 struct {
+	out json.RawMessage
+	err error
 }
 
 // parallelGuardBytes is the result size from which the guard's two passes

@@ -444,7 +444,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		resp := &Message{ID: req.ID}
 		var werr *Error
 		switch {
-		case errors.As(err, &werr):
+		case err != nil && errors.As(err, &werr):
 			resp.Error = werr
 		case err != nil:
 			resp.Error = Errorf(CodeInternalError, "%s", err.Error())

@@ -474,11 +474,25 @@ func keyBytes(quoted []byte) ([]byte, error) {
 // before it keeps them in a map.
 const fewKeys = 8
 
-// commonKey returns the member names of MCP messages the gate reads on
-// every call as constants, so that reading them allocates nothing (a
-// switch on string(b) does not copy b).
+// commonKey returns the member names (and the method name) of the MCP
+// messages the gate reads on every call as constants, so that reading
+// them allocates nothing (a switch on string(b) does not copy b).
 func commonKey(b []byte) (string, bool) {
 	switch string(b) {
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "result":
+		return "result", true
+	case "error":
+		return "error", true
+	case "tools/call":
+		return "tools/call", true
 	case "name":
 		return "name", true
 	case "arguments":
