@@ -22,10 +22,13 @@ type incomingKey struct{}
 // once the bound fires but answer.
 //
 // stop disarms it and reports whether that was before it fired. ok is
-// false, and nothing is armed, when ctx serves no call of a Conn.
+// false, and nothing is armed, when ctx serves no call of a Conn, or is
+// not ended exactly by the call's end: a context with a cancellation of
+// its own, or without the call's (context.WithoutCancel, which keeps the
+// call's values), would outlive a bound that cancels the call.
 func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (stop func() bool, ok bool) {
 	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
-	if in == nil {
+	if in == nil || ctx.Done() != in.done {
 		return nil, false
 	}
 	t := time.AfterFunc(d, func() { in.cancel(cause) })

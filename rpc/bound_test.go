@@ -15,9 +15,19 @@ import (
 func TestCancelServedAfter(t *testing.T) {
 	cause := errors.New("the bound of this call")
 	p := newPeer(t, wires[0], funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
-		derived, stop := context.WithCancel(context.WithValue(ctx, struct{}{}, 1))
-		defer stop()
+		derived := context.WithValue(ctx, struct{}{}, 1)
 		switch req.Method {
+		case "layered":
+			// A context the call's end does not end exactly is refused.
+			own, stop := context.WithCancel(derived)
+			defer stop()
+			if _, ok := CancelServedAfter(own, time.Millisecond, cause); ok {
+				return nil, errors.New("armed under a cancellation of its own")
+			}
+			if _, ok := CancelServedAfter(context.WithoutCancel(derived), time.Millisecond, cause); ok {
+				return nil, errors.New("armed without the call's cancellation")
+			}
+			return json.RawMessage(`"refused"`), nil
 		case "bounded":
 			if _, ok := CancelServedAfter(derived, time.Millisecond, cause); !ok {
 				return nil, errors.New("not a served call")
@@ -50,6 +60,10 @@ func TestCancelServedAfter(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"disarmed"}`)
 	if l := p.recv(); !strings.Contains(l, `"result":"intact"`) {
 		t.Errorf("disarmed call answered %s", l)
+	}
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"layered"}`)
+	if l := p.recv(); !strings.Contains(l, `"result":"refused"`) {
+		t.Errorf("layered call answered %s", l)
 	}
 	if _, ok := CancelServedAfter(context.Background(), time.Millisecond, cause); ok {
 		t.Error("CancelServedAfter armed a bound on a context that serves no call")

@@ -136,6 +136,7 @@ type incomingCall struct {
 	context.Context                         // Run's
 	serving         serving                 // the request, for Serving
 	cancel          context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
+	done            <-chan struct{}         // the handler context's Done, for CancelServedAfter
 	cancelled       bool
 }
 
@@ -413,7 +414,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 	}
 	in := &incomingCall{Context: ctx, serving: serving{c.t, req.ID}}
 	cctx, cancel := context.WithCancelCause(in)
-	in.cancel = cancel
+	in.cancel, in.done = cancel, cctx.Done()
 	if r, ok := c.handler.(Router); ok {
 		cctx = r.Route(cctx, req)
 	}
