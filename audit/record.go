@@ -29,7 +29,7 @@ func (a *Logger) begin(level slog.Level, msg, event string) *record {
 		// What slog's JSON handler writes first: time, level and message.
 		r.fast = true
 		b := append(r.buf[:0], `{"time":"`...)
-		b = time.Now().AppendFormat(b, time.RFC3339Nano)
+		b = appendTime(b, time.Now())
 		b = append(b, `","level":"`...)
 		b = append(b, level.String()...)
 		b = append(b, `","msg":`...)
