@@ -148,7 +148,7 @@ var (
 		},
 		send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 			if h := g.hostCaps(); h.elicitForm || h.elicitURL { // else no answer can come
-				defer g.Gate.answers.begin(g, t.server, t.answers)()
+				defer g.Gate.answers.begin(g, t.server, t.answers).end()
 			}
 			return forwardTo(g, ctx, r, t)
 		},
