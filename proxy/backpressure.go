@@ -31,6 +31,8 @@ const HostResultWait = 30 * time.Second
 // the response is the host queue's to account for. It is the request's
 // context too, carrying itself under resultHoldKey: one allocation per
 // request instead of a value context, the hold and a release closure.
+// (A parked call's hold, which outlives its request, is carried as a
+// plain value and has no parent: parked.go.)
 type resultHold struct {
 	context.Context
 	n atomic.Int64
