@@ -280,19 +280,24 @@ var digestKey = func() []byte {
 // approval record and the call it covered can be matched, while argument
 // values cannot be guessed back from the log.
 func Digest(args []byte) string {
-	m := macs.Get().(hash.Hash)
-	m.Reset()
-	m.Write(args)
-	var sum [sha256.Size]byte
-	m.Sum(sum[:0])
-	macs.Put(m)
+	m := macs.Get().(*pooledMAC)
+	m.h.Reset()
+	m.h.Write(args)
+	sum := m.h.Sum(m.sum[:0]) // into the pooled array: a local one would escape
 	const prefix = "hmac-sha256:"
 	var out [len(prefix) + 16]byte
 	copy(out[:], prefix)
 	hex.Encode(out[len(prefix):], sum[:8])
+	macs.Put(m)
 	return string(out[:])
+}
+
+// pooledMAC is a keyed HMAC with room for its sum.
+type pooledMAC struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
 }
 
 // macs holds keyed HMACs for Digest: keying one costs two block hashes,
 // and a digest is taken for every call.
-var macs = sync.Pool{New: func() any { return hmac.New(sha256.New, digestKey) }}
+var macs = sync.Pool{New: func() any { return &pooledMAC{h: hmac.New(sha256.New, digestKey)} }}

@@ -29,7 +29,7 @@ func (a *Logger) begin(level slog.Level, msg, event string) *record {
 		// What slog's JSON handler writes first: time, level and message.
 		r.fast = true
 		b := append(r.buf[:0], `{"time":"`...)
-		b = time.Now().AppendFormat(b, time.RFC3339Nano)
+		b = appendTime(b, time.Now())
 		b = append(b, `","level":"`...)
 		b = append(b, level.String()...)
 		b = append(b, `","msg":`...)
@@ -52,10 +52,16 @@ func (r *record) str(key, val string) {
 		r.attrs = append(r.attrs, slog.String(key, val))
 		return
 	}
-	r.buf = append(r.buf, ',')
-	r.buf = appendJSONString(r.buf, key)
-	r.buf = append(r.buf, ':')
+	r.buf = appendKey(r.buf, key)
 	r.buf = appendJSONString(r.buf, val)
+}
+
+// appendKey appends a member's separator and key. The keys are this
+// package's constants, plain ASCII that needs no escaping.
+func appendKey(b []byte, key string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
 }
 
 func (r *record) int(key string, val int64) {
@@ -63,9 +69,7 @@ func (r *record) int(key string, val int64) {
 		r.attrs = append(r.attrs, slog.Int64(key, val))
 		return
 	}
-	r.buf = append(r.buf, ',')
-	r.buf = appendJSONString(r.buf, key)
-	r.buf = append(r.buf, ':')
+	r.buf = appendKey(r.buf, key)
 	r.buf = strconv.AppendInt(r.buf, val, 10)
 }
 

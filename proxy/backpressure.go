@@ -28,16 +28,34 @@ const HostResultWait = 30 * time.Second
 
 // resultHold is what one host request holds of its session's result
 // budget (Session.pendingResults), given back when its handler returns and
-// the response is the host queue's to account for.
-type resultHold struct{ n atomic.Int64 }
+// the response is the host queue's to account for. It is the request's
+// context too, carrying itself under resultHoldKey: one allocation per
+// request instead of a value context, the hold and a release closure.
+// (A parked call's hold, which outlives its request, is carried as a
+// plain value and has no parent: parked.go.)
+type resultHold struct {
+	context.Context
+	n atomic.Int64
+}
 
 type resultHoldKey struct{}
 
-// holdResults starts the accounting of one host request's upstream results.
-func (s *Session) holdResults(ctx context.Context) (context.Context, func()) {
-	h := &resultHold{}
-	return context.WithValue(ctx, resultHoldKey{}, h), func() { s.pendingResults.Add(-h.n.Load()) }
+// Value returns the hold for resultHoldKey; other keys are the parent's.
+func (h *resultHold) Value(key any) any {
+	if key == (resultHoldKey{}) {
+		return h
+	}
+	return h.Context.Value(key)
 }
+
+// holdResults starts the accounting of one host request's upstream
+// results; s.release(h) ends it.
+func (s *Session) holdResults(ctx context.Context) *resultHold {
+	return &resultHold{Context: ctx}
+}
+
+// release gives back what h holds of the session's result budget.
+func (s *Session) release(h *resultHold) { s.pendingResults.Add(-h.n.Load()) }
 
 // admitResult returns the admission of an upstream's result for the host
 // request in ctx, called on the upstream's read loop as soon as the result
@@ -97,4 +115,22 @@ func (e *callTimeoutError) Error() string {
 // host gets an error naming the server and the timeout.
 func withCallTimeout(ctx context.Context, server string, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, d, &callTimeoutError{server: server, timeout: d})
+}
+
+// deadlineCtx is a context whose Deadline is at, or its parent's if
+// earlier, and otherwise its parent. A forward bounded on its host
+// request's own context (rpc.CancelServedAfter, Session.forward) carries
+// its deadline so, for what reads it: a call that finds its server in
+// its restart backoff waits for the next start only within it
+// (upstream.Pool).
+type deadlineCtx struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.at) {
+		return d, true
+	}
+	return c.at, true
 }

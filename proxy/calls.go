@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -97,9 +98,30 @@ func (g *Session) unknown(noun, name string) error {
 // may ask as soon as it is initialized.
 func (g *Session) forward(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := g.childKeyFor(g.childKey(), server)
-	defer g.enter(ctx, key, server, g)()
-	ctx, cancel := withCallTimeout(ctx, server, g.pool.CallTimeout(server))
+	defer g.enter(ctx, key, server, g).leave()
+	d := g.pool.CallTimeout(server)
+	if modernOf(ctx) == nil {
+		// A host request of the 2025-11-25 era forwards once at a time,
+		// and ends when its forward does: its own context carries the
+		// bound (backpressure.go), without a context layer per call.
+		cause := &callTimeoutError{server: server, timeout: d}
+		if stop, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
+			res, err := g.forwardWithin(deadlineCtx{ctx, time.Now().Add(d)}, key, server, method, params)
+			if !stop() && err == nil {
+				// The bound fired as the answer came. The request is
+				// cancelled now, so it ends as the timeout it was.
+				return nil, upstreamError(server, method, cause)
+			}
+			return res, err
+		}
+	}
+	ctx, cancel := withCallTimeout(ctx, server, d)
 	defer cancel()
+	return g.forwardWithin(ctx, key, server, method, params)
+}
+
+// forwardWithin is forward once the call is bounded by its callTimeout.
+func (g *Session) forwardWithin(ctx context.Context, key, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	if stripped, ok := stripTask(params); ok {
 		// The gate declares no tasks: the upstream answers normally (tasks.go).
 		g.log.Debug("task augmentation stripped", "server", server, "method", method)

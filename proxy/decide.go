@@ -250,16 +250,18 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 	var neutralized json.RawMessage
 	var nerr error
 	var done chan struct{}
+	var par *neutralized2 // the goroutine's own: variables it shared would escape for every result
 	if len(res) >= parallelGuardBytes && sc.Hidden() {
-		done = make(chan struct{})
+		done, par = make(chan struct{}), &neutralized2{}
 		go func() {
 			defer close(done)
-			neutralized, nerr = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
+			par.out, par.err = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
 		}()
 	}
 	findings := g.exemptAnswers(server, tool, res, guard.InspectScanned(res, sc), answers)
 	if done != nil {
 		<-done
+		neutralized, nerr = par.out, par.err
 	}
 	if len(findings) > 0 {
 		logOnly := pol.GuardLogOnly(server)
@@ -301,6 +303,12 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		}
 	}
 	return neutralized
+}
+
+// neutralized2 is what the neutraliser run beside the detector returns.
+type neutralized2 struct {
+	out json.RawMessage
+	err error
 }
 
 // parallelGuardBytes is the result size from which the guard's two passes

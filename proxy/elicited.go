@@ -66,6 +66,10 @@ const maxElicitAnswers = 16
 type answerBook struct {
 	mu    sync.Mutex
 	calls map[answerKey]map[*elicitAnswers]struct{}
+	// spare are emptied maps of calls, reused so that a call of a host
+	// that can answer elicitations allocates none here (at most
+	// maxSpareInflight kept).
+	spare []map[*elicitAnswers]struct{}
 }
 
 type answerKey struct {
@@ -73,8 +77,9 @@ type answerKey struct {
 	server string
 }
 
-// begin registers a call of s to server; the returned function ends it.
-func (b *answerBook) begin(s *Session, server string, a *elicitAnswers) func() {
+// begin registers a call of s to server; the returned entry's end ends
+// it. It is a value, not a closure: one is taken for every tools/call.
+func (b *answerBook) begin(s *Session, server string, a *elicitAnswers) answerEntry {
 	k := answerKey{s, server}
 	b.mu.Lock()
 	if b.calls == nil {
@@ -82,18 +87,37 @@ func (b *answerBook) begin(s *Session, server string, a *elicitAnswers) func() {
 	}
 	m := b.calls[k]
 	if m == nil {
-		m = map[*elicitAnswers]struct{}{}
+		if n := len(b.spare); n > 0 {
+			m, b.spare = b.spare[n-1], b.spare[:n-1]
+		} else {
+			m = map[*elicitAnswers]struct{}{}
+		}
 		b.calls[k] = m
 	}
 	m[a] = struct{}{}
 	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(m, a)
-		if len(m) == 0 {
-			delete(b.calls, k)
+	return answerEntry{b, k, a}
+}
+
+// answerEntry is one call registered in an answerBook.
+type answerEntry struct {
+	b *answerBook
+	k answerKey
+	a *elicitAnswers
+}
+
+// end ends what begin registered.
+func (e answerEntry) end() {
+	b := e.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.calls[e.k]
+	delete(m, e.a)
+	if len(m) == 0 {
+		delete(b.calls, e.k)
+		if len(b.spare) < maxSpareInflight {
+			b.spare = append(b.spare, m)
 		}
-		b.mu.Unlock()
 	}
 }
 

@@ -33,6 +33,9 @@ const maxInputRequests = 8
 func (g *Session) forwardRounds(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	res, err := g.forward(ctx, server, method, params)
 	for round := 1; ; round++ {
+		if err == nil {
+			return res, nil // errors.As would cost its target an allocation
+		}
 		var ir *upstream.InputRequiredError
 		if !errors.As(err, &ir) {
 			return res, err

@@ -114,6 +114,9 @@ type Gate struct {
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
+	// spareInflight are emptied maps of inflight, reused so that a call
+	// to an idle child allocates none (enter).
+	spareInflight []map[*Session]int
 
 	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
 	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
@@ -257,8 +260,9 @@ func (g *Session) serveMethod(ctx context.Context, m hostMethod, method string, 
 	if err := g.refuseInTrouble(method); err != nil {
 		return nil, err
 	}
-	ctx, release := g.holdResults(ctx)
-	defer release()
+	h := g.holdResults(ctx)
+	defer g.release(h)
+	ctx = h
 	res, err := m.serve(g, ctx, params)
 	return g.afterList(ctx, method, res, err)
 }

@@ -18,30 +18,33 @@ type hostCalls struct {
 	calls map[child][]context.Context
 }
 
-// add records ctx as in flight to c; the returned function ends it.
-func (h *hostCalls) add(c child, ctx context.Context) func() {
+// add records ctx as in flight to c; remove ends it.
+func (h *hostCalls) add(c child, ctx context.Context) {
 	h.mu.Lock()
 	if h.calls == nil {
 		h.calls = map[child][]context.Context{}
 	}
 	h.calls[c] = append(h.calls[c], ctx)
 	h.mu.Unlock()
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		l := h.calls[c]
-		for i, x := range l {
-			if x == ctx {
-				l = append(l[:i:i], l[i+1:]...)
-				break
-			}
-		}
-		if len(l) == 0 {
-			delete(h.calls, c)
-		} else {
-			h.calls[c] = l
+}
+
+// remove ends what add recorded. The list is kept, empty, for the next
+// call to c: a session reaches a handful of children, and a call then
+// allocates nothing here. Lists are only read under mu, so they are
+// changed in place.
+func (h *hostCalls) remove(c child, ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.calls[c]
+	for i, x := range l {
+		if x == ctx {
+			copy(l[i:], l[i+1:])
+			l[len(l)-1] = nil // let the context go
+			l = l[:len(l)-1]
+			break
 		}
 	}
+	h.calls[c] = l
 }
 
 // markOnly returns ctx marked as serving the one host request in flight to

@@ -111,7 +111,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	sp := g.startCall()
 	res, err := send(g, ctx, r, t)
-	if own := (*gateAnswer)(nil); errors.As(err, &own) {
+	if own := (*gateAnswer)(nil); err != nil && errors.As(err, &own) {
 		g.endCall(sp, t.server, r.method, nil)
 		return own.res, nil // a parked call's question, or a refused retry (parked.go)
 	}
@@ -148,7 +148,7 @@ var (
 		},
 		send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 			if h := g.hostCaps(); h.elicitForm || h.elicitURL { // else no answer can come
-				defer g.Gate.answers.begin(g, t.server, t.answers)()
+				defer g.Gate.answers.begin(g, t.server, t.answers).end()
 			}
 			return forwardTo(g, ctx, r, t)
 		},

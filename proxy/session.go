@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,30 +218,54 @@ type child struct{ key, server string }
 
 // enter records that s has a request in flight to server's child of key,
 // so that what that child asks meanwhile (sampling, elicitation, roots)
-// goes to s; the returned function ends it.
-func (g *Gate) enter(ctx context.Context, key, server string, s *Session) func() {
+// goes to s; the returned entry's leave ends it. It is a value, not a
+// closure: one is taken for every call.
+func (g *Gate) enter(ctx context.Context, key, server string, s *Session) entered {
 	c := child{key, server}
-	leave := s.hostCalls.add(c, ctx)
+	s.hostCalls.add(c, ctx)
 	g.mu.Lock()
 	m := g.inflight[c]
 	if m == nil {
-		m = map[*Session]int{}
+		if n := len(g.spareInflight); n > 0 {
+			m, g.spareInflight = g.spareInflight[n-1], g.spareInflight[:n-1]
+		} else {
+			m = map[*Session]int{}
+		}
 		g.inflight[c] = m
 	}
 	m[s]++
 	g.mu.Unlock()
-	return func() {
-		leave()
-		g.mu.Lock()
-		if m[s]--; m[s] == 0 {
-			delete(m, s)
-		}
-		if len(m) == 0 { // still g.inflight[c]: a map is replaced only once empty
-			delete(g.inflight, c)
-		}
-		g.mu.Unlock()
-	}
+	return entered{g: g, s: s, c: c, ctx: ctx}
 }
+
+// entered is one request in flight to a child (Gate.enter).
+type entered struct {
+	g   *Gate
+	s   *Session
+	c   child
+	ctx context.Context
+}
+
+// leave ends what enter recorded.
+func (e entered) leave() {
+	e.s.hostCalls.remove(e.c, e.ctx)
+	g := e.g
+	g.mu.Lock()
+	m := g.inflight[e.c]
+	if m[e.s]--; m[e.s] == 0 {
+		delete(m, e.s)
+	}
+	if len(m) == 0 { // a map is replaced only once empty
+		delete(g.inflight, e.c)
+		if len(g.spareInflight) < maxSpareInflight {
+			g.spareInflight = append(g.spareInflight, m) // empty: kept for the next enter
+		}
+	}
+	g.mu.Unlock()
+}
+
+// maxSpareInflight bounds the empty maps Gate.spareInflight keeps.
+const maxSpareInflight = 8
 
 // sessionFor finds the session a child's request is for: the one with a
 // request in flight to that child (server's, of key). Only sessions of the
@@ -317,7 +341,11 @@ func (s *Session) isSubscribed(uri string) bool {
 
 // decisionID names one decision in the audit log.
 func (s *Session) decisionID() string {
-	return fmt.Sprintf("%s-%d", s.session, s.seq.Add(1))
+	// One allocation, not fmt's three: one is taken for every call.
+	var b [64]byte
+	out := append(b[:0], s.session...)
+	out = append(out, '-')
+	return string(strconv.AppendUint(out, s.seq.Add(1), 10))
 }
 
 // notifyListed tells every session of key that has fetched one of lists

@@ -109,7 +109,7 @@ type Conn struct {
 
 	mu       sync.Mutex // guards the fields below
 	nextID   int64
-	pending  map[string]*pendingCall  // our calls awaiting a response, by ID key
+	pending  map[int64]*pendingCall   // our calls awaiting a response, by ID (ours are integers)
 	incoming map[string]*incomingCall // the peer's calls being served, by ID key
 	closed   bool
 	cause    error // why the connection closed
@@ -117,13 +117,39 @@ type Conn struct {
 
 type pendingCall struct {
 	ch     chan *Message // buffered, receives exactly one message
+	id     int64         // its key in Conn.pending
 	method string
 	admit  func(size int) error // CallAdmit's, or nil
 }
 
+// pendingCalls recycles a pendingCall, channel included, once its caller
+// has received its response: by then it is out of Conn.pending, and the
+// one send it could get has been received. A call that ends otherwise
+// (cancelled, closed) leaves its pendingCall to the collector, since a
+// response may still be sent to it.
+var pendingCalls = sync.Pool{New: func() any { return &pendingCall{ch: make(chan *Message, 1)} }}
+
+// incomingCall is one of the peer's calls being served. It is also the
+// parent of the handler's context: Run's context marked as serving the
+// request (Serving), in one allocation with the call's own state.
 type incomingCall struct {
-	cancel    context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
-	cancelled bool
+	context.Context                         // Run's
+	serving         serving                 // the request, for Serving
+	cancel          context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
+	done            <-chan struct{}         // the handler context's Done, for CancelServedAfter
+	cancelled       bool
+}
+
+// Value returns the call's serving mark, and the call itself for
+// CancelServedAfter; other keys are Run's context's.
+func (in *incomingCall) Value(key any) any {
+	switch key {
+	case servingKey{}:
+		return &in.serving
+	case incomingKey{}:
+		return in
+	}
+	return in.Context.Value(key)
 }
 
 // New returns a Conn over t, which it owns: closing the Conn closes t. Call
@@ -136,7 +162,7 @@ func New(t Transport, h Handler, opts Options) *Conn {
 		handler:  h,
 		log:      opts.Logger,
 		done:     make(chan struct{}),
-		pending:  map[string]*pendingCall{},
+		pending:  map[int64]*pendingCall{},
 		incoming: map[string]*incomingCall{},
 	}
 }
@@ -308,9 +334,9 @@ func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 	c.log.Warn("bad message", attrs...)
 	if me.ID != nil && !me.Request {
 		c.mu.Lock()
-		p, ok := c.pending[idKey(me.ID)]
+		p, ok := c.pendingOf(me.ID)
 		if ok {
-			delete(c.pending, idKey(me.ID))
+			delete(c.pending, p.id)
 		}
 		c.mu.Unlock()
 		if ok {
@@ -326,10 +352,11 @@ func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 	switch {
 	case msg.IsResponse():
-		key := idKey(msg.ID)
 		c.mu.Lock()
-		p, ok := c.pending[key]
-		delete(c.pending, key)
+		p, ok := c.pendingOf(msg.ID)
+		if ok {
+			delete(c.pending, p.id)
+		}
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
@@ -385,11 +412,12 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
 		return
 	}
-	cctx, cancel := context.WithCancelCause(withServing(ctx, c.t, req.ID))
+	in := &incomingCall{Context: ctx, serving: serving{c.t, req.ID}}
+	cctx, cancel := context.WithCancelCause(in)
+	in.cancel, in.done = cancel, cctx.Done()
 	if r, ok := c.handler.(Router); ok {
 		cctx = r.Route(cctx, req)
 	}
-	in := &incomingCall{cancel: cancel}
 	c.incoming[key] = in
 	c.mu.Unlock()
 
@@ -417,7 +445,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		resp := &Message{ID: req.ID}
 		var werr *Error
 		switch {
-		case errors.As(err, &werr):
+		case err != nil && errors.As(err, &werr):
 			resp.Error = werr
 		case err != nil:
 			resp.Error = Errorf(CodeInternalError, "%s", err.Error())
@@ -513,23 +541,27 @@ func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMess
 		return nil, fmt.Errorf("%w: %w", ErrClosed, cause)
 	}
 	c.nextID++
-	id := json.RawMessage(strconv.FormatInt(c.nextID, 10))
-	p := &pendingCall{ch: make(chan *Message, 1), method: method, admit: admit}
-	c.pending[string(id)] = p
+	p := pendingCalls.Get().(*pendingCall)
+	p.id, p.method, p.admit = c.nextID, method, admit
+	// The id's bytes are the message's own: a transport may hand them on.
+	id := json.RawMessage(strconv.AppendInt(make([]byte, 0, 20), p.id, 10))
+	c.pending[p.id] = p
 	c.mu.Unlock()
 
 	if err := c.write(ctx, &Message{ID: id, Method: method, Params: params}); err != nil {
-		c.forget(id)
+		c.forget(p.id)
 		return nil, err
 	}
 	select {
 	case resp := <-p.ch:
+		p.admit = nil
+		pendingCalls.Put(p)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
 		return resp.Result, nil
 	case <-ctx.Done():
-		c.forget(id)
+		c.forget(p.id)
 		c.cancelRequest(id, context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	case <-c.done:
@@ -546,10 +578,51 @@ func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMess
 	}
 }
 
-func (c *Conn) forget(id json.RawMessage) {
+func (c *Conn) forget(id int64) {
 	c.mu.Lock()
-	delete(c.pending, string(id))
+	delete(c.pending, id)
 	c.mu.Unlock()
+}
+
+// pendingOf finds the pending call a response's id names. Ours are
+// integers, matched as idKey matches ids (7 and 7.0 are one); any other
+// id (a string, a fraction) is no call of ours. Called with mu held.
+func (c *Conn) pendingOf(id json.RawMessage) (*pendingCall, bool) {
+	n, ok := ourID(id)
+	if !ok {
+		return nil, false
+	}
+	p, ok := c.pending[n]
+	return p, ok
+}
+
+// ourID reads id as a call of ours would carry it: the integer idKey
+// makes of it, without allocating for the plain digits a peer echoes.
+func ourID(id json.RawMessage) (int64, bool) {
+	if len(id) == 0 || id[0] == '"' {
+		return 0, false
+	}
+	if len(id) <= 18 && id[0] != '0' {
+		var n int64
+		for _, c := range id {
+			if c < '0' || c > '9' {
+				return parseIDKey(idKey(id))
+			}
+			n = n*10 + int64(c-'0')
+		}
+		return n, true
+	}
+	return parseIDKey(idKey(id))
+}
+
+// parseIDKey reads an idKey as one of our ids (a positive integer with
+// no sign, no leading zero), or false.
+func parseIDKey(key string) (int64, bool) {
+	if key == "" || key[0] < '1' || key[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(key, 10, 64)
+	return n, err == nil
 }
 
 // cancelRequest tells the peer that we gave up on request id. The caller

@@ -16,8 +16,9 @@ type serving struct {
 }
 
 // withServing marks ctx as serving the peer's request id, received on t.
+// The value is a *serving (a Conn's incomingCall carries one in place).
 func withServing(ctx context.Context, t Transport, id json.RawMessage) context.Context {
-	return context.WithValue(ctx, servingKey{}, serving{t, id})
+	return context.WithValue(ctx, servingKey{}, &serving{t, id})
 }
 
 // Serving returns the id of the peer's request that ctx serves, when ctx
@@ -28,7 +29,7 @@ func withServing(ctx context.Context, t Transport, id json.RawMessage) context.C
 // the request it belongs to. A context from another Conn gives false: the
 // id would be another peer's.
 func Serving(ctx context.Context, t Transport) (json.RawMessage, bool) {
-	s, ok := ctx.Value(servingKey{}).(serving)
+	s, ok := ctx.Value(servingKey{}).(*serving)
 	if !ok || s.t != t {
 		return nil, false
 	}
@@ -62,7 +63,7 @@ func DecodeError(err error, raw []byte) *MessageError { return messageError(err,
 // the host request's mark, so that the host's transport sends it on that
 // request's stream.
 func WithServingOf(ctx, from context.Context) context.Context {
-	s, ok := from.Value(servingKey{}).(serving)
+	s, ok := from.Value(servingKey{}).(*serving)
 	if !ok {
 		return ctx
 	}

@@ -269,7 +269,14 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 	}
 	switch v[i] {
 	case '{':
-		seen := map[string]string{} // folded key -> key as written
+		// The keys of a small object (most of what the gate checks: a
+		// call's params and arguments) are compared pairwise, as read,
+		// under strings.EqualFold, which is what foldKey's equality is;
+		// past fewKeys they go into a map of folded keys. Either way a
+		// key costs no allocation unless it has escapes to resolve.
+		var few [fewKeys][]byte
+		n := 0
+		var seen map[string]string // folded key -> key as written, once past fewKeys
 		i = skipSpace(v, i+1)
 		if i < len(v) && v[i] == '}' {
 			return i + 1, nil
@@ -282,22 +289,41 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			key, err := decodeKey(v[i:end])
+			key, err := keyBytes(v[i:end])
 			if err != nil {
 				return 0, err
 			}
-			folded := foldKey(key)
-			if first, dup := seen[folded]; dup {
-				return 0, &KeyError{Key: key, First: first, Offset: i}
+			if seen == nil {
+				for _, first := range few[:n] {
+					if bytes.EqualFold(first, key) {
+						return 0, &KeyError{Key: string(key), First: string(first), Offset: i}
+					}
+				}
+				if n < fewKeys {
+					few[n] = key
+					n++
+				} else {
+					seen = make(map[string]string, 2*fewKeys)
+					for _, k := range few {
+						seen[foldKey(string(k))] = string(k)
+					}
+					seen[foldKey(string(key))] = string(key)
+				}
+			} else {
+				k := string(key)
+				folded := foldKey(k)
+				if first, dup := seen[folded]; dup {
+					return 0, &KeyError{Key: k, First: first, Offset: i}
+				}
+				seen[folded] = k
 			}
-			seen[folded] = key
 			i = skipSpace(v, end)
 			if i >= len(v) || v[i] != ':' {
 				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
 			}
 			i, err = checkUnique(v, skipSpace(v, i+1), depth+1)
 			if err != nil {
-				return 0, within(err, key)
+				return 0, within(err, string(key))
 			}
 			i = skipSpace(v, i)
 			if i >= len(v) {
@@ -421,13 +447,80 @@ func decodeKey(quoted []byte) (string, error) {
 	// it turns invalid UTF-8 into U+FFFD, and keys must compare as it sees
 	// them (UniqueKeys guards against readings that differ).
 	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
-		return string(quoted[1 : len(quoted)-1]), nil
+		b := quoted[1 : len(quoted)-1]
+		if k, ok := commonKey(b); ok {
+			return k, nil
+		}
+		return string(b), nil
 	}
 	var s string
 	if err := json.Unmarshal(quoted, &s); err != nil {
 		return "", fmt.Errorf("rawjson: bad string: %w", err)
 	}
 	return s, nil
+}
+
+// keyBytes is decodeKey without the string: the quoted key's own bytes
+// when it has nothing to resolve, which costs no allocation.
+func keyBytes(quoted []byte) ([]byte, error) {
+	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
+		return quoted[1 : len(quoted)-1], nil
+	}
+	s, err := decodeKey(quoted)
+	return []byte(s), err
+}
+
+// fewKeys is how many keys of one object UniqueKeys compares pairwise
+// before it keeps them in a map.
+const fewKeys = 8
+
+// commonKey returns the member names (and the method name) of the MCP
+// messages the gate reads on every call as constants, so that reading
+// them allocates nothing (a switch on string(b) does not copy b).
+func commonKey(b []byte) (string, bool) {
+	switch string(b) {
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "result":
+		return "result", true
+	case "error":
+		return "error", true
+	case "tools/call":
+		return "tools/call", true
+	case "name":
+		return "name", true
+	case "arguments":
+		return "arguments", true
+	case "_meta":
+		return "_meta", true
+	case "progressToken":
+		return "progressToken", true
+	case "uri":
+		return "uri", true
+	case "content":
+		return "content", true
+	case "type":
+		return "type", true
+	case "text":
+		return "text", true
+	case "structuredContent":
+		return "structuredContent", true
+	case "isError":
+		return "isError", true
+	case "task":
+		return "task", true
+	case "requestState":
+		return "requestState", true
+	case "inputResponses":
+		return "inputResponses", true
+	}
+	return "", false
 }
 
 func skipSpace(b []byte, i int) int {

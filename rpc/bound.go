@@ -1,0 +1,36 @@
+package rpc
+
+import (
+	"context"
+	"time"
+)
+
+// incomingKey is the context key under which a handler's context finds
+// the incomingCall it serves.
+type incomingKey struct{}
+
+// CancelServedAfter bounds the peer's call that ctx serves (ctx is a
+// handler's context of a Conn, or descends from one): after d the call is
+// cancelled with cause, which ctx and every context of the call report
+// (context.Cause). The call still sends its response, as one ended by the
+// drain time does; only the peer's own cancellation silences it.
+//
+// It is a lighter context.WithTimeoutCause for a handler that bounds the
+// rest of its call: no context layer, whose registration with its parent
+// and whose timer cost more than the one timer here. It bounds the whole
+// call, not a part of it: the caller must have nothing left to do with ctx
+// once the bound fires but answer.
+//
+// stop disarms it and reports whether that was before it fired. ok is
+// false, and nothing is armed, when ctx serves no call of a Conn, or is
+// not ended exactly by the call's end: a context with a cancellation of
+// its own, or without the call's (context.WithoutCancel, which keeps the
+// call's values), would outlive a bound that cancels the call.
+func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (stop func() bool, ok bool) {
+	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
+	if in == nil || ctx.Done() != in.done {
+		return nil, false
+	}
+	t := time.AfterFunc(d, func() { in.cancel(cause) })
+	return t.Stop, true
+}
