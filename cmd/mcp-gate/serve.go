@@ -149,6 +149,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
 	in, out, closeStdio := rpc.Stdio(stdin, stdout)
 	defer closeStdio()
+	oneHostProcs()
 	if err := g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser())); err != nil {
 		return err
 	}
