@@ -41,6 +41,10 @@ type listState struct {
 	// one; want, a child that started meanwhile (refreshStarted), makes
 	// the fetch run once more unless that is the child it got.
 	through, want *upstream.Session
+	// taken says the fetch under way has taken its child from the pool,
+	// or failed to (through nil then): a child started after that is not
+	// one it will list.
+	taken bool
 }
 
 // ensure fetches the lists not held yet of the given servers (all when none
@@ -97,10 +101,10 @@ func (g *Gate) refreshStarted(l *lister, key string, s *upstream.Session) {
 		return
 	}
 	if st := l.state[child{key, s.Name}]; st != nil && st.running != nil {
-		switch st.through {
-		case s:
+		switch {
+		case st.taken && st.through == s:
 			return
-		case nil:
+		case !st.taken:
 			st.want = s
 			return
 		}
@@ -135,7 +139,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		var apply func(*snapshot) *snapshot
 		s, err := g.pool.Session(ctx, g.childKeyFor(key, server), server)
 		g.mu.Lock()
-		st.through = s
+		st.through, st.taken = s, true
 		if st.want != nil && st.want != s {
 			st.again = true
 		}
@@ -157,7 +161,7 @@ func (g *Gate) runFetch(l *lister, key, server string, st *listState, done chan 
 		g.mu.Lock()
 		again := st.again
 		st.again = false
-		st.through = nil
+		st.through, st.taken = nil, false
 		if !again {
 			st.running = nil
 			// The key was released meanwhile (releaseKey leaves a running
