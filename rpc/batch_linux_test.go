@@ -22,6 +22,10 @@ func batchStream(t *testing.T, lim Limits) (*Stream, *os.File, func() []int) {
 	connR, _, peerR, connW := osPipes(t)
 	s := NewStream(connR, connW, multiCloser{connR, connW}, lim)
 	t.Cleanup(func() { s.Close() })
+	// A message that never arrives fails the test rather than hanging it.
+	if err := peerR.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if s.tw == nil {
 		t.Fatal("the Stream over a pipe does not write directly")
 	}
@@ -304,4 +308,47 @@ func TestBatchConcurrentWritersKeepOrder(t *testing.T) {
 		next[p.W]++
 	}
 	wg.Wait()
+}
+
+// A large message written while a batch is pending goes behind the batch,
+// and so does Flush: neither overtakes the messages gathered before it.
+func TestBatchLargeMessageBehindPending(t *testing.T) {
+	s, peerR, _ := batchStream(t, Limits{})
+	ctx := context.Background()
+	big := &Message{Method: "m", Params: json.RawMessage(fmt.Sprintf(`{"i":2,"pad":%q}`, strings.Repeat("b", 40<<10)))}
+	s.yield = func() {
+		s.yield = func() {}
+		if err := s.Write(ctx, seqMsg(1)); err != nil {
+			t.Error(err)
+		}
+		if err := s.Write(ctx, big); err != nil {
+			t.Error(err)
+		}
+		if err := s.Write(ctx, seqMsg(3)); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan []string)
+	go func() {
+		var lines []string
+		r := bufio.NewReaderSize(peerR, 1<<20)
+		for range 4 {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Errorf("reading: %v", err)
+				break
+			}
+			lines = append(lines, line)
+		}
+		done <- lines
+	}()
+	burstReads.Add(1)
+	if err := s.Write(ctx, seqMsg(0)); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range <-done {
+		if !strings.Contains(line, fmt.Sprintf(`{"i":%d`, i)) {
+			t.Fatalf("line %d on the wire is %.40q…; want message %d", i, line, i)
+		}
+	}
 }
