@@ -29,6 +29,7 @@ func batchStream(t *testing.T, lim Limits) (*Stream, *os.File, func() []int) {
 	if s.tw == nil {
 		t.Fatal("the Stream over a pipe does not write directly")
 	}
+	s.groupAlways = true
 	var mu sync.Mutex
 	var writes []int
 	tw := s.tw

@@ -104,6 +104,8 @@ type Stream struct {
 	// yield is what a batch's first writer does before it writes the
 	// batch: runtime.Gosched (tests hold it to shape a burst).
 	yield func()
+	// groupAlways gathers bursts whatever GOMAXPROCS is (tests).
+	groupAlways bool
 
 	// growR and growW, when not nil, ask once for a larger buffer on the
 	// pipe read or written, the first time a message larger than the
