@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -93,6 +94,18 @@ type Stream struct {
 	tw     func([][]byte) (int, error)
 	wmu    sync.Mutex
 	queued int
+	// batch holds small messages gathered for one group write while its
+	// first writer yields (batch.go), under wmu; only ever non-empty
+	// while queued is 0.
+	batch  []byte
+	batchN int // messages in batch
+	// burstSeen is burstReads at the last batch started, under wmu.
+	burstSeen uint64
+	// yield is what a batch's first writer does before it writes the
+	// batch: runtime.Gosched (tests hold it to shape a burst).
+	yield func()
+	// groupAlways gathers bursts whatever GOMAXPROCS is (tests).
+	groupAlways bool
 
 	// growR and growW, when not nil, ask once for a larger buffer on the
 	// pipe read or written, the first time a message larger than the
@@ -183,6 +196,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 	s.rdl = rdl
 	s.growR, s.growW = pipeGrower(raw), pipeGrower(w)
 	s.tw = nonblockingWriter(w)
+	s.yield = runtime.Gosched
 	go s.writeLoop()
 	return s
 }
@@ -458,6 +472,9 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 	}
 	buf, tail, tooBig := st.buf, st.tail, st.tooBig
 	*st = lineState{}
+	if s.r.Buffered() > 0 {
+		burstReads.Add(1) // more is read already: a burst (batch.go)
+	}
 	if tooBig > 0 {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
@@ -546,7 +563,12 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	if s.tw == nil {
 		return s.q.put(ctx, o)
 	}
-	sent, err := s.writeDirect(o, true)
+	var sent bool
+	if batchable(o) {
+		sent, err = s.writeBatched(o)
+	} else {
+		sent, err = s.writeDirect(o, true)
+	}
 	if sent || err != nil {
 		return err
 	}
@@ -596,6 +618,13 @@ var lineTail = []byte("}\n")
 func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.queued > 0 {
+		return false, nil
+	}
+	// A batch gathered before o goes first.
+	if err := s.flushBatchLocked(); err != nil {
+		return true, err
+	}
 	if s.queued > 0 {
 		return false, nil
 	}
@@ -650,7 +679,14 @@ func (s *Stream) unqueued() {
 }
 
 // Flush waits until every message written before it is in the stream.
-func (s *Stream) Flush(ctx context.Context) error { return s.q.flush(ctx) }
+func (s *Stream) Flush(ctx context.Context) error {
+	if s.tw != nil {
+		if err := s.flushBatch(); err != nil {
+			return err
+		}
+	}
+	return s.q.flush(ctx)
+}
 
 // tryWrite queues m if there is room at once, for a Conn that must not wait
 // (a cancellation owed to a peer that may not be reading).
