@@ -103,16 +103,22 @@ func (s *Stream) writeBatched(o outgoing) (bool, error) {
 	return true, s.flushBatchLocked()
 }
 
-// grouping reports whether a burst's writes are gathered. Only with one P:
-// there the other goroutines of a burst can only run while the first
-// yields, and a write per message is what the burst costs. With more, they
-// run beside it, and A/B runs unpinned showed no gain (0.92-1.06x at c=8),
-// so the Stream writes each at once, as before. GOMAXPROCS can change
-// while the process runs (a container's CPU limit), so it is asked each
-// time a burst is seen.
+// grouping reports whether a burst's writes are gathered: only when the
+// process may run on one CPU alone (taskset, a one-CPU cpuset), which its
+// peers then share. There the other goroutines of a burst can only run
+// while the first yields, and a write per message, each a switch to the
+// peer, is what the burst costs: pinned A/B runs gave 1.2-1.4x the calls/s
+// at c=8. With more CPUs the peers run beside the gate and waiting to
+// gather only holds their work back: unpinned, with the stdio gate on one
+// P (cmd/mcp-gate), gathering gave 0.75x; with two Ps, 0.92-1.06x. So the
+// test is the CPUs the process may use, not its GOMAXPROCS.
 func (s *Stream) grouping() bool {
-	return s.groupAlways || runtime.GOMAXPROCS(0) == 1
+	return s.groupAlways || oneCPU
 }
+
+// oneCPU is whether the process may run on one CPU only (the affinity
+// mask at start, which runtime.NumCPU reports).
+var oneCPU = runtime.NumCPU() == 1
 
 // flushBatchLocked writes the gathered batch, under wmu: as much as the
 // peer has room for at once, the rest queued (in one entry) for the writer
