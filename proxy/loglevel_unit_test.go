@@ -50,10 +50,15 @@ func TestLogLevelReachesUpstreams(t *testing.T) {
 	if f.launcher.Launches("s") != 0 {
 		t.Fatal("setting the level started a server")
 	}
-	if _, err := callText(t, f.sess, "s__log", ""); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the error log line", func() bool { return slices.Contains(seen(), "error:e") })
+	// A log notification is dropped, by design, when the host's queue has
+	// no room at that instant (notifyHost): under load one call's line can
+	// be lost, so the call is made again until one arrives.
+	waitFor(t, "the error log line", func() bool {
+		if _, err := callText(t, f.sess, "s__log", ""); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(seen(), "error:e")
+	})
 	if slices.Contains(seen(), "info:i") {
 		t.Fatalf("at level error the host got %v", seen())
 	}
