@@ -250,9 +250,9 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 	var neutralized json.RawMessage
 	var nerr error
 	var done chan struct{}
-	var par *neutralized2 // the goroutine's own: variables it shared would escape for every result
+	var par *neutralizeOut // the goroutine's own: variables it shared would escape for every result
 	if len(res) >= parallelGuardBytes && sc.Hidden() {
-		done, par = make(chan struct{}), &neutralized2{}
+		done, par = make(chan struct{}), &neutralizeOut{}
 		go func() {
 			defer close(done)
 			par.out, par.err = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
@@ -305,8 +305,8 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 	return neutralized
 }
 
-// neutralized2 is what the neutraliser run beside the detector returns.
-type neutralized2 struct {
+// neutralizeOut is what the neutraliser run beside the detector returns.
+type neutralizeOut struct {
 	out json.RawMessage
 	err error
 }

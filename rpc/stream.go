@@ -472,8 +472,11 @@ func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
 	}
 	buf, tail, tooBig := st.buf, st.tail, st.tooBig
 	*st = lineState{}
-	if s.r.Buffered() > 0 {
-		burstReads.Add(1) // more is read already: a burst (batch.go)
+	if s.r.Buffered() > 0 && s.grouping() {
+		// More is read already: a burst (batch.go). Counted only where
+		// bursts are gathered: elsewhere the process-wide counter would
+		// be a cache line every reader writes, for nothing.
+		burstReads.Add(1)
 	}
 	if tooBig > 0 {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
