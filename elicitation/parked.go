@@ -85,10 +85,8 @@ func (r *Rounds) ParkedError(s string) error {
 	if _, err := r.parseState(s); err == nil {
 		return ErrStateKind
 	}
-	if _, err := r.parseParked(s); err != nil {
-		return err
-	}
-	return nil
+	_, err := r.parseParked(s)
+	return err
 }
 
 // ErrStateKind: a state of the gate's approval question presented as the

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,8 +53,10 @@ const (
 	// MaxRelayedStateBytes bounds a relayed requestState the gate will look
 	// at: its claims with the largest upstream state, keys and answers fit.
 	MaxRelayedStateBytes = 24 << 10
-	// maxRelayedInputs bounds the questions of one relayed round.
-	maxRelayedInputs = 16
+	// MaxRoundInputs bounds the questions of one upstream round: the proxy
+	// relays no more (it refuses the round), and a state claiming more is
+	// not the gate's.
+	MaxRoundInputs = 8
 )
 
 // RelayedInput is one of the upstream's questions of a round, in the order
@@ -116,8 +119,8 @@ func checkRelayed(rr RelayedRound) error {
 	if rr.Round < 1 {
 		return fmt.Errorf("round %d", rr.Round)
 	}
-	if len(rr.Inputs) == 0 || len(rr.Inputs) > maxRelayedInputs {
-		return fmt.Errorf("%d input requests (1 to %d)", len(rr.Inputs), maxRelayedInputs)
+	if len(rr.Inputs) == 0 || len(rr.Inputs) > MaxRoundInputs {
+		return fmt.Errorf("%d input requests (1 to %d)", len(rr.Inputs), MaxRoundInputs)
 	}
 	if len(rr.State) > MaxUpstreamStateBytes {
 		return fmt.Errorf("the upstream's requestState is %d bytes, more than the %d mcp-gate carries", len(rr.State), MaxUpstreamStateBytes)
@@ -215,4 +218,4 @@ func (r *Rounds) RelayedError(s string) error {
 
 // ErrStateKindParked: an older upstream's parked question's state presented
 // as the answer to a relayed round.
-var ErrStateKindParked = fmt.Errorf("the requestState is another server question's (a parked call's), not this round's")
+var ErrStateKindParked = errors.New("the requestState is another server question's (a parked call's), not this round's")

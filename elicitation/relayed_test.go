@@ -139,7 +139,7 @@ func TestRelayedStateBounds(t *testing.T) {
 	}
 	ok := `"` + strings.Repeat("x", MaxUpstreamStateBytes-2) + `"`
 	rr := testRound(ok)
-	for i := range maxRelayedInputs - 2 {
+	for i := range MaxRoundInputs - 2 {
 		rr.Inputs = append(rr.Inputs, RelayedInput{Key: strings.Repeat("k", MaxUpstreamKeyBytes-3) + string(rune('a'+i)), Method: "elicitation/create", Asked: true})
 	}
 	st, err := r.MintRelayed(b, rr, time.Minute)

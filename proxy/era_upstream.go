@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -25,8 +26,9 @@ import (
 // maxUpstreamRounds bounds the rounds of one call, as the SDK clients do.
 const maxUpstreamRounds = 10
 
-// maxInputRequests bounds the questions of one round.
-const maxInputRequests = 8
+// maxInputRequests bounds the questions of one round: the bound the
+// relayed round's state is held to (elicitation.MaxRoundInputs).
+const maxInputRequests = elicitation.MaxRoundInputs
 
 // forwardRounds forwards a decided request and serves the upstream's
 // input-required rounds until it answers.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -96,7 +95,6 @@ type parkedCall struct {
 	// reaches a question the host was not shown (one the upstream asked
 	// after withdrawing the handed one).
 	asked   *question
-	handed  bool     // pending was given to a host request
 	parked  bool     // pending is with the host, and no host request waits
 	caps    hostInfo // what the host request waiting (or last waiting) declared
 	timer   *time.Timer
@@ -265,7 +263,7 @@ func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (jso
 		t.mu.Unlock()
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s refused: %d calls of this user (%d in all) already wait on their host's answer, the most mcp-gate keeps (%d per user, %d in all)", q.method, per, all, maxPer, maxAll)
 	}
-	pc.pending, pc.handed = q, false
+	pc.pending = q
 	t.mu.Unlock()
 	pc.poke()
 	select {
@@ -300,8 +298,8 @@ func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duratio
 			cause := context.Cause(pc.ctx)
 			t.mu.Unlock()
 			return nil, 0, nil, rpc.Errorf(rpc.CodeInternalError, "the call ended: %v", cause)
-		case pc.pending != nil && !pc.handed:
-			pc.handed, pc.parked = true, true
+		case pc.pending != nil && pc.pending != pc.asked: // not handed to a host yet
+			pc.parked = true
 			pc.asked = pc.pending
 			pc.round++
 			round = pc.round
@@ -368,14 +366,12 @@ func (t *parkedTable) answer(pc *parkedCall, ans json.RawMessage) {
 		t.mu.Unlock()
 		return
 	}
-	pc.pending, pc.handed, pc.asked = nil, false, nil
-	if q != nil && q.method == "elicitation/create" && len(pc.answers) < maxElicitAnswers {
+	pc.pending, pc.asked = nil, nil
+	if q.method == "elicitation/create" && len(pc.answers) < maxElicitAnswers {
 		pc.answers = append(pc.answers, ans)
 	}
 	t.mu.Unlock()
-	if q != nil {
-		q.reply <- ans
-	}
+	q.reply <- ans
 }
 
 // settle cancels the parked call id if it still waits on round for
@@ -649,6 +645,3 @@ var relayParkedSampling = &relay{
 	unguarded: relaySampling.unguarded,
 	refuse:    relaySampling.refuse,
 }
-
-// String names the call in logs.
-func (pc *parkedCall) String() string { return fmt.Sprintf("parked call %s to %s", pc.id, pc.c.server) }
