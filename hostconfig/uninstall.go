@@ -81,6 +81,22 @@ func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []s
 	return edits, notes, nil
 }
 
+// removeUnchanged deletes what r records install added, if it is still
+// there as install wrote it. It reports false only when the entry is there
+// but changed since: the user's edit stays. An entry already gone is fine.
+func removeUnchanged(tree *Node, r Record) bool {
+	obj := lookup(tree, r.Path)
+	e := obj.Get(r.Name)
+	if e == nil {
+		return true
+	}
+	if e.Compact() != r.Value {
+		return false
+	}
+	obj.Delete(r.Name)
+	return true
+}
+
 func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 	var notes []string
 	style := styleOf(cur)
@@ -98,16 +114,8 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 		{st.Added, "%s: server %q was changed after install; left in the servers file"},
 	} {
 		for _, r := range slices.Backward(added.records) {
-			if r.File != path {
-				continue
-			}
-			obj := lookup(tree, r.Path)
-			if e := obj.Get(r.Name); e != nil {
-				if e.Compact() == r.Value {
-					obj.Delete(r.Name)
-				} else {
-					notes = append(notes, fmt.Sprintf(added.changed, path, r.Name))
-				}
+			if r.File == path && !removeUnchanged(tree, r) {
+				notes = append(notes, fmt.Sprintf(added.changed, path, r.Name))
 			}
 		}
 	}
