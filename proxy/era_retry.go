@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -154,8 +155,9 @@ func (g *Session) hostQuestion(ctx context.Context, server string, caps hostInfo
 }
 
 // errNotQuestion: an upstream's request that is none of the questions the
-// gate relays to a 2026-07-28 host.
-var errNotQuestion = rpc.Errorf(rpc.CodeMethodNotFound, "not a question mcp-gate relays")
+// gate relays to a 2026-07-28 host. (Not an *rpc.Error: those match each
+// other by code under errors.Is.)
+var errNotQuestion = errors.New("not a question mcp-gate relays")
 
 // relayParkedSampling is relaySampling for an upstream's question to a
 // 2026-07-28 host (hostQuestion: a parked call's or a relayed round's):

@@ -271,3 +271,34 @@ func TestRetryVerifiesStateOnce(t *testing.T) {
 		}
 	}
 }
+
+// An upstream's question of a kind the host's request did not declare is
+// refused saying so, the same way for a parked call and a relayed round
+// (hostQuestion), not mistaken for a question the gate never relays.
+func TestHostQuestionUndeclared(t *testing.T) {
+	for _, kind := range []string{"parked", "relayed"} {
+		for _, q := range []string{"sampling/createMessage", "roots/list"} {
+			t.Run(kind+"/"+q, func(t *testing.T) {
+				e := newRetryEnv(t, kind, allowAll)
+				var res json.RawMessage
+				var err error
+				if kind == "parked" {
+					res, err = e.h.call("tools/call", `{"name":"s__t","arguments":{"send":"`+q+`"}}`, formCaps)
+				} else {
+					e.u.round = func(int, json.RawMessage) string {
+						return `{"resultType":"input_required","inputRequests":{"q":{"method":"` + q + `","params":` + upstreamParams[q] + `}}}`
+					}
+					res, err = e.h.call("tools/call", `{"name":"s__t","arguments":{}}`, formCaps)
+					if err != nil {
+						_, msg := rpcCode(t, err)
+						res, err = json.RawMessage(msg), nil
+					}
+				}
+				what := map[string]string{"sampling/createMessage": "sampling", "roots/list": "roots"}[q]
+				if err != nil || !strings.Contains(string(res), "declared no "+what+" capability") {
+					t.Fatalf("an undeclared %s: %s %v", q, res, err)
+				}
+			})
+		}
+	}
+}
