@@ -24,7 +24,9 @@ func TestParkedRetryUnderViaLocal(t *testing.T) {
 	h := startModern(t, g, formCaps)
 	call := func(tag, extra string) <-chan string {
 		ch := make(chan string, 1)
-		go func() { ch <- callPark(func(method, _, members string) string { return h.request(method, members) }, "deploy", tag, extra) }()
+		go func() {
+			ch <- callPark(func(method, _, members string) string { return h.request(method, members) }, "deploy", tag, extra)
+		}()
 		return ch
 	}
 	within := func(what string, ch <-chan string, d time.Duration) string {
