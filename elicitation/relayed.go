@@ -1,9 +1,6 @@
 package elicitation
 
 import (
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,9 +78,7 @@ type RelayedRound struct {
 
 // relayedClaims is the signed payload of a relayed round's requestState.
 type relayedClaims struct {
-	V     int    `json:"v"`
-	Nonce string `json:"n"`
-	Exp   int64  `json:"e"` // unix milliseconds
+	claimsHead
 	RelayedRound
 	Binding
 }
@@ -94,24 +89,8 @@ func (r *Rounds) MintRelayed(b Binding, rr RelayedRound, ttl time.Duration) (str
 	if err := checkRelayed(rr); err != nil {
 		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
 	}
-	if ttl <= 0 {
-		ttl = DefaultTimeout
-	}
-	var n [16]byte
-	if _, err := rand.Read(n[:]); err != nil {
-		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
-	}
-	c := relayedClaims{V: 3, Nonce: hex.EncodeToString(n[:]), Exp: r.now().Add(ttl).UnixMilli(), RelayedRound: rr, Binding: b}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", fmt.Errorf("minting a relayed round's requestState: %w", err)
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	s := p + "." + base64.RawURLEncoding.EncodeToString(r.macAs(relayedLabel, p))
-	if len(s) > MaxRelayedStateBytes {
-		return "", fmt.Errorf("minting a relayed round's requestState: %d bytes, more than the %d the gate reads back", len(s), MaxRelayedStateBytes)
-	}
-	return s, nil
+	c := relayedClaims{RelayedRound: rr, Binding: b}
+	return r.mint(RelayedState, &c.claimsHead, ttl, &c)
 }
 
 // checkRelayed holds a round to the bounds, on minting and on reading.
@@ -139,81 +118,6 @@ func checkRelayed(rr RelayedRound) error {
 		}
 	}
 	return nil
-}
-
-func (r *Rounds) parseRelayed(s string) (relayedClaims, error) {
-	var c relayedClaims
-	if len(s) > MaxRelayedStateBytes {
-		return c, ErrStateMalformed
-	}
-	if err := r.verifyAsMax(relayedLabel, s, MaxRelayedStateBytes, &c); err != nil {
-		return relayedClaims{}, err
-	}
-	if c.V != 3 || len(c.Nonce) != 32 || checkRelayed(c.RelayedRound) != nil {
-		return relayedClaims{}, ErrStateMalformed
-	}
-	return c, nil
-}
-
-// IsRelayed reports whether s is a relayed round's state this gate wrote
-// (its MAC holds under the relayed label), whatever it is bound to. An
-// approval's or a parked question's state is not one.
-func (r *Rounds) IsRelayed(s string) bool {
-	_, err := r.parseRelayed(s)
-	return err == nil
-}
-
-// CheckRelayed verifies s for b (MAC, expiry, binding) without using it
-// up, and returns the round it carries: for the decision, which must know
-// the retry continues a call the policy let through, and for reading the
-// answers, before the state is redeemed (a malformed retry does not burn
-// the state of a question the user may still answer).
-func (r *Rounds) CheckRelayed(s string, b Binding) (RelayedRound, error) {
-	c, err := r.parseRelayed(s)
-	if err != nil {
-		return RelayedRound{}, err
-	}
-	if r.now().UnixMilli() >= c.Exp {
-		return RelayedRound{}, ErrStateExpired
-	}
-	if c.Binding != b {
-		return RelayedRound{}, ErrStateMismatch
-	}
-	return c.RelayedRound, nil
-}
-
-// RedeemRelayed verifies s for b and marks it used: it succeeds once, for
-// the call it was minted for, before it expires, and returns the round it
-// carries.
-func (r *Rounds) RedeemRelayed(s string, b Binding) (RelayedRound, error) {
-	c, err := r.parseRelayed(s)
-	if err != nil {
-		return RelayedRound{}, err
-	}
-	now := r.now().UnixMilli()
-	if now >= c.Exp {
-		return RelayedRound{}, ErrStateExpired
-	}
-	if c.Binding != b {
-		return RelayedRound{}, ErrStateMismatch
-	}
-	if err := r.use(c.Nonce, c.Exp, now); err != nil {
-		return RelayedRound{}, err
-	}
-	return c.RelayedRound, nil
-}
-
-// RelayedError says why s is not a relayed round's state: a state of
-// another of the gate's kinds, or whatever verification found.
-func (r *Rounds) RelayedError(s string) error {
-	if _, err := r.parseState(s); err == nil {
-		return ErrStateKind
-	}
-	if _, err := r.parseParked(s); err == nil {
-		return ErrStateKindParked
-	}
-	_, err := r.parseRelayed(s)
-	return err
 }
 
 // ErrStateKindParked: an older upstream's parked question's state presented

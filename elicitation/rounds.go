@@ -5,13 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -72,9 +71,7 @@ func ApprovedBy(rule, reason string) string { return "approved\x00" + rule + "\x
 
 // stateClaims is the signed payload of a requestState.
 type stateClaims struct {
-	V     int    `json:"v"`
-	Nonce string `json:"n"`
-	Exp   int64  `json:"e"` // unix milliseconds
+	claimsHead
 	Binding
 }
 
@@ -95,6 +92,8 @@ type Rounds struct {
 
 	mu   sync.Mutex
 	used map[string]int64 // nonce → expiry (unix ms) of states redeemed, until they expire
+
+	verified atomic.Uint64 // states read by Verify (Verifications)
 }
 
 // NewRounds returns a Rounds with a fresh random key.
@@ -108,23 +107,9 @@ func NewRounds() *Rounds {
 
 // Mint returns a requestState for b, valid for ttl.
 func (r *Rounds) Mint(b Binding, ttl time.Duration) (string, error) {
-	if ttl <= 0 {
-		ttl = DefaultTimeout
-	}
-	var n [16]byte
-	if _, err := rand.Read(n[:]); err != nil {
-		return "", fmt.Errorf("minting a requestState: %w", err)
-	}
-	c := stateClaims{V: 1, Nonce: hex.EncodeToString(n[:]), Exp: r.now().Add(ttl).UnixMilli(), Binding: b}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", fmt.Errorf("minting a requestState: %w", err)
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(r.mac(p)), nil
+	c := stateClaims{Binding: b}
+	return r.mint(ApprovalState, &c.claimsHead, ttl, &c)
 }
-
-func (r *Rounds) mac(p string) []byte { return r.macAs(approvalLabel, p) }
 
 // The labels in the MAC input, one per kind of state: a state of one kind
 // never verifies as another (parked.go).
@@ -151,68 +136,17 @@ var (
 	ErrStateFull      = errors.New("too many approvals are being answered at once")
 )
 
-// parseState checks the MAC of s and decodes its claims; it reads nothing
-// of the payload before the MAC holds.
-func (r *Rounds) parseState(s string) (stateClaims, error) {
-	var c stateClaims
-	if err := r.verifyAs(approvalLabel, s, &c); err != nil {
-		return stateClaims{}, err
-	}
-	if c.V != 1 || len(c.Nonce) != 32 {
-		return stateClaims{}, ErrStateMalformed
-	}
-	return c, nil
-}
-
-// verifyAs checks the MAC of s under label and only then decodes its
-// payload into c, strictly (no unknown or duplicate member).
-func (r *Rounds) verifyAs(label, s string, c any) error {
-	return r.verifyAsMax(label, s, MaxStateBytes, c)
-}
-
-// verifyAsMax is verifyAs for a kind whose states may be up to max bytes.
-func (r *Rounds) verifyAsMax(label, s string, max int, c any) error {
-	if len(s) == 0 || len(s) > max {
-		return ErrStateMalformed
-	}
-	p, sig, ok := strings.Cut(s, ".")
-	if !ok || strings.Contains(sig, ".") {
-		return ErrStateMalformed
-	}
-	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return ErrStateMalformed
-	}
-	if !hmac.Equal(got, r.macAs(label, p)) {
-		return ErrStateForged
-	}
-	payload, err := base64.RawURLEncoding.Strict().DecodeString(p)
-	if err != nil || rawjson.UniqueKeys(payload) != nil {
-		return ErrStateMalformed
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil || dec.More() {
-		return ErrStateMalformed
-	}
-	return nil
-}
-
 // Redeem verifies s for b and marks it used: it succeeds once, for the
 // call it was minted for, before it expires.
 func (r *Rounds) Redeem(s string, b Binding) error {
-	c, err := r.parseState(s)
+	st, err := r.Verify(s)
+	if err == nil {
+		st, err = st.Of(ApprovalState)
+	}
 	if err != nil {
 		return err
 	}
-	now := r.now().UnixMilli()
-	if now >= c.Exp {
-		return ErrStateExpired
-	}
-	if c.Binding != b {
-		return ErrStateMismatch
-	}
-	return r.use(c.Nonce, c.Exp, now)
+	return r.Use(st, b)
 }
 
 // use marks nonce used until exp: once only.
@@ -270,25 +204,65 @@ func InputRequired(req Request, state string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
-	b.Write(rawjson.AppendString(nil, ApprovalInputKey))
-	b.WriteString(`:{"method":"elicitation/create","params":`)
-	b.Write(params)
-	b.WriteString(`}},"requestState":`)
-	b.Write(rawjson.AppendString(nil, state))
-	b.WriteString(`}`)
-	return b.Bytes(), nil
+	return InputRequiredResult([]InputRequest{{Key: ApprovalInputKey, Method: "elicitation/create", Params: params}}, state), nil
+}
+
+// InputRequest is one question of an input-required result: the key the
+// host answers under, the request's method, and its params as the host
+// is to read them (vetted by the caller).
+type InputRequest struct {
+	Key, Method string
+	Params      json.RawMessage
+}
+
+// InputRequiredResult is the one builder of the gate's input-required
+// results (its approval question, a parked question, a relayed round):
+// reqs in order, and state.
+func InputRequiredResult(reqs []InputRequest, state string) json.RawMessage {
+	n := len(state) + 80
+	for _, q := range reqs {
+		n += len(q.Key) + len(q.Method) + len(q.Params) + 32
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"resultType":"input_required","inputRequests":{`...)
+	for i, q := range reqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = rawjson.AppendString(b, q.Key)
+		b = append(b, `:{"method":`...)
+		b = rawjson.AppendString(b, q.Method)
+		b = append(b, `,"params":`...)
+		b = append(b, q.Params...)
+		b = append(b, '}')
+	}
+	b = append(b, `},"requestState":`...)
+	b = rawjson.AppendString(b, state)
+	return append(b, '}')
 }
 
 // AnswerFrom reads the human's answer to the gate's question from a
-// retried request's inputResponses, once its requestState is redeemed for
-// b. A state that does not redeem is BadState; an answer missing or not an
-// elicitation result is Malformed; otherwise the answer is read as Ask
-// reads the host's (Interpret). A session-wide yes is read as a yes to
-// this call only: a 2026-07-28 host has no session to remember it in.
-func (r *Rounds) AnswerFrom(inputResponses json.RawMessage, state string, b Binding) Answer {
-	if err := r.Redeem(state, b); err != nil {
+// retried request's inputResponses and its requestState s (Answer).
+func (r *Rounds) AnswerFrom(inputResponses json.RawMessage, s string, b Binding) Answer {
+	st, err := r.Verify(s)
+	return r.Answer(inputResponses, st, err, b)
+}
+
+// Answer reads the human's answer to the gate's question from a retried
+// request's inputResponses, once its requestState (st as Verify read it,
+// or verr) is redeemed for b as the approval's. A state that does not
+// redeem is BadState; an answer missing or not an elicitation result is
+// Malformed; otherwise the answer is read as Ask reads the host's
+// (Interpret). A session-wide yes is read as a yes to this call only: a
+// 2026-07-28 host has no session to remember it in.
+func (r *Rounds) Answer(inputResponses json.RawMessage, st *State, verr error, b Binding) Answer {
+	err := verr
+	if err == nil {
+		if st, err = st.Of(ApprovalState); err == nil {
+			err = r.Use(st, b)
+		}
+	}
+	if err != nil {
 		return Answer{Outcome: BadState, Detail: err.Error() + "; ask again by calling without requestState"}
 	}
 	if len(inputResponses) == 0 || inputResponses[0] != '{' || rawjson.UniqueKeys(inputResponses) != nil {

@@ -98,7 +98,13 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		req.Tool = "sampling/createMessage (a request to use your model)"
 	}
 	var a elicitation.Answer
-	if m := modernOf(ctx); m != nil && modernAsksHost(m, pol.ApprovalVia(d.Rule, m.client)) {
+	m := modernOf(ctx)
+	if yes, ok := g.inFlightYes(m, pol, call, d); ok {
+		// A 2026-07-28 retry answering a server's question of a call a
+		// human approved before it ran: that yes, if the state holds for
+		// exactly this call, whichever channel asked it (era_retry.go).
+		a = yes
+	} else if m != nil && modernAsksHost(m, pol.ApprovalVia(d.Rule, m.client)) {
 		// A 2026-07-28 host, and the policy lets this host's form ask:
 		// asked in an input-required result, answered in a retry, which
 		// is this decision taken again (era_ask.go).

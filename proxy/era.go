@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -85,6 +86,13 @@ type modernReq struct {
 	inputResponses json.RawMessage
 	requestState   string
 	hasState       bool
+	// state is requestState as verified once, when the request was read
+	// (serveModern: its MAC, its kind, its claims), or stateErr why it is
+	// none of the gate's. Every later check of the request reads these
+	// (decide's in-flight yes, askModern, the resumes, settleParked):
+	// they check expiry and the binding, and use it up, never verify again.
+	state    *elicitation.State
+	stateErr error
 	// asked is set when the gate answered with its own input-required
 	// result, which carries its own resultType.
 	asked atomic.Bool
@@ -166,6 +174,7 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 		if !m.hasState {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method)
 		}
+		m.state, m.stateErr = s.rounds.Verify(m.requestState)
 	}
 	if err := s.openModern(); err != nil {
 		return nil, err

@@ -15,9 +15,12 @@ import (
 // input-required result, with a state bound to this principal, method,
 // tool, canonical arguments and policy revision (the returned result; the
 // call is not run). With one it reads the answer, which counts only if
-// the state redeems for exactly this call (elicitation.Rounds): this
-// decision was taken afresh under the policy in force, so a reload since
-// the question changes the revision and the old answer does not redeem.
+// the state, verified when the request was read, redeems for exactly this
+// call (elicitation.Rounds.Answer): this decision was taken afresh under
+// the policy in force, so a reload since the question changes the
+// revision and the old answer does not redeem. A retry that answers a
+// server's question of a call approved before it ran never reaches here:
+// decide reads it first, for every channel (inFlightYes, era_retry.go).
 //
 // A question is only ever sent as the form elicitation the request
 // declared it can show; a host that declared none is refused as a
@@ -40,35 +43,11 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		Principal: g.identity.Key(), Method: m.method, Server: call.Server, Name: call.Name,
 		ArgsDigest: digest, Revision: d.Revision,
 	}
-	// A parked or relayed state stands for the yes that let its call
-	// through only if that yes was to this very rule and reason; one minted
-	// for a call the policy allowed, or approved by another rule, does not
-	// redeem here (LetBy differs), and the retry is refused.
-	inFlight := b
-	inFlight.LetBy = elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule))
 	if m.hasState {
-		if _, _, parked := g.rounds.IsParked(m.requestState); parked {
-			// The retry answers the server's question of a call that was
-			// approved before it ran (parked.go): that yes still covers it
-			// if the state holds for exactly this call under this policy
-			// revision. A parked state is never read as an answer to the
-			// gate's own question, nor the reverse (elicitation.Rounds).
-			if _, _, err := g.rounds.CheckParked(m.requestState, inFlight); err != nil {
-				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
-			}
-			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
-		}
-		if g.rounds.IsRelayed(m.requestState) {
-			// The retry answers an upstream's own round of a call let
-			// through under this revision (era_relayed.go): as for a
-			// parked state, that yes still covers it if the state holds
-			// for exactly this call. Never read as the gate's answer.
-			if _, err := g.rounds.CheckRelayed(m.requestState, inFlight); err != nil {
-				return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, nil
-			}
-			return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, nil
-		}
-		return g.rounds.AnswerFrom(m.inputResponses, m.requestState, b), nil
+		// The retry's state as verified when the request was read; only
+		// the approval kind answers the gate's question (a parked or
+		// relayed state was read by decide: inFlightYes).
+		return g.rounds.Answer(m.inputResponses, m.state, m.stateErr, b), nil
 	}
 	req.OnceOnly, req.Titled = true, true
 	state, err := g.rounds.Mint(b, pol.ApprovalTimeout())

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,62 +75,26 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 		return nil, bad("its requestState is %d bytes; mcp-gate carries at most %d through a %s host", len(state), elicitation.MaxUpstreamStateBytes, ModernVersion)
 	}
 	rr := elicitation.RelayedRound{Round: round, State: state}
-	var asked bytes.Buffer
+	var asked []elicitation.InputRequest
 	for i, q := range qs {
 		if len(q.key) > elicitation.MaxUpstreamKeyBytes {
 			return nil, bad("an input request key of %d bytes; mcp-gate relays keys of at most %d", len(q.key), elicitation.MaxUpstreamKeyBytes)
 		}
-		in := elicitation.RelayedInput{Key: q.key, Method: q.method}
-		var params json.RawMessage
-		switch q.method {
-		case "elicitation/create":
-			// As for a parked question: a URL elicitation's completion
-			// could not reach a 2026-07-28 host, so form only.
-			caps := m.caps
-			caps.elicitURL = false
-			params, err = g.vetElicitation(server, caps, &rpc.Message{Method: q.method, Params: q.params})
-			if err != nil {
-				return nil, inputRequestFailed(server, q.key, q.method, err)
-			}
-			if params == nil {
-				in.Answer = declined // refused, and audited
-			}
-		case "roots/list":
-			if !m.caps.roots {
-				return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "the host's request declared no roots capability, so it is not asked"))
-			}
-			params = json.RawMessage(`{}`)
-		case "sampling/createMessage":
-			if !m.caps.sampling {
-				return nil, inputRequestFailed(server, q.key, q.method, rpc.Errorf(rpc.CodeMethodNotFound, "the host's request declared no sampling capability, so it is not asked"))
-			}
-			// Decided by the policy, inspected and neutralised, as for
-			// any host; only the last step differs (relayRoundSampling).
-			// It is decided as a request of its own: an ask cannot be put
-			// to the host in this round, so it is refused (askModern).
-			sm := &modernReq{method: q.method, version: m.version, caps: m.caps}
-			params, err = g.run(context.WithValue(ctx, modernKey{}, sm), relayRoundSampling, server, q.params)
-			if err != nil {
-				return nil, inputRequestFailed(server, q.key, q.method, err)
-			}
-		default:
+		params, own, err := g.hostQuestion(ctx, server, m.caps, q.method, q.params) // era_retry.go
+		switch {
+		case errors.Is(err, errNotQuestion):
 			return nil, badMethod(server, q)
+		case err != nil:
+			return nil, inputRequestFailed(server, q.key, q.method, err)
 		}
-		if in.Answer == nil {
+		in := elicitation.RelayedInput{Key: q.key, Method: q.method, Answer: own}
+		if own == nil {
 			in.Asked = true
-			if asked.Len() > 0 {
-				asked.WriteByte(',')
-			}
-			asked.Write(rawjson.AppendString(nil, elicitation.RelayedKey(i)))
-			asked.WriteString(`:{"method":`)
-			asked.Write(rawjson.AppendString(nil, q.method))
-			asked.WriteString(`,"params":`)
-			asked.Write(params)
-			asked.WriteString(`}`)
+			asked = append(asked, elicitation.InputRequest{Key: elicitation.RelayedKey(i), Method: q.method, Params: params})
 		}
 		rr.Inputs = append(rr.Inputs, in)
 	}
-	if asked.Len() == 0 {
+	if len(asked) == 0 {
 		// Nothing for the host: the upstream hears the gate's answers now.
 		out := json.RawMessage(`{}`)
 		for _, in := range rr.Inputs {
@@ -145,77 +108,53 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q asked for input mcp-gate cannot relay: %v", server, err)
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
-	b.Write(asked.Bytes())
-	b.WriteString(`},"requestState":`)
-	b.Write(rawjson.AppendString(nil, tok))
-	b.WriteString(`}`)
 	m.asked.Store(true)
 	g.log.Debug("upstream input round relayed to the host", "session", g.session, "server", server, "round", round, "questions", len(qs))
-	return nil, &gateAnswer{b.Bytes()}
+	return nil, &gateAnswer{elicitation.InputRequiredResult(asked, tok)}
 }
 
-// relayRoundSampling is relaySampling for a relayed round: the decided,
-// neutralised request is what goes to the host, as an input request.
-var relayRoundSampling = &relay{
-	method: relaySampling.method,
-	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
-		return inspectSampling(g, from, params)
-	},
-	send: func(g *Session, _ context.Context, r *relay, t target) (json.RawMessage, error) {
-		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
-		if err != nil {
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
-		}
-		return params, nil
-	},
-	unguarded: relaySampling.unguarded,
-	refuse:    relaySampling.refuse,
-}
-
-// resumeRelayed serves a retry carrying a relayed round's state, already
-// decided under the policy in force: the state must redeem for exactly
-// this call (b), and inputResponses must answer exactly the questions the
-// host was asked. It returns the params to send the upstream (the host's
-// answers under the upstream's keys, its requestState as it sent it) and
-// the rounds relayed so far.
-func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (json.RawMessage, int, error) {
-	rr, err := g.rounds.CheckRelayed(m.requestState, b)
-	if err != nil {
+// resumeRelayed serves a retry carrying a relayed round's state (st, as
+// verified when the request was read), already decided under the policy
+// in force: the state must hold for exactly this call (b), and
+// inputResponses must answer exactly the questions the host was asked. It
+// returns the params to send the upstream (the host's answers under the
+// upstream's keys, its requestState as it sent it) and the rounds relayed
+// so far.
+func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding, st *elicitation.State) (json.RawMessage, int, error) {
+	if err := g.rounds.Holds(st, b); err != nil {
 		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
 	}
+	rr := st.Relayed
 	ir := m.inputResponses
 	if len(ir) == 0 || ir[0] != '{' || rawjson.UniqueKeys(ir) != nil {
 		return nil, 0, errors.New("the retry carries no readable inputResponses (an object, each key once)")
 	}
-	want := map[string]int{}
-	for i, in := range rr.Inputs {
-		if in.Asked {
-			want[elicitation.RelayedKey(i)] = i
-		}
-	}
+	// One pass over the host's answers: each must be to a question this
+	// round asked (by its position), and is kept for the mapping below.
+	var got [elicitation.MaxRoundInputs]json.RawMessage
 	var extra string
 	_ = rawjson.Members(ir, func(mb rawjson.Member) bool {
-		if _, ok := want[mb.Key]; !ok {
+		i, ok := relayedIndex(mb.Key, rr.Inputs)
+		if !ok {
 			extra = mb.Key
 			return false
 		}
+		got[i] = mb.Value
 		return true
 	})
 	if extra != "" {
 		return nil, 0, fmt.Errorf("the retry answers %s, which this round did not ask (it asked only its %s keys)", shorten(extra, 40), elicitation.RelayedKeyPrefix)
 	}
 	out := json.RawMessage(`{}`)
+	var err error
 	for i, in := range rr.Inputs {
 		ans := in.Answer
 		if in.Asked {
-			k := elicitation.RelayedKey(i)
-			a, ok := rawjson.Get(ir, k)
-			if !ok || len(a) == 0 || a[0] != '{' {
+			if a := got[i]; len(a) == 0 || a[0] != '{' {
+				k := elicitation.RelayedKey(i)
 				return nil, 0, fmt.Errorf("the retry carries no answer to %s (inputResponses.%s must be an object)", k, k)
 			}
-			ans = a
+			ans = got[i]
 		}
 		if out, err = rawjson.Set(out, in.Key, ans); err != nil {
 			return nil, 0, err
@@ -227,18 +166,28 @@ func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding) (
 	}
 	// Only a retry that answers the round uses its state up (once: a
 	// concurrent retry of the same state fails here).
-	if _, err := g.rounds.RedeemRelayed(m.requestState, b); err != nil {
+	if err := g.rounds.Use(st, b); err != nil {
 		return nil, 0, fmt.Errorf("%w; call again without requestState to start over", err)
 	}
 	if t.answers != nil {
 		for i, in := range rr.Inputs {
 			if in.Asked && in.Method == "elicitation/create" {
-				a, _ := rawjson.Get(m.inputResponses, elicitation.RelayedKey(i))
-				t.answers.add(a) // the result guard exempts the host's own answer
+				t.answers.add(got[i]) // the result guard exempts the host's own answer
 			}
 		}
 	}
 	return fwd, rr.Round, nil
+}
+
+// relayedIndex is the position among inputs of the question the
+// host-side key k names, if the round asked it.
+func relayedIndex(k string, inputs []elicitation.RelayedInput) (int, bool) {
+	for i, in := range inputs {
+		if in.Asked && k == elicitation.RelayedKey(i) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // relayedAnswer reports whether inputResponses answers a relayed round's

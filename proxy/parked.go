@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -420,27 +419,8 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	}
 	rc := &relayedCall{binding: b}
 	if m.hasState {
-		if id, _, ok := g.rounds.IsParked(m.requestState); ok {
-			return g.resumeParked(ctx, m, r, t, b, id)
-		}
-		if g.rounds.IsRelayed(m.requestState) {
-			// The retry of an upstream's own round (era_relayed.go).
-			fwd, base, err := g.resumeRelayed(m, t, b)
-			if err != nil {
-				return g.refuseRetry(r, t, err.Error())
-			}
-			t.fwd, rc.base = fwd, base
-		} else if k, ok := relayedAnswer(m.inputResponses); ok {
-			return g.refuseRetry(r, t, "the retry answers a server's question ("+shorten(k, 40)+"), but "+g.rounds.RelayedError(m.requestState).Error()+"; call again without requestState and inputResponses")
-		}
-		if _, ok := rawjson.Get(m.inputResponses, elicitation.ParkedInputKey); ok {
-			// An answer to a server's question needs that question's
-			// state: nothing else delivers it.
-			why := "its requestState is not that question's"
-			if err := g.rounds.ParkedError(m.requestState); err != nil {
-				why = err.Error()
-			}
-			return g.refuseRetry(r, t, "the retry answers a server's question, but "+why+"; call again without requestState and inputResponses")
+		if done, res, err := g.resumeModern(ctx, m, r, &t, b, rc); done { // era_retry.go
+			return res, err
 		}
 	}
 	key := g.childKeyFor(g.childKey(), t.server)
@@ -496,34 +476,25 @@ func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *pa
 		g.parked.end(pc, err)
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v", q.method, err)
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
-	b.Write(rawjson.AppendString(nil, elicitation.ParkedInputKey))
-	b.WriteString(`:{"method":`)
-	b.Write(rawjson.AppendString(nil, q.method))
-	b.WriteString(`,"params":`)
-	b.Write(q.params)
-	b.WriteString(`}},"requestState":`)
-	b.Write(rawjson.AppendString(nil, state))
-	b.WriteString(`}`)
+	ir := elicitation.InputRequiredResult([]elicitation.InputRequest{{Key: elicitation.ParkedInputKey, Method: q.method, Params: q.params}}, state)
 	m.asked.Store(true)
 	g.log.Debug("upstream question parked for the host", "session", g.session, "server", t.server, "method", q.method, "round", round)
-	return nil, &gateAnswer{b.Bytes()}
+	return nil, &gateAnswer{ir}
 }
 
-// resumeParked serves a retry carrying the parked call id's state: the
-// state must redeem for exactly this call, and the answer is handed to the
-// upstream request waiting on it.
-func (g *Session) resumeParked(ctx context.Context, m *modernReq, r *relay, t target, b elicitation.Binding, id string) (json.RawMessage, error) {
-	_, round, err := g.rounds.RedeemParked(m.requestState, b)
-	if err != nil {
+// resumeParked serves a retry carrying a parked question's state (st, as
+// verified when the request was read): the state must redeem for exactly
+// this call, and the answer is handed to the upstream request waiting on
+// it.
+func (g *Session) resumeParked(ctx context.Context, m *modernReq, r *relay, t target, b elicitation.Binding, st *elicitation.State) (json.RawMessage, error) {
+	if err := g.rounds.Use(st, b); err != nil {
 		return g.refuseRetry(r, t, err.Error()+"; call again without requestState to start over")
 	}
 	ans, ok := rawjson.Get(m.inputResponses, elicitation.ParkedInputKey)
 	if !ok || len(ans) == 0 || ans[0] != '{' || rawjson.UniqueKeys(m.inputResponses) != nil {
 		return g.refuseRetry(r, t, "the retry carries no readable answer to the server's question (inputResponses."+elicitation.ParkedInputKey+" must be an object)")
 	}
-	pc, err := g.parked.claim(id, g.identity.Key(), round, m.caps)
+	pc, err := g.parked.claim(st.Call, g.identity.Key(), st.Round, m.caps)
 	if err != nil {
 		return g.refuseRetry(r, t, err.Error())
 	}
@@ -549,12 +520,12 @@ func (g *Session) refuseRetry(r *relay, t target, reason string) (json.RawMessag
 // state expired or altered), and the call is cancelled, so that the
 // upstream hears of it now rather than at the timeout.
 func (g *Session) settleParked(m *modernReq) {
-	id, round, ok := g.rounds.IsParked(m.requestState)
-	if !ok {
+	st := m.stateOf(elicitation.ParkedState)
+	if st == nil {
 		return
 	}
-	if g.parked.settle(id, g.identity.Key(), round, errors.New("the host's retry was refused")) {
-		g.log.Info("parked call cancelled: its retry was refused", "session", g.session, "round", round)
+	if g.parked.settle(st.Call, g.identity.Key(), st.Round, errors.New("the host's retry was refused")) {
+		g.log.Info("parked call cancelled: its retry was refused", "session", g.session, "round", st.Round)
 	}
 }
 
@@ -584,64 +555,18 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 		return refuse(rpc.Errorf(rpc.CodeInvalidRequest, "%s while %d calls of this user are in flight to this server: mcp-gate cannot tell which call it is for, so it asks none (a %s host's calls share one upstream connection per user)", req.Method, n, ModernVersion))
 	}
 	pc := calls[0]
-	caps := g.parked.hostCaps(pc)
-	var params json.RawMessage
-	switch req.Method {
-	case "elicitation/create":
-		// A URL elicitation's completion notice could not reach a
-		// 2026-07-28 host (no listen stream): form only.
-		caps.elicitURL = false
-		p, err := s.vetElicitation(server, caps, untasked(req))
-		if err != nil {
-			return nil, err
-		}
-		if p == nil {
-			return declined, nil
-		}
-		params = p
-	case "roots/list":
-		if !caps.roots {
-			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "roots/list: the host's request declared no roots capability, so it is not asked"))
-		}
-		params = json.RawMessage(`{}`)
-	case "sampling/createMessage":
-		if !caps.sampling {
-			return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "sampling/createMessage: the host's request declared no sampling capability, so it is not asked"))
-		}
-		// Decided by the policy, inspected and neutralised, as for a
-		// 2025-11-25 host; only the last step differs (parkedSampling).
-		return s.run(context.WithValue(ctx, parkedKey{}, pc), relayParkedSampling, server, untasked(req).Params)
-	default:
+	params, own, err := s.hostQuestion(ctx, server, g.parked.hostCaps(pc), req.Method, untasked(req).Params)
+	switch {
+	case errors.Is(err, errNotQuestion):
 		return refuse(modernServerRequest(req.Method))
+	case err != nil:
+		return refuse(err)
+	case own != nil:
+		return own, nil // the host is not asked (a refused elicitation, declined)
 	}
 	ans, err := g.parked.ask(ctx, pc, &question{method: req.Method, params: params, reply: make(chan json.RawMessage, 1)})
 	if err != nil {
 		return refuse(err)
 	}
 	return ans, nil
-}
-
-type parkedKey struct{}
-
-// relayParkedSampling is relaySampling for a parked call: the host
-// request's own declaration was checked (parkedRequest), and the decided
-// request is put to the host as an input request of the call.
-var relayParkedSampling = &relay{
-	method: relaySampling.method,
-	resolve: func(g *Session, _ context.Context, from string, params json.RawMessage) (target, error) {
-		return inspectSampling(g, from, params)
-	},
-	send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-		pc, _ := ctx.Value(parkedKey{}).(*parkedCall)
-		if pc == nil {
-			return nil, modernServerRequest(r.method)
-		}
-		params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
-		if err != nil {
-			return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
-		}
-		return g.parked.ask(ctx, pc, &question{method: r.method, params: params, reply: make(chan json.RawMessage, 1)})
-	},
-	unguarded: relaySampling.unguarded,
-	refuse:    relaySampling.refuse,
 }

@@ -351,11 +351,22 @@ func inspectSampling(g *Session, from string, params json.RawMessage) (target, e
 // sendSampling passes a decided sampling request to the host, neutralised:
 // the host shows it to the user before it runs it.
 func sendSampling(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-	params, err := g.neutralize(t.server, r.method, "sampling request", t.fwd)
+	params, err := g.neutralSampling(t)
+	if err != nil {
+		return nil, err
+	}
+	return g.host.Call(ctx, r.method, params)
+}
+
+// neutralSampling is a decided sampling request as any host is shown it
+// (a 2025 host's request, or a 2026-07-28 host's input request:
+// relayParkedSampling), neutralised, or its refusal.
+func (g *Session) neutralSampling(t target) (json.RawMessage, error) {
+	params, err := g.neutralize(t.server, "sampling/createMessage", "sampling request", t.fwd)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
 	}
-	return g.host.Call(ctx, r.method, params)
+	return params, nil
 }
 
 // sendSubscribe forwards a subscription and counts it for the session:
