@@ -138,6 +138,53 @@ type incomingCall struct {
 	cancel          context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
 	done            <-chan struct{}         // the handler context's Done, for CancelServedAfter
 	cancelled       bool
+
+	// leases are the large lines of the responses its handler received
+	// from upstreams (Conn.CallAdmit), counted in flight until the
+	// handler has answered (settle); under leaseMu.
+	leaseMu  sync.Mutex
+	leases   []*lineLease
+	answered bool
+}
+
+// tieLease ties a large response's count in flight to the host request
+// being served under ctx, if any: what is left of it is released once that
+// request is answered (settle). A lease with no request to tie to stays
+// until its line is written or collected.
+func tieLease(ctx context.Context, l *lineLease) {
+	if l == nil {
+		return
+	}
+	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
+	if in == nil {
+		return
+	}
+	in.leaseMu.Lock()
+	if in.answered {
+		// A forward that outlived its request (a parked call): nothing
+		// of it is in flight for this request any more.
+		in.leaseMu.Unlock()
+		l.release()
+		return
+	}
+	in.leases = append(in.leases, l)
+	in.leaseMu.Unlock()
+}
+
+// settle releases, once the request is answered, the large lines its
+// handler received, but the one its response's payload is read from when
+// the response went to a Stream: that line is in flight until the Stream
+// has written it (lineBudget.written).
+func (in *incomingCall) settle(payload []byte) {
+	in.leaseMu.Lock()
+	leases := in.leases
+	in.leases, in.answered = nil, true
+	in.leaseMu.Unlock()
+	for _, l := range leases {
+		if !l.holds(payload) {
+			l.release()
+		}
+	}
 }
 
 // Value returns the call's serving mark, and the call itself for
@@ -360,12 +407,14 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
+			msg.lease.release()
 			return
 		}
 		if p.admit != nil && msg.Error == nil {
 			if err := p.admit(len(msg.Result)); err != nil {
 				// Refused where it was read: the result is let go at
 				// once, not parked until its caller runs.
+				msg.lease.release()
 				msg = &Message{ID: msg.ID, Error: asError(err)}
 			}
 		}
@@ -435,11 +484,15 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		defer c.handlers.Done()
 		defer cancel(nil)
 		result, err := c.callHandler(cctx, req)
+		// A large request has been forwarded (or refused) by now: its
+		// line is no longer in flight (largebudget.go).
+		req.lease.release()
 		c.mu.Lock()
 		delete(c.incoming, key)
 		cancelled := in.cancelled
 		c.mu.Unlock()
 		if cancelled {
+			in.settle(nil)
 			return // MCP: no response to a cancelled request.
 		}
 		resp := &Message{ID: req.ID}
@@ -456,6 +509,11 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		}
 		if err := c.writeResponse(wctx, req, resp, sequential); err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("writing response", "peer", c.opts.Peer, "method", LogMethod(req.Method), "error", err)
+		}
+		if _, ok := c.t.(*Stream); ok {
+			in.settle(resp.Result)
+		} else {
+			in.settle(nil)
 		}
 	}
 	if sequential {
@@ -556,6 +614,7 @@ func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMess
 	case resp := <-p.ch:
 		p.admit = nil
 		pendingCalls.Put(p)
+		tieLease(ctx, resp.lease)
 		if resp.Error != nil {
 			return nil, resp.Error
 		}

@@ -1,0 +1,199 @@
+package rpc
+
+import (
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Large lines in flight. A large message (a 1 MB tool result) is read into
+// room of its own (readFragment, readInto), and that room is what the
+// process's memory is made of while results stream through it: with eight
+// calls outstanding, a reader that takes every line the upstream has
+// written holds eight of them at once (on one CPU the reader runs ahead of
+// the calls that guard and write them), and the collector, which lets the
+// heap grow to twice what is live before it runs, doubles that.
+//
+// So a Stream starts reading a large line only while the large lines read
+// before it, by any Stream of the process, hold less than
+// largeLinesBudget: a line counts from the moment it is read until its
+// payload has been written whole by a Stream (the host's; written below),
+// its message was dropped (Conn.dispatch), or the collector found it
+// unreachable (a result the guard replaced, a call cancelled, a transport
+// that is not a Stream). This is backpressure, never a limit: the wait is
+// bounded by largeLinesWait, so that a host that is slow to read (or a
+// result nobody writes) slows the next large line of the upstream by at
+// most that, and never stops a reader for good. Small messages are not
+// counted and never wait.
+//
+// A line is only counted, never reused: its bytes are the message's for as
+// long as anything refers to them (the guard, a parked call's result), as
+// before. The bookkeeping holds the room's address, not the room, so it
+// keeps nothing alive.
+
+// largeLinesBudget is how much room of large lines may be in flight before
+// a Stream waits to read the next one: two 1 MB results, one being read and
+// one being written, keep a reader and a writer on two CPUs busy.
+const largeLinesBudget = 2 << 20
+
+// largeLinesWait bounds one wait for the budget.
+const largeLinesWait = 100 * time.Millisecond
+
+// largeLinesCollect is how long a wait lasts before it asks the collector
+// whether lines no longer referred to (a result the guard replaced, a
+// dropped response) are what holds the budget.
+const largeLinesCollect = 2 * time.Millisecond
+
+// lineBudget is the accounting of large lines in flight.
+type lineBudget struct {
+	max int64
+
+	mu     sync.Mutex
+	held   int64
+	leases map[uintptr]*lineLease // by the room's first byte
+	room   chan struct{}          // closed (and replaced) when bytes are released
+}
+
+// lineLease is one large line counted against the budget.
+type lineLease struct {
+	b        *lineBudget
+	base     uintptr // the room's first byte and its end, for written
+	end      uintptr
+	n        int64
+	released bool // under b.mu
+}
+
+// largeLines is the process's budget: the memory it bounds is the
+// process's.
+var largeLines = newLineBudget(largeLinesBudget)
+
+func newLineBudget(max int64) *lineBudget {
+	return &lineBudget{max: max, leases: map[uintptr]*lineLease{}, room: make(chan struct{})}
+}
+
+// hold counts line, the room made for one large line, until it is released.
+func (b *lineBudget) hold(line []byte) *lineLease {
+	if cap(line) == 0 {
+		return nil
+	}
+	p := unsafe.SliceData(line)
+	base := uintptr(unsafe.Pointer(p))
+	l := &lineLease{b: b, base: base, end: base + uintptr(cap(line)), n: int64(cap(line))}
+	b.mu.Lock()
+	if old := b.leases[base]; old != nil {
+		// The room of an earlier line, collected before its cleanup ran,
+		// now holds this one: the earlier line is gone.
+		b.releaseLocked(old)
+	}
+	b.leases[base] = l
+	b.held += l.n
+	b.mu.Unlock()
+	runtime.AddCleanup(p, (*lineLease).release, l)
+	return l
+}
+
+// holds reports whether payload is read from l's line.
+func (l *lineLease) holds(payload []byte) bool {
+	if len(payload) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))
+	return p >= l.base && p < l.end
+}
+
+// release gives back what l holds, once; a nil l holds nothing.
+func (l *lineLease) release() {
+	if l == nil {
+		return
+	}
+	l.b.mu.Lock()
+	l.b.releaseLocked(l)
+	l.b.mu.Unlock()
+}
+
+func (b *lineBudget) releaseLocked(l *lineLease) {
+	if l.released {
+		return
+	}
+	l.released = true
+	b.held -= l.n
+	if b.leases[l.base] == l {
+		delete(b.leases, l.base)
+	}
+	close(b.room)
+	b.room = make(chan struct{})
+}
+
+// written releases the line whose room holds payload, if one does: a
+// Stream has written it whole, and the line is no longer in flight (what
+// else refers to it keeps it alive, uncounted).
+func (b *lineBudget) written(payload []byte) {
+	if len(payload) == 0 {
+		return
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.leases) == 0 {
+		return
+	}
+	for _, l := range b.leases {
+		if p >= l.base && p < l.end {
+			b.releaseLocked(l)
+			return
+		}
+	}
+}
+
+// inFlight reports the bytes held, for tests.
+func (b *lineBudget) inFlight() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
+}
+
+// await waits until the lines in flight hold less than the budget, for at
+// most largeLinesWait, or until one of stop closes (the Stream closing, its
+// framing failing, the reader's context ending: the read then goes on and
+// finds out). It reports whether it waited, for tests.
+func (b *lineBudget) await(stop ...<-chan struct{}) bool {
+	b.mu.Lock()
+	if b.held < b.max {
+		b.mu.Unlock()
+		return false
+	}
+	room := b.room
+	b.mu.Unlock()
+	var s [3]<-chan struct{}
+	copy(s[:], stop)
+	deadline := time.NewTimer(largeLinesWait)
+	defer deadline.Stop()
+	collect := time.NewTimer(largeLinesCollect)
+	defer collect.Stop()
+	for {
+		select {
+		case <-room:
+		case <-collect.C:
+			// Nothing released: lines no one refers to any more are
+			// released by their cleanups, after a collection.
+			runtime.GC()
+			continue
+		case <-deadline.C:
+			return true
+		case <-s[0]:
+			return true
+		case <-s[1]:
+			return true
+		case <-s[2]:
+			return true
+		}
+		b.mu.Lock()
+		if b.held < b.max {
+			b.mu.Unlock()
+			return true
+		}
+		room = b.room
+		b.mu.Unlock()
+	}
+}
