@@ -149,14 +149,16 @@ type incomingCall struct {
 
 // tieLease ties a large response's count in flight to the host request
 // being served under ctx, if any: what is left of it is released once that
-// request is answered (settle). A lease with no request to tie to stays
-// until its line is written or collected.
+// request is answered (settle). A response to a call of the program's own
+// (a listing made for the catalog) is passed on to no one: its caller has
+// it, and may keep it as long as it likes, uncounted.
 func tieLease(ctx context.Context, l *lineLease) {
 	if l == nil {
 		return
 	}
 	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
 	if in == nil {
+		l.release()
 		return
 	}
 	in.leaseMu.Lock()

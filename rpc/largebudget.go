@@ -43,33 +43,43 @@ const largeLinesWait = 100 * time.Millisecond
 // largeLinesCollect is how long a wait lasts before it asks the collector
 // whether lines no longer referred to (a result the guard replaced, a
 // dropped response) are what holds the budget.
-const largeLinesCollect = 2 * time.Millisecond
+const largeLinesCollect = 5 * time.Millisecond
 
-// lineBudget is the accounting of large lines in flight.
+// lineBudget is the accounting of large lines in flight against one bound
+// (the process's, largeLines; tests make their own).
 type lineBudget struct {
 	max int64
+	// wait bounds one wait (largeLinesWait).
+	wait time.Duration
 
-	mu     sync.Mutex
-	held   int64
-	leases map[uintptr]*lineLease // by the room's first byte
-	room   chan struct{}          // closed (and replaced) when bytes are released
+	mu   sync.Mutex
+	held int64
+	room chan struct{} // closed (and replaced) when bytes are released
 }
 
-// lineLease is one large line counted against the budget.
+// lineLease is one large line counted against a budget.
 type lineLease struct {
 	b        *lineBudget
-	base     uintptr // the room's first byte and its end, for written
+	base     uintptr // the room's first byte and its end (holds, written)
 	end      uintptr
 	n        int64
-	released bool // under b.mu
+	released bool // under leases.mu
 }
+
+// leases are the lines in flight of every budget, by the first byte of
+// their room, so that a Stream writing a payload finds the line it is read
+// from (written).
+var leases = struct {
+	mu sync.Mutex
+	m  map[uintptr]*lineLease
+}{m: map[uintptr]*lineLease{}}
 
 // largeLines is the process's budget: the memory it bounds is the
 // process's.
 var largeLines = newLineBudget(largeLinesBudget)
 
 func newLineBudget(max int64) *lineBudget {
-	return &lineBudget{max: max, leases: map[uintptr]*lineLease{}, room: make(chan struct{})}
+	return &lineBudget{max: max, wait: largeLinesWait, room: make(chan struct{})}
 }
 
 // hold counts line, the room made for one large line, until it is released.
@@ -80,15 +90,16 @@ func (b *lineBudget) hold(line []byte) *lineLease {
 	p := unsafe.SliceData(line)
 	base := uintptr(unsafe.Pointer(p))
 	l := &lineLease{b: b, base: base, end: base + uintptr(cap(line)), n: int64(cap(line))}
-	b.mu.Lock()
-	if old := b.leases[base]; old != nil {
+	leases.mu.Lock()
+	old := leases.m[base]
+	if old != nil {
 		// The room of an earlier line, collected before its cleanup ran,
 		// now holds this one: the earlier line is gone.
-		b.releaseLocked(old)
+		old.releaseLocked()
 	}
-	b.leases[base] = l
-	b.held += l.n
-	b.mu.Unlock()
+	leases.m[base] = l
+	leases.mu.Unlock()
+	b.add(l.n)
 	runtime.AddCleanup(p, (*lineLease).release, l)
 	return l
 }
@@ -107,40 +118,54 @@ func (l *lineLease) release() {
 	if l == nil {
 		return
 	}
-	l.b.mu.Lock()
-	l.b.releaseLocked(l)
-	l.b.mu.Unlock()
+	leases.mu.Lock()
+	l.releaseLocked()
+	leases.mu.Unlock()
 }
 
-func (b *lineBudget) releaseLocked(l *lineLease) {
+// releaseLocked is release with leases.mu held.
+func (l *lineLease) releaseLocked() {
 	if l.released {
 		return
 	}
 	l.released = true
-	b.held -= l.n
-	if b.leases[l.base] == l {
-		delete(b.leases, l.base)
+	if leases.m[l.base] == l {
+		delete(leases.m, l.base)
 	}
-	close(b.room)
-	b.room = make(chan struct{})
+	l.b.add(-l.n)
+}
+
+// isReleased reports whether l was released, for tests.
+func (l *lineLease) isReleased() bool {
+	leases.mu.Lock()
+	defer leases.mu.Unlock()
+	return l.released
+}
+
+// add changes the bytes held by n, waking the waiters when they drop.
+func (b *lineBudget) add(n int64) {
+	b.mu.Lock()
+	b.held += n
+	if n < 0 {
+		close(b.room)
+		b.room = make(chan struct{})
+	}
+	b.mu.Unlock()
 }
 
 // written releases the line whose room holds payload, if one does: a
 // Stream has written it whole, and the line is no longer in flight (what
-// else refers to it keeps it alive, uncounted).
-func (b *lineBudget) written(payload []byte) {
+// else refers to it keeps it alive, uncounted). Few lines are in flight
+// at once, so they are looked through.
+func written(payload []byte) {
 	if len(payload) == 0 {
 		return
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.leases) == 0 {
-		return
-	}
-	for _, l := range b.leases {
-		if p >= l.base && p < l.end {
-			b.releaseLocked(l)
+	leases.mu.Lock()
+	defer leases.mu.Unlock()
+	for _, l := range leases.m {
+		if l.holds(payload) {
+			l.releaseLocked()
 			return
 		}
 	}
@@ -154,7 +179,7 @@ func (b *lineBudget) inFlight() int64 {
 }
 
 // await waits until the lines in flight hold less than the budget, for at
-// most largeLinesWait, or until one of stop closes (the Stream closing, its
+// most b.wait, or until one of stop closes (the Stream closing, its
 // framing failing, the reader's context ending: the read then goes on and
 // finds out). It reports whether it waited, for tests.
 func (b *lineBudget) await(stop ...<-chan struct{}) bool {
@@ -167,7 +192,7 @@ func (b *lineBudget) await(stop ...<-chan struct{}) bool {
 	b.mu.Unlock()
 	var s [3]<-chan struct{}
 	copy(s[:], stop)
-	deadline := time.NewTimer(largeLinesWait)
+	deadline := time.NewTimer(b.wait)
 	defer deadline.Stop()
 	collect := time.NewTimer(largeLinesCollect)
 	defer collect.Stop()
@@ -175,8 +200,10 @@ func (b *lineBudget) await(stop ...<-chan struct{}) bool {
 		select {
 		case <-room:
 		case <-collect.C:
-			// Nothing released: lines no one refers to any more are
-			// released by their cleanups, after a collection.
+			// Nothing released yet: if lines no one refers to any more
+			// (a result the guard replaced, a response whose caller gave
+			// up) hold the budget, a collection runs their cleanups.
+			// Once per wait.
 			runtime.GC()
 			continue
 		case <-deadline.C:

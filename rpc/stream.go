@@ -83,6 +83,10 @@ type Stream struct {
 	// readStop, in direct mode, is the reader's context's Done: it ends a
 	// wait for the budget of large lines (the reader's alone).
 	readStop <-chan struct{}
+	// budget is the budget of large lines the Stream reads under
+	// (Limits.PaceLargeLines): the process's, or nil when it is not
+	// paced (tests set their own before the first Read).
+	budget *lineBudget
 	// lineHint is the length of the last line that took more than one
 	// read (the reader's alone): the next such line starts with that much
 	// room, so a run of large messages costs one allocation and one copy
@@ -187,6 +191,9 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 		ended:   make(chan struct{}),
 		watch:   watch,
 		framing: make(chan struct{}),
+	}
+	if lim.PaceLargeLines {
+		s.budget = largeLines
 	}
 	s.q = newSendQueue(s.done, s.closedErr, lim.WriteTimeout)
 	s.q.bytes = newByteBound(lim.QueueBytes)
@@ -450,8 +457,8 @@ func (s *Stream) readLoop() {
 func (s *Stream) readLine() (readResult, error) {
 	line, tail, tooBig, err := s.readLineRaw()
 	r := readResult{line: line, tail: tail, tooBig: tooBig}
-	if err == nil && tooBig == 0 && cap(line) > s.r.Size() {
-		r.lease = largeLines.hold(line)
+	if s.budget != nil && err == nil && tooBig == 0 && cap(line) > s.r.Size() {
+		r.lease = s.budget.hold(line)
 	}
 	return r, err
 }
@@ -516,7 +523,9 @@ func (s *Stream) readFragment(st *lineState) error {
 			// once the large lines in flight leave room for it
 			// (largebudget.go). frag stays valid: nothing reads
 			// meanwhile.
-			largeLines.await(s.done, s.framing, s.readStop)
+			if s.budget != nil {
+				s.budget.await(s.done, s.framing, s.readStop)
+			}
 			// With a little slack: results of one tool differ in length
 			// by their ids and counters, and a line one byte longer than
 			// its room would have to grow.
@@ -665,7 +674,7 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		s.q.progressed()
 	}
 	if len(o.body) > 0 && n >= len(o.msg)+len(o.body) {
-		largeLines.written(o.body)
+		written(o.body)
 	}
 	rest, left := o.after(n)
 	if !left {
@@ -774,7 +783,7 @@ func (s *Stream) writeLoop() {
 			}
 		}
 		if len(o.body) > 0 {
-			largeLines.written(o.body)
+			written(o.body)
 		}
 		s.q.sent(o)
 		if s.tw != nil {
