@@ -233,7 +233,8 @@ func TestPacedReaderWaitEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 		errc := make(chan error, 1)
-		go func() { _, err := up.Read(ctx); errc <- err }()
+		// A context that never ends: only Close can end the wait.
+		go func() { _, err := up.Read(context.Background()); errc <- err }()
 		time.Sleep(50 * time.Millisecond)
 		up.Close()
 		select {
