@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
@@ -141,11 +142,20 @@ type incomingCall struct {
 
 	// leases are the large lines of the responses its handler received
 	// from upstreams (Conn.CallAdmit), counted in flight until the
-	// handler has answered (settle); under leaseMu.
-	leaseMu  sync.Mutex
+	// handler has answered (settle). Made at the first: most requests
+	// have none.
+	leases atomic.Pointer[leaseSet]
+}
+
+// leaseSet is the large lines a request's handler received.
+type leaseSet struct {
+	mu       sync.Mutex
 	leases   []*lineLease
 	answered bool
 }
+
+// answeredNone is the leaseSet of a request answered without any.
+var answeredNone = &leaseSet{answered: true}
 
 // tieLease ties a large response's count in flight to the host request
 // being served under ctx, if any: what is left of it is released once that
@@ -161,16 +171,21 @@ func tieLease(ctx context.Context, l *lineLease) {
 		l.release()
 		return
 	}
-	in.leaseMu.Lock()
-	if in.answered {
+	set := in.leases.Load()
+	if set == nil {
+		in.leases.CompareAndSwap(nil, &leaseSet{})
+		set = in.leases.Load()
+	}
+	set.mu.Lock()
+	if set.answered {
 		// A forward that outlived its request (a parked call): nothing
 		// of it is in flight for this request any more.
-		in.leaseMu.Unlock()
+		set.mu.Unlock()
 		l.release()
 		return
 	}
-	in.leases = append(in.leases, l)
-	in.leaseMu.Unlock()
+	set.leases = append(set.leases, l)
+	set.mu.Unlock()
 }
 
 // settle releases, once the request is answered, the large lines its
@@ -178,10 +193,14 @@ func tieLease(ctx context.Context, l *lineLease) {
 // the response went to a Stream: that line is in flight until the Stream
 // has written it (lineBudget.written).
 func (in *incomingCall) settle(payload []byte) {
-	in.leaseMu.Lock()
-	leases := in.leases
-	in.leases, in.answered = nil, true
-	in.leaseMu.Unlock()
+	if in.leases.CompareAndSwap(nil, answeredNone) {
+		return
+	}
+	set := in.leases.Load()
+	set.mu.Lock()
+	leases := set.leases
+	set.leases, set.answered = nil, true
+	set.mu.Unlock()
 	for _, l := range leases {
 		if !l.holds(payload) {
 			l.release()
@@ -409,14 +428,14 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
-			msg.lease.release()
+			leaseOf(msg).release()
 			return
 		}
 		if p.admit != nil && msg.Error == nil {
 			if err := p.admit(len(msg.Result)); err != nil {
 				// Refused where it was read: the result is let go at
 				// once, not parked until its caller runs.
-				msg.lease.release()
+				leaseOf(msg).release()
 				msg = &Message{ID: msg.ID, Error: asError(err)}
 			}
 		}
@@ -488,7 +507,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		result, err := c.callHandler(cctx, req)
 		// A large request has been forwarded (or refused) by now: its
 		// line is no longer in flight (largebudget.go).
-		req.lease.release()
+		leaseOf(req).release()
 		c.mu.Lock()
 		delete(c.incoming, key)
 		cancelled := in.cancelled
@@ -616,7 +635,7 @@ func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMess
 	case resp := <-p.ch:
 		p.admit = nil
 		pendingCalls.Put(p)
-		tieLease(ctx, resp.lease)
+		tieLease(ctx, leaseOf(resp))
 		if resp.Error != nil {
 			return nil, resp.Error
 		}

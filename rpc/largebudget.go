@@ -3,6 +3,7 @@ package rpc
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -72,7 +73,34 @@ type lineLease struct {
 var leases = struct {
 	mu sync.Mutex
 	m  map[uintptr]*lineLease
+	// n is len(m), read without mu: while no line is in flight, which
+	// is while only small messages pass, nothing is looked up.
+	n atomic.Int64
 }{m: map[uintptr]*lineLease{}}
+
+// leaseOf returns the lease of the line m was read from, if it is in
+// flight. A decoded message's fields are slices of its line: its id (or,
+// without one, its params) says which.
+func leaseOf(m *Message) *lineLease {
+	if leases.n.Load() == 0 {
+		return nil
+	}
+	probe := m.ID
+	if len(probe) == 0 {
+		probe = m.Params
+	}
+	if len(probe) == 0 {
+		return nil
+	}
+	leases.mu.Lock()
+	defer leases.mu.Unlock()
+	for _, l := range leases.m {
+		if l.holds(probe) {
+			return l
+		}
+	}
+	return nil
+}
 
 // largeLines is the process's budget: the memory it bounds is the
 // process's.
@@ -98,6 +126,7 @@ func (b *lineBudget) hold(line []byte) *lineLease {
 		old.releaseLocked()
 	}
 	leases.m[base] = l
+	leases.n.Store(int64(len(leases.m)))
 	leases.mu.Unlock()
 	b.add(l.n)
 	runtime.AddCleanup(p, (*lineLease).release, l)
@@ -131,6 +160,7 @@ func (l *lineLease) releaseLocked() {
 	l.released = true
 	if leases.m[l.base] == l {
 		delete(leases.m, l.base)
+		leases.n.Store(int64(len(leases.m)))
 	}
 	l.b.add(-l.n)
 }
@@ -158,7 +188,7 @@ func (b *lineBudget) add(n int64) {
 // else refers to it keeps it alive, uncounted). Few lines are in flight
 // at once, so they are looked through.
 func written(payload []byte) {
-	if len(payload) == 0 {
+	if len(payload) == 0 || leases.n.Load() == 0 {
 		return
 	}
 	leases.mu.Lock()

@@ -110,7 +110,8 @@ func TestLargeResultIsWrittenFromItsLine(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if m.lease == nil {
+				lease := leaseOf(m)
+				if lease == nil {
 					t.Fatalf("call %d: a %d-byte line is not counted in flight", i+1, len(m.Result))
 				}
 				id := json.RawMessage(fmt.Sprintf(`"h%d"`, i+1))
@@ -120,7 +121,7 @@ func TestLargeResultIsWrittenFromItsLine(t *testing.T) {
 				if err := host.Flush(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if !m.lease.isReleased() {
+				if !lease.isReleased() {
 					t.Fatalf("call %d: the line is still in flight once written: the host's writer did not send the upstream's bytes", i+1)
 				}
 			}
@@ -190,7 +191,7 @@ func TestPacedReaderWaitsForRoom(t *testing.T) {
 	go io.WriteString(opw, `{"jsonrpc":"2.0","id":9,"result":{}}`+"\n")
 	readID(other, "9")
 
-	m1.lease.release() // written to the host, say
+	leaseOf(m1).release() // written to the host, say
 	select {
 	case m := <-got:
 		if string(m.ID) != "3" {

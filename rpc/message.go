@@ -72,10 +72,6 @@ type Message struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  *Error
-
-	// lease is the count in flight of the large line the message was
-	// read from (largebudget.go), or nil.
-	lease *lineLease
 }
 
 // IsCall reports whether m is a request that expects a response.

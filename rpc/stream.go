@@ -268,7 +268,6 @@ func (s *Stream) message(r readResult) (m *Message, err error, ok bool) {
 		r.lease.release()
 		return nil, messageError(err, r.line), true
 	}
-	m.lease = r.lease
 	return m, nil, true
 }
 
