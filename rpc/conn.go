@@ -446,6 +446,9 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 			return
 		}
 		c.handler.HandleNotification(msg)
+		// Passed on (queued for a host, or dropped) or not by now: a
+		// large notification is no longer in flight.
+		leaseOf(msg).release()
 	default:
 		c.serve(ctx, msg)
 	}

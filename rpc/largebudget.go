@@ -33,9 +33,12 @@ import (
 // before. The bookkeeping holds the room's address, not the room, so it
 // keeps nothing alive.
 
-// largeLinesBudget is how much room of large lines may be in flight before
-// a Stream waits to read the next one: two 1 MB results, one being read and
-// one being written, keep a reader and a writer on two CPUs busy.
+// largeLinesBudget is how much room of large lines may be in flight, per P
+// (GOMAXPROCS, read when a line starts: the stdio session runs on one),
+// before a Stream waits to read the next one: two 1 MB results, one being
+// written while the next is read, or guarded by another handler, keep a
+// reader and a writer busy; the HTTP front end, which serves many sessions
+// on every CPU, does not make them take turns two by two.
 const largeLinesBudget = 2 << 20
 
 // largeLinesWait bounds one wait for the budget.
@@ -50,6 +53,8 @@ const largeLinesCollect = 5 * time.Millisecond
 // (the process's, largeLines; tests make their own).
 type lineBudget struct {
 	max int64
+	// perP multiplies max by GOMAXPROCS (the process's budget).
+	perP bool
 	// wait bounds one wait (largeLinesWait).
 	wait time.Duration
 
@@ -104,7 +109,7 @@ func leaseOf(m *Message) *lineLease {
 
 // largeLines is the process's budget: the memory it bounds is the
 // process's.
-var largeLines = newLineBudget(largeLinesBudget)
+var largeLines = &lineBudget{max: largeLinesBudget, perP: true, wait: largeLinesWait, room: make(chan struct{})}
 
 func newLineBudget(max int64) *lineBudget {
 	return &lineBudget{max: max, wait: largeLinesWait, room: make(chan struct{})}
@@ -213,8 +218,12 @@ func (b *lineBudget) inFlight() int64 {
 // framing failing, the reader's context ending: the read then goes on and
 // finds out). It reports whether it waited, for tests.
 func (b *lineBudget) await(stop ...<-chan struct{}) bool {
+	limit := b.max
+	if b.perP {
+		limit *= int64(runtime.GOMAXPROCS(0))
+	}
 	b.mu.Lock()
-	if b.held < b.max {
+	if b.held < limit {
 		b.mu.Unlock()
 		return false
 	}
@@ -246,7 +255,7 @@ func (b *lineBudget) await(stop ...<-chan struct{}) bool {
 			return true
 		}
 		b.mu.Lock()
-		if b.held < b.max {
+		if b.held < limit {
 			b.mu.Unlock()
 			return true
 		}

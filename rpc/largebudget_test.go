@@ -337,3 +337,42 @@ func TestLargeResponseReleasedWhenAnswered(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The process's budget is per P: the stdio session, on one P, keeps two
+// 1 MB results in flight; a process serving on every CPU (the HTTP front
+// end) does not make its sessions take turns two lines at a time.
+func TestLineBudgetPerP(t *testing.T) {
+	b := &lineBudget{max: 1 << 20, perP: true, wait: 20 * time.Millisecond, room: make(chan struct{})}
+	b.add(1200 << 10)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if !b.await() {
+		t.Error("with one P, 1.2 MB in flight did not make a 1 MB budget wait")
+	}
+	runtime.GOMAXPROCS(2)
+	if b.await() {
+		t.Error("with two Ps, 1.2 MB in flight made a budget of 1 MB per P wait")
+	}
+}
+
+// A large notification is no longer in flight once it has been handled
+// (passed on or not), though its handler keeps it.
+func TestLargeNotificationReleased(t *testing.T) {
+	b := newLineBudget(1 << 30)
+	up, pw := pacedStream(t, b)
+	kept := make(chan *Message, 1)
+	c := New(up, funcs{notify: func(m *Message) { kept <- m }}, Options{Peer: "upstream", Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	defer c.Close()
+	go io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("y", 300<<10)+`"}}`+"\n")
+	m := <-kept
+	deadline := time.Now().Add(hang)
+	for b.inFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes in flight after the notification was handled", b.inFlight())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(m)
+}
