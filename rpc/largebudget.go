@@ -16,9 +16,9 @@ import (
 // the calls that guard and write them), and the collector, which lets the
 // heap grow to twice what is live before it runs, doubles that.
 //
-// So a Stream starts reading a large line only while the large lines read
-// before it, by any Stream of the process, hold less than
-// largeLinesBudget: a line counts from the moment it is read until its
+// So a paced Stream (Limits.PaceLargeLines) starts reading a large line
+// only while the large lines read before it, by any paced Stream of the
+// process, hold less than largeLinesBudget per P: a line counts from the moment it is read until its
 // payload has been written whole by a Stream (the host's; written below),
 // its message was dropped (Conn.dispatch), or the collector found it
 // unreachable (a result the guard replaced, a call cancelled, a transport
