@@ -18,15 +18,25 @@ import (
 //
 // So a paced Stream (Limits.PaceLargeLines) starts reading a large line
 // only while the large lines read before it, by any paced Stream of the
-// process, hold less than largeLinesBudget per P: a line counts from the moment it is read until its
-// payload has been written whole by a Stream (the host's; written below),
-// its message was dropped (Conn.dispatch), or the collector found it
-// unreachable (a result the guard replaced, a call cancelled, a transport
-// that is not a Stream). This is backpressure, never a limit: the wait is
-// bounded by largeLinesWait, so that a host that is slow to read (or a
-// result nobody writes) slows the next large line of the upstream by at
-// most that, and never stops a reader for good. Small messages are not
-// counted and never wait.
+// process, hold less than largeLinesBudget per P. A line counts from the
+// moment it is read until the first of:
+//   - a Stream (the host's) has written whole a payload within its memory
+//     (written): the writer was given the upstream's own bytes;
+//   - the host request whose handler received it as a response is answered
+//     (Conn.serve's settle; tieLease): with something else (a result the
+//     guard rewrote or refused, an error), or through a transport that is
+//     not a Stream; a response to a call of the program's own, with no
+//     request to tie it to, as soon as its caller has it;
+//   - the request or notification it carried has been handled, or its
+//     message was dropped where it was read (Conn.dispatch, Stream.message);
+//   - the collector found it unreachable (runtime.AddCleanup): a response
+//     whose caller gave up, say. A wait that sees nothing released for
+//     largeLinesCollect runs one collection for these.
+// This is backpressure, never a limit: the wait is bounded by
+// largeLinesWait, so that a host that is slow to read (or a line nobody
+// releases) slows the next large line of the upstream by at most that,
+// and never stops a reader for good. Small messages are not counted and
+// never wait.
 //
 // A line is only counted, never reused: its bytes are the message's for as
 // long as anything refers to them (the guard, a parked call's result), as
