@@ -376,3 +376,49 @@ func TestLargeNotificationReleased(t *testing.T) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// A line whose first read was interrupted (the reader's context ended
+// mid-line) becomes large in readInto rather than readFragment: it is
+// paced the same.
+func TestPacedReaderInterruptedLine(t *testing.T) {
+	b := newLineBudget(1 << 20)
+	b.wait = time.Hour
+	up, pw := pacedStream(t, b)
+	go io.WriteString(pw, largeResult(1, 1200<<10))
+	m1, err := up.Read(readCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := largeResult(2, 300<<10)
+	if _, err := io.WriteString(pw, line[:10<<10]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := up.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read of a partial line: %v, want the context's end", err)
+	}
+	go io.WriteString(pw, line[10<<10:])
+	got := make(chan *Message, 1)
+	go func() {
+		m, err := up.Read(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- m
+	}()
+	select {
+	case m := <-got:
+		t.Fatalf("read id %s while the lines in flight held the budget", m.ID)
+	case <-time.After(200 * time.Millisecond):
+	}
+	leaseOf(m1).release()
+	select {
+	case m := <-got:
+		if string(m.ID) != "2" {
+			t.Fatalf("read id %s, want 2", m.ID)
+		}
+	case <-time.After(hang):
+		t.Fatal("the reader did not go on once the budget had room")
+	}
+}
