@@ -94,7 +94,7 @@ type Limits struct {
 	// PaceLargeLines makes a Stream read a large message (one longer than
 	// its 64 KB read buffer) only while the large messages read before it
 	// by the process's paced Streams, and not yet passed on, hold less
-	// than 2 MB per P, waiting at most 100 ms for them: a reader that runs ahead
+	// than 1 MB per P, waiting at most 100 ms for them: a reader that runs ahead
 	// of the calls that guard and write its results does not pile them up
 	// in memory. For the gate's upstreams. See largebudget.go.
 	PaceLargeLines bool
