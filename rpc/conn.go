@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
@@ -138,6 +139,73 @@ type incomingCall struct {
 	cancel          context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
 	done            <-chan struct{}         // the handler context's Done, for CancelServedAfter
 	cancelled       bool
+
+	// leases are the large lines of the responses its handler received
+	// from upstreams (Conn.CallAdmit), counted in flight until the
+	// handler has answered (settle). Made at the first: most requests
+	// have none.
+	leases atomic.Pointer[leaseSet]
+}
+
+// leaseSet is the large lines a request's handler received.
+type leaseSet struct {
+	mu       sync.Mutex
+	leases   []*lineLease
+	answered bool
+}
+
+// answeredNone is the leaseSet of a request answered without any.
+var answeredNone = &leaseSet{answered: true}
+
+// tieLease ties a large response's count in flight to the host request
+// being served under ctx, if any: what is left of it is released once that
+// request is answered (settle). A response to a call of the program's own
+// (a listing made for the catalog) is passed on to no one: its caller has
+// it, and may keep it as long as it likes, uncounted.
+func tieLease(ctx context.Context, l *lineLease) {
+	if l == nil {
+		return
+	}
+	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
+	if in == nil {
+		l.release()
+		return
+	}
+	set := in.leases.Load()
+	if set == nil {
+		in.leases.CompareAndSwap(nil, &leaseSet{})
+		set = in.leases.Load()
+	}
+	set.mu.Lock()
+	if set.answered {
+		// A forward that outlived its request (a parked call): nothing
+		// of it is in flight for this request any more.
+		set.mu.Unlock()
+		l.release()
+		return
+	}
+	set.leases = append(set.leases, l)
+	set.mu.Unlock()
+}
+
+// settle releases, once the request is answered, the large lines its
+// handler received, but the one its response's payload is read from when
+// the response went to a Stream: that line is in flight until the Stream
+// has written it (lineBudget.written).
+func (in *incomingCall) settle(payload []byte) {
+	if in.leases.CompareAndSwap(nil, answeredNone) {
+		return
+	}
+	set := in.leases.Load()
+	set.mu.Lock()
+	leases := set.leases
+	set.leases, set.answered = nil, true
+	set.mu.Unlock()
+	for _, l := range leases {
+		if !l.holds(payload) {
+			l.release()
+		}
+	}
 }
 
 // Value returns the call's serving mark, and the call itself for
@@ -360,12 +428,14 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("response to no pending request", "peer", c.opts.Peer, "id", LogID(msg.ID))
+			leaseOf(msg).release()
 			return
 		}
 		if p.admit != nil && msg.Error == nil {
 			if err := p.admit(len(msg.Result)); err != nil {
 				// Refused where it was read: the result is let go at
 				// once, not parked until its caller runs.
+				leaseOf(msg).release()
 				msg = &Message{ID: msg.ID, Error: asError(err)}
 			}
 		}
@@ -376,6 +446,9 @@ func (c *Conn) dispatch(ctx context.Context, msg *Message) {
 			return
 		}
 		c.handler.HandleNotification(msg)
+		// Passed on (queued for a host, or dropped) or not by now: a
+		// large notification is no longer in flight.
+		leaseOf(msg).release()
 	default:
 		c.serve(ctx, msg)
 	}
@@ -435,11 +508,15 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		defer c.handlers.Done()
 		defer cancel(nil)
 		result, err := c.callHandler(cctx, req)
+		// A large request has been forwarded (or refused) by now: its
+		// line is no longer in flight (largebudget.go).
+		leaseOf(req).release()
 		c.mu.Lock()
 		delete(c.incoming, key)
 		cancelled := in.cancelled
 		c.mu.Unlock()
 		if cancelled {
+			in.settle(nil)
 			return // MCP: no response to a cancelled request.
 		}
 		resp := &Message{ID: req.ID}
@@ -456,6 +533,11 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		}
 		if err := c.writeResponse(wctx, req, resp, sequential); err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("writing response", "peer", c.opts.Peer, "method", LogMethod(req.Method), "error", err)
+		}
+		if _, ok := c.t.(*Stream); ok {
+			in.settle(resp.Result)
+		} else {
+			in.settle(nil)
 		}
 	}
 	if sequential {
@@ -556,6 +638,7 @@ func (c *Conn) CallAdmit(ctx context.Context, method string, params json.RawMess
 	case resp := <-p.ch:
 		p.admit = nil
 		pendingCalls.Put(p)
+		tieLease(ctx, leaseOf(resp))
 		if resp.Error != nil {
 			return nil, resp.Error
 		}

@@ -80,6 +80,13 @@ type Stream struct {
 
 	// Partial line state, kept across an interrupted read (readLine).
 	rl lineState
+	// readStop, in direct mode, is the reader's context's Done: it ends a
+	// wait for the budget of large lines (the reader's alone).
+	readStop <-chan struct{}
+	// budget is the budget of large lines the Stream reads under
+	// (Limits.PaceLargeLines): the process's, or nil when it is not
+	// paced (tests set their own before the first Read).
+	budget *lineBudget
 	// lineHint is the length of the last line that took more than one
 	// read (the reader's alone): the next such line starts with that much
 	// room, so a run of large messages costs one allocation and one copy
@@ -137,6 +144,7 @@ var errInterrupted = errors.New("read interrupted")
 type readResult struct {
 	line, tail []byte
 	tooBig     int
+	lease      *lineLease // a large line's count in flight (largebudget.go)
 }
 
 var _ interface {
@@ -183,6 +191,9 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, lim Limits) *Stream {
 		ended:   make(chan struct{}),
 		watch:   watch,
 		framing: make(chan struct{}),
+	}
+	if lim.PaceLargeLines {
+		s.budget = largeLines
 	}
 	s.q = newSendQueue(s.done, s.closedErr, lim.WriteTimeout)
 	s.q.bytes = newByteBound(lim.QueueBytes)
@@ -248,10 +259,13 @@ func (s *Stream) message(r readResult) (m *Message, err error, ok bool) {
 		return nil, oversized(r.tooBig, s.max, r.line, r.tail), true
 	}
 	if len(bytes.TrimSpace(r.line)) == 0 {
+		r.lease.release()
 		return nil, nil, false
 	}
 	m, err = Decode(r.line)
 	if err != nil {
+		// Answered or logged where it is read: nothing of it goes on.
+		r.lease.release()
 		return nil, messageError(err, r.line), true
 	}
 	return m, nil, true
@@ -306,9 +320,8 @@ func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 				continue
 			}
 		}
-		var r readResult
-		var err error
-		r.line, r.tail, r.tooBig, err = s.readLine()
+		s.readStop = ctx.Done()
+		r, err := s.readLine()
 		if errors.Is(err, errInterrupted) {
 			s.interrupted = true
 			select {
@@ -422,9 +435,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // send also watches done: nothing is handed over once the Stream is closed.
 func (s *Stream) readLoop() {
 	for {
-		var r readResult
-		var err error
-		r.line, r.tail, r.tooBig, err = s.readLine()
+		r, err := s.readLine()
 		if err != nil {
 			s.readErr = err
 			close(s.ended)
@@ -440,8 +451,18 @@ func (s *Stream) readLoop() {
 
 // readLine returns the next line without its terminator. A line longer than
 // the limit is consumed to its end and reported by its size, with only its
-// head and tail kept (for salvaging its ID).
-func (s *Stream) readLine() (line, tail []byte, tooBig int, err error) {
+// head and tail kept (for salvaging its ID). A line read into room of its
+// own is counted in flight (largebudget.go).
+func (s *Stream) readLine() (readResult, error) {
+	line, tail, tooBig, err := s.readLineRaw()
+	r := readResult{line: line, tail: tail, tooBig: tooBig}
+	if s.budget != nil && err == nil && tooBig == 0 && cap(line) > s.r.Size() {
+		r.lease = s.budget.hold(line)
+	}
+	return r, err
+}
+
+func (s *Stream) readLineRaw() (line, tail []byte, tooBig int, err error) {
 	st := &s.rl
 	for {
 		var err error
@@ -497,7 +518,13 @@ func (s *Stream) readFragment(st *lineState) error {
 	case st.tooBig == 0 && len(st.buf)+len(frag) <= s.max+2:
 		if st.buf == nil && err != nil && errors.Is(err, bufio.ErrBufferFull) {
 			// The line goes on past the reader's buffer: make room
-			// for it at once, as large as the last such line was.
+			// for it at once, as large as the last such line was,
+			// once the large lines in flight leave room for it
+			// (largebudget.go). frag stays valid: nothing reads
+			// meanwhile.
+			if s.budget != nil {
+				s.budget.await(s.done, s.framing, s.readStop)
+			}
 			// With a little slack: results of one tool differ in length
 			// by their ids and counters, and a line one byte longer than
 			// its room would have to grow.
@@ -645,6 +672,9 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 	if n > 0 {
 		s.q.progressed()
 	}
+	if len(o.body) > 0 && n >= len(o.msg)+len(o.body) {
+		written(o.body)
+	}
 	rest, left := o.after(n)
 	if !left {
 		return true, nil
@@ -750,6 +780,9 @@ func (s *Stream) writeLoop() {
 				b = b[n:]
 				s.q.progressed()
 			}
+		}
+		if len(o.body) > 0 {
+			written(o.body)
 		}
 		s.q.sent(o)
 		if s.tw != nil {

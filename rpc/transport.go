@@ -91,6 +91,13 @@ type Limits struct {
 	// counts only while the Stream is waiting for the peer's bytes, never
 	// while the gate itself is not reading (a full queue downstream).
 	ReadStall time.Duration
+	// PaceLargeLines makes a Stream read a large message (one longer than
+	// its 64 KB read buffer) only while the large messages read before it
+	// by the process's paced Streams, and not yet passed on, hold less
+	// than 1 MB per P, waiting at most 100 ms for them: a reader that runs ahead
+	// of the calls that guard and write its results does not pile them up
+	// in memory. For the gate's upstreams. See largebudget.go.
+	PaceLargeLines bool
 }
 
 func (l Limits) maxMessageBytes() int {

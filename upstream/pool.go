@@ -349,6 +349,9 @@ func (p *Pool) start(key string, cfg Config, era string) (*Session, error) {
 		// (rpc.FramingError), and the server is restarted on next need.
 		MaxSkipBytes: endlessLine(p.opts.MaxMessageBytes),
 		ReadStall:    p.readStall(),
+		// Its large results are read no faster than the host is given
+		// them (rpc.Limits.PaceLargeLines).
+		PaceLargeLines: true,
 	})
 	if err != nil {
 		return nil, err
