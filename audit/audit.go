@@ -83,7 +83,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // New returns a Logger that writes JSON lines to w.
 func New(w io.Writer) *Logger {
-	lw := &lockedWriter{w: w}
+	lw := &lockedWriter{w: fileWriter(w)}
 	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.w = lw
 	return a

@@ -1,0 +1,159 @@
+//go:build linux
+
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// openLog opens a file for appending as the gate opens --audit-log.
+func openLog(t *testing.T, path string, flag int) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|flag, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// localDir is a directory on a filesystem whose writes are raw, or the
+// test is skipped.
+func localDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil || !localFS[uint32(fs.Type)] {
+		t.Skipf("the temporary directory is not on a local filesystem this test knows (statfs type %#x)", fs.Type)
+	}
+	return dir
+}
+
+// A file on a local filesystem gets raw writes, and gets exactly the
+// lines an announced write would have appended, after what it held.
+func TestAuditFileWritesRaw(t *testing.T) {
+	path := filepath.Join(localDir(t), "audit.jsonl")
+	if err := os.WriteFile(path, []byte("earlier\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := New(openLog(t, path, 0))
+	if _, ok := a.w.w.(*rawFile); !ok {
+		t.Fatalf("the audit file is written with %T, want *rawFile", a.w.w)
+	}
+	var want bytes.Buffer
+	b := New(&want)
+	for i := range 3 {
+		d := Decision{ID: "s-" + string(rune('1'+i)), Server: "echo", Tool: "echo", Verdict: "allow", Reason: "allowed by rule r"}
+		a.Decision(d)
+		b.Decision(d)
+	}
+	a.Slog().Info("through slog", KeyEvent, EventOther)
+	b.Slog().Info("through slog", KeyEvent, EventOther)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(got, []byte("earlier\n")) {
+		t.Fatalf("the file lost what it held: %q", got)
+	}
+	got = got[len("earlier\n"):]
+	// The records differ in their time only.
+	gl, wl := bytes.Split(bytes.TrimSpace(got), []byte("\n")), bytes.Split(bytes.TrimSpace(want.Bytes()), []byte("\n"))
+	if len(gl) != len(wl) {
+		t.Fatalf("%d lines written, want %d:\n%s", len(gl), len(wl), got)
+	}
+	for i := range gl {
+		var g, w map[string]any
+		if err := json.Unmarshal(gl[i], &g); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, gl[i])
+		}
+		if err := json.Unmarshal(wl[i], &w); err != nil {
+			t.Fatal(err)
+		}
+		delete(g, "time")
+		delete(w, "time")
+		gj, _ := json.Marshal(g)
+		wj, _ := json.Marshal(w)
+		if !bytes.Equal(gj, wj) {
+			t.Errorf("line %d:\n got %s\nwant %s", i, gj, wj)
+		}
+	}
+}
+
+// Where a write may wait (a pipe, whose reader may stop; a file opened
+// O_SYNC or O_DSYNC, whose every write waits for the disk), the runtime
+// is told of it: os.File.Write.
+func TestAuditWritesAnnouncedWhereTheyMayWait(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if got := fileWriter(w); got != w {
+		t.Errorf("a pipe is written with %T, want the *os.File itself", got)
+	}
+	dir := localDir(t)
+	for name, flag := range map[string]int{"O_SYNC": syscall.O_SYNC, "O_DSYNC": syscall.O_DSYNC} {
+		f := openLog(t, filepath.Join(dir, name), flag)
+		if got := fileWriter(f); got != f {
+			t.Errorf("a file opened %s is written with %T, want the *os.File itself", name, got)
+		}
+	}
+	var buf bytes.Buffer
+	if got := fileWriter(&buf); got != &buf {
+		t.Errorf("a buffer is written with %T, want itself", got)
+	}
+}
+
+// A record written after the file was closed fails as os.File.Write does;
+// it never reaches a file that was given the closed one's descriptor.
+func TestAuditRawWriteAfterClose(t *testing.T) {
+	dir := localDir(t)
+	f := openLog(t, filepath.Join(dir, "audit.jsonl"), 0)
+	fd := f.Fd()
+	a := New(f)
+	f.Close()
+	other := openLog(t, filepath.Join(dir, "other"), 0)
+	if other.Fd() != fd {
+		t.Logf("the descriptor was not reused (%d, then %d); the write must fail all the same", fd, other.Fd())
+	}
+	if _, err := a.w.Write([]byte("{}\n")); err == nil {
+		t.Error("a write after Close succeeded")
+	}
+	a.Decision(Decision{ID: "late"})
+	if b, _ := os.ReadFile(filepath.Join(dir, "other")); len(b) != 0 {
+		t.Fatalf("a record reached another file through a reused descriptor: %q", b)
+	}
+}
+
+// A raw write that took long turns raw writes off: the next records are
+// announced, and still written.
+func TestAuditSlowRawWriteAnnouncesLaterOnes(t *testing.T) {
+	path := filepath.Join(localDir(t), "audit.jsonl")
+	defer func(d time.Duration) { slowWrite = d }(slowWrite)
+	slowWrite = -1 // every write is "slow"
+	a := New(openLog(t, path, 0))
+	rf, ok := a.w.w.(*rawFile)
+	if !ok {
+		t.Fatalf("the audit file is written with %T, want *rawFile", a.w.w)
+	}
+	a.Decision(Decision{ID: "1"})
+	if !rf.announced.Load() {
+		t.Fatal("a slow raw write left raw writes on")
+	}
+	a.Decision(Decision{ID: "2"})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 2 {
+		t.Fatalf("%d records written, want 2: %s", n, b)
+	}
+}
