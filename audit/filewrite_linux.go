@@ -61,7 +61,7 @@ func fileWriter(w io.Writer) io.Writer {
 	if err != nil {
 		return w
 	}
-	return &rawFile{f: f, rc: rc}
+	return newRawFile(f, rc)
 }
 
 // rawWritable reports whether f is a regular file, opened without O_SYNC
@@ -92,42 +92,39 @@ func rawWritable(f *os.File) bool {
 
 // rawFile appends to a file with raw write(2) calls (see above). It goes
 // through the file's RawConn, so that a write after Close fails as
-// os.File.Write does instead of reaching a descriptor reused since.
+// os.File.Write does instead of reaching a descriptor reused since. Its
+// callers serialise its writes (lockedWriter), which lets the write in
+// progress live in the rawFile and the function handed to the RawConn be
+// made once: a record costs no allocation.
 type rawFile struct {
 	f         *os.File
 	rc        syscall.RawConn
 	announced atomic.Bool // a raw write was slow: os.File.Write from now on
+
+	write func(fd uintptr) bool // writeFD, as a func value made once
+	p     []byte                // the write in progress
+	n     int                   // of p, written
+	errno syscall.Errno         // why the write stopped short
+}
+
+func newRawFile(f *os.File, rc syscall.RawConn) *rawFile {
+	r := &rawFile{f: f, rc: rc}
+	r.write = r.writeFD
+	return r
 }
 
 func (r *rawFile) Write(p []byte) (int, error) {
 	if r.announced.Load() {
 		return r.f.Write(p)
 	}
-	var (
-		n     int
-		errno syscall.Errno
-	)
+	r.p, r.n, r.errno = p, 0, 0
 	start := time.Now()
-	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e != 0:
-				errno = e
-				return true
-			case m == 0:
-				errno = syscall.EIO // a regular file that takes nothing: as io.ErrShortWrite
-				return true
-			}
-			n += int(m)
-		}
-		return true
-	})
+	err := r.rc.Write(r.write)
 	if time.Since(start) > slowWrite {
 		r.announced.Store(true)
 	}
+	n, errno := r.n, r.errno
+	r.p = nil
 	if err == nil && errno != 0 {
 		err = errno
 	}
@@ -135,4 +132,23 @@ func (r *rawFile) Write(p []byte) (int, error) {
 		return n, &os.PathError{Op: "write", Path: r.f.Name(), Err: err}
 	}
 	return n, nil
+}
+
+// writeFD writes r.p to fd, all of it unless the kernel refuses.
+func (r *rawFile) writeFD(fd uintptr) bool {
+	for r.n < len(r.p) {
+		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.p[r.n])), uintptr(len(r.p)-r.n))
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e != 0:
+			r.errno = e
+			return true
+		case m == 0:
+			r.errno = syscall.EIO // a regular file that takes nothing: as io.ErrShortWrite
+			return true
+		}
+		r.n += int(m)
+	}
+	return true
 }
