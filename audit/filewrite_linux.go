@@ -26,15 +26,18 @@ import (
 // A raw write holds its P until the kernel returns, and a stop-the-world
 // waits for it, so it is used only where a write returns at once: a
 // regular file, not opened O_SYNC or O_DSYNC, on a local filesystem
-// (localFS), where a write lands in the page cache. A write that still
-// took long (the kernel throttling a writer of too many dirty pages) turns
-// the raw path off for good (slowWrite): one slow write may hold the P,
-// the next ones are announced again. Everything else (stderr, a pipe, a
+// (localFS), where a write lands in the page cache. Writes that still
+// took long (the kernel throttling a writer of too many dirty pages) turn
+// the raw path off for good: slowWrites of them in a row may hold the P,
+// the next ones are announced again. In a row, so that a writer merely
+// preempted inside its write on a busy CPU keeps the raw path. Everything else (stderr, a pipe, a
 // network or FUSE filesystem) keeps os.File.Write.
 
-// slowWrite is how long a raw write may take before later writes are
-// announced again.
+// slowWrite is how long a raw write may take; after slowWrites slower
+// ones in a row, later writes are announced.
 var slowWrite = 10 * time.Millisecond
+
+const slowWrites = 3
 
 // localFS are the statfs magic numbers of filesystems whose writes go to
 // the page cache of this machine: ext2/3/4, xfs, btrfs, tmpfs, ramfs,
@@ -99,7 +102,8 @@ func rawWritable(f *os.File) bool {
 type rawFile struct {
 	f         *os.File
 	rc        syscall.RawConn
-	announced atomic.Bool // a raw write was slow: os.File.Write from now on
+	announced atomic.Bool // raw writes were slow: os.File.Write from now on
+	slow      int         // slow raw writes in a row
 
 	write func(fd uintptr) bool // writeFD, as a func value made once
 	p     []byte                // the write in progress
@@ -120,7 +124,9 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	r.p, r.n, r.errno = p, 0, 0
 	start := time.Now()
 	err := r.rc.Write(r.write)
-	if time.Since(start) > slowWrite {
+	if time.Since(start) <= slowWrite {
+		r.slow = 0
+	} else if r.slow++; r.slow >= slowWrites {
 		r.announced.Store(true)
 	}
 	n, errno := r.n, r.errno

@@ -5,6 +5,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -133,8 +134,9 @@ func TestAuditRawWriteAfterClose(t *testing.T) {
 	}
 }
 
-// A raw write that took long turns raw writes off: the next records are
-// announced, and still written.
+// Raw writes that took long, slowWrites in a row, turn raw writes off:
+// the next records are announced, and still written. A fast write in
+// between starts the count again.
 func TestAuditSlowRawWriteAnnouncesLaterOnes(t *testing.T) {
 	path := filepath.Join(localDir(t), "audit.jsonl")
 	defer func(d time.Duration) { slowWrite = d }(slowWrite)
@@ -144,17 +146,39 @@ func TestAuditSlowRawWriteAnnouncesLaterOnes(t *testing.T) {
 	if !ok {
 		t.Fatalf("the audit file is written with %T, want *rawFile", a.w.w)
 	}
-	a.Decision(Decision{ID: "1"})
-	if !rf.announced.Load() {
-		t.Fatal("a slow raw write left raw writes on")
+	for i := range slowWrites {
+		if rf.announced.Load() {
+			t.Fatalf("raw writes turned off after %d slow writes, want %d in a row", i, slowWrites)
+		}
+		a.Decision(Decision{ID: fmt.Sprint(i)})
 	}
-	a.Decision(Decision{ID: "2"})
+	if !rf.announced.Load() {
+		t.Fatalf("%d slow raw writes in a row left raw writes on", slowWrites)
+	}
+	a.Decision(Decision{ID: "announced"})
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(b, []byte("\n")); n != 2 {
-		t.Fatalf("%d records written, want 2: %s", n, b)
+	if n := bytes.Count(b, []byte("\n")); n != slowWrites+1 {
+		t.Fatalf("%d records written, want %d: %s", n, slowWrites+1, b)
+	}
+}
+
+func TestAuditFastWriteResetsSlowCount(t *testing.T) {
+	path := filepath.Join(localDir(t), "audit.jsonl")
+	defer func(d time.Duration) { slowWrite = d }(slowWrite)
+	a := New(openLog(t, path, 0))
+	rf := a.w.w.(*rawFile)
+	for i := range 3 * slowWrites {
+		slowWrite = -1 // slow
+		if i%slowWrites == slowWrites-1 {
+			slowWrite = time.Hour // fast: the count starts again
+		}
+		a.Decision(Decision{ID: fmt.Sprint(i)})
+	}
+	if rf.announced.Load() {
+		t.Fatal("slow writes with a fast one between every few turned raw writes off")
 	}
 }
 
