@@ -182,19 +182,3 @@ func TestAuditFastWriteResetsSlowCount(t *testing.T) {
 	}
 }
 
-// BenchmarkDecisionToFile is one decision record appended to a local file,
-// as the gate writes --audit-log.
-func BenchmarkDecisionToFile(b *testing.B) {
-	dir := b.TempDir()
-	f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	a := New(f)
-	d := Decision{ID: "s-1", Session: "s", Server: "echo", Tool: "echo", Kind: "tool", WireName: "echo__echo", Verdict: "allow", Rule: "allow", Reason: "allowed by allow (mcp:echo:*)", Revision: "r1", ArgsDigest: "0123456789abcdef"}
-	b.ReportAllocs()
-	for b.Loop() {
-		a.Decision(d)
-	}
-}
