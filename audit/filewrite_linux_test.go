@@ -181,4 +181,3 @@ func TestAuditFastWriteResetsSlowCount(t *testing.T) {
 		t.Fatal("slow writes with a fast one between every few turned raw writes off")
 	}
 }
-
