@@ -5,13 +5,15 @@ package audit
 import (
 	"io"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 )
 
-// Why the records of a local file are written with a raw write(2).
+// Why the records of a local file, or of a pipe, are written with a raw
+// write(2).
 //
 // A write announced to the Go runtime as a system call (os.File.Write)
 // wakes the runtime's monitor thread (sysmon) whenever every P was idle
@@ -30,8 +32,11 @@ import (
 // took long (the kernel throttling a writer of too many dirty pages) turn
 // the raw path off for good: slowWrites of them in a row may hold the P,
 // the next ones are announced again. In a row, so that a writer merely
-// preempted inside its write on a busy CPU keeps the raw path. Everything else (stderr, a pipe, a
-// network or FUSE filesystem) keeps os.File.Write.
+// preempted inside its write on a busy CPU keeps the raw path. A pipe
+// (stderr, where the audit goes without --audit-log) is written through a
+// non-blocking description of its own (pipeWriter), so a raw write never
+// waits there: a full pipe is waited for in the netpoller. Everything else (stderr, a pipe, a
+// network or FUSE filesystem, a TTY) keeps os.File.Write.
 
 // slowWrite is how long a raw write may take; after slowWrites slower
 // ones in a row, later writes are announced.
@@ -53,18 +58,74 @@ var localFS = map[uint32]bool{
 	0x794C7630: true, // overlayfs
 }
 
-// fileWriter returns what the records are written with: a rawFile for a
-// regular file on a local filesystem, w itself otherwise.
+// FileWriter returns a writer of w that announces no system call to the
+// runtime where none can wait (above): for a regular file on a local
+// filesystem or a pipe (stderr), a rawFile; for anything else, w itself.
+// Its callers serialise their writes, as the audit Logger and the gate's
+// stderr do; it writes each whole, as os.File does.
+func FileWriter(w io.Writer) io.Writer { return fileWriter(w) }
+
+// fileWriter is FileWriter.
 func fileWriter(w io.Writer) io.Writer {
 	f, ok := w.(*os.File)
-	if !ok || !rawWritable(f) {
+	if !ok {
 		return w
+	}
+	if !rawWritable(f) {
+		return pipeWriter(f)
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return w
 	}
-	return newRawFile(f, rc)
+	return newRawFile(f, rc, true)
+}
+
+// pipeWriter returns a rawFile over a new, non-blocking open file
+// description of the pipe or FIFO f (stderr, which a host reads through a
+// pipe): a write the pipe has no room for waits in the netpoller, with no
+// P held and no system call announced, and the flags of f's description,
+// which other processes share, are left alone. It returns f when f is not
+// a pipe or cannot be opened again.
+func pipeWriter(f *os.File) io.Writer {
+	st, ok := fifoStat(f)
+	if !ok {
+		return f
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	var fd uintptr
+	// Control, not Fd: Fd may put the file back into blocking mode.
+	if rc.Control(func(d uintptr) { fd = d }) != nil {
+		return f
+	}
+	nf, err := os.OpenFile("/proc/self/fd/"+strconv.FormatUint(uint64(fd), 10), os.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return f
+	}
+	// The same pipe, not whatever the path resolved to.
+	if nst, ok := fifoStat(nf); !ok || nst.Dev != st.Dev || nst.Ino != st.Ino {
+		nf.Close()
+		return f
+	}
+	nrc, err := nf.SyscallConn()
+	if err != nil {
+		nf.Close()
+		return f
+	}
+	return newRawFile(nf, nrc, false)
+}
+
+// fifoStat returns f's stat when f is a pipe or FIFO.
+func fifoStat(f *os.File) (*syscall.Stat_t, bool) {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // rawWritable reports whether f is a regular file, opened without O_SYNC
@@ -104,6 +165,7 @@ type rawFile struct {
 	rc        syscall.RawConn
 	announced atomic.Bool // raw writes were slow: os.File.Write from now on
 	slow      int         // slow raw writes in a row
+	timed     bool        // a file, whose raw writes may be slow; not a pipe, whose waits are the netpoller's
 
 	write func(fd uintptr) bool // writeFD, as a func value made once
 	p     []byte                // the write in progress
@@ -111,8 +173,8 @@ type rawFile struct {
 	errno syscall.Errno         // why the write stopped short
 }
 
-func newRawFile(f *os.File, rc syscall.RawConn) *rawFile {
-	r := &rawFile{f: f, rc: rc}
+func newRawFile(f *os.File, rc syscall.RawConn, timed bool) *rawFile {
+	r := &rawFile{f: f, rc: rc, timed: timed}
 	r.write = r.writeFD
 	return r
 }
@@ -122,6 +184,10 @@ func (r *rawFile) Write(p []byte) (int, error) {
 		return r.f.Write(p)
 	}
 	r.p, r.n, r.errno = p, 0, 0
+	if !r.timed {
+		err := r.rc.Write(r.write)
+		return r.done(err)
+	}
 	start := time.Now()
 	err := r.rc.Write(r.write)
 	if time.Since(start) <= slowWrite {
@@ -129,6 +195,11 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	} else if r.slow++; r.slow >= slowWrites {
 		r.announced.Store(true)
 	}
+	return r.done(err)
+}
+
+// done ends a write: what was written, and the error that stopped it.
+func (r *rawFile) done(err error) (int, error) {
 	n, errno := r.n, r.errno
 	r.p = nil
 	if err == nil && errno != 0 {
@@ -140,13 +211,17 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// writeFD writes r.p to fd, all of it unless the kernel refuses.
+// writeFD writes r.p to fd, all of it unless the kernel refuses. On a
+// pipe with no room (EAGAIN) it returns false: the RawConn waits until the
+// pipe can take more, and calls it again.
 func (r *rawFile) writeFD(fd uintptr) bool {
 	for r.n < len(r.p) {
 		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.p[r.n])), uintptr(len(r.p)-r.n))
 		switch {
 		case e == syscall.EINTR:
 			continue
+		case e == syscall.EAGAIN:
+			return false
 		case e != 0:
 			r.errno = e
 			return true

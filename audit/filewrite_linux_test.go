@@ -3,11 +3,13 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,19 +89,10 @@ func TestAuditFileWritesRaw(t *testing.T) {
 	}
 }
 
-// Where a write may wait (a pipe, whose reader may stop; a file opened
-// O_SYNC or O_DSYNC, whose every write waits for the disk), the runtime
-// is told of it: os.File.Write.
+// Where a write may wait (a file opened O_SYNC or O_DSYNC, whose every
+// write waits for the disk; anything that is not a file), the runtime is
+// told of it: os.File.Write, or the writer itself.
 func TestAuditWritesAnnouncedWhereTheyMayWait(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	if got := fileWriter(w); got != w {
-		t.Errorf("a pipe is written with %T, want the *os.File itself", got)
-	}
 	dir := localDir(t)
 	for name, flag := range map[string]int{"O_SYNC": syscall.O_SYNC, "O_DSYNC": syscall.O_DSYNC} {
 		f := openLog(t, filepath.Join(dir, name), flag)
@@ -111,6 +104,66 @@ func TestAuditWritesAnnouncedWhereTheyMayWait(t *testing.T) {
 	if got := fileWriter(&buf); got != &buf {
 		t.Errorf("a buffer is written with %T, want itself", got)
 	}
+}
+
+// A pipe (stderr) is written raw through a non-blocking description of
+// its own: the pipe's own description, which other processes share, stays
+// blocking; a pipe with no room makes the writer wait (in the netpoller)
+// until the reader drains it, and every line arrives whole and in order.
+func TestAuditPipeWritesWaitForRoom(t *testing.T) {
+	// A blocking pipe, as a host hands the gate its stderr (os.Pipe's
+	// are non-blocking already).
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
+	defer r.Close()
+	defer w.Close()
+	a := New(w)
+	rf, ok := a.w.w.(*rawFile)
+	if !ok {
+		t.Fatalf("a pipe is written with %T, want *rawFile", a.w.w)
+	}
+	if rf.f == w || rf.timed {
+		t.Fatalf("a pipe's rawFile writes the pipe's own description (%v) or is timed (%v)", rf.f == w, rf.timed)
+	}
+	var flags uintptr
+	rc, _ := w.SyscallConn()
+	rc.Control(func(fd uintptr) { flags, _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0) })
+	if flags&syscall.O_NONBLOCK != 0 {
+		t.Fatal("the pipe's shared description was made non-blocking")
+	}
+	// More than the pipe holds (64 KiB by default), with nobody reading
+	// yet: the writer must wait, not fail or drop.
+	const n = 400
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			a.Decision(Decision{ID: fmt.Sprintf("p-%d", i), Reason: strings.Repeat("x", 300)})
+		}
+	}()
+	select {
+	case <-done:
+		t.Fatal("400 records of 500 bytes went into a pipe nobody read")
+	case <-time.After(100 * time.Millisecond):
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for i := range n {
+		if !sc.Scan() {
+			t.Fatalf("line %d: %v", i, sc.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d is not whole: %v", i, err)
+		}
+		if m["decision_id"] != fmt.Sprintf("p-%d", i) {
+			t.Fatalf("line %d is %v", i, m["decision_id"])
+		}
+	}
+	<-done
 }
 
 // A record written after the file was closed fails as os.File.Write does;
