@@ -115,7 +115,9 @@ func pipeWriter(f *os.File) io.Writer {
 		nf.Close()
 		return f
 	}
-	return newRawFile(nf, nrc, false)
+	r := newRawFile(nf, nrc, false)
+	r.orig = f
+	return r
 }
 
 // fifoStat returns f's stat when f is a pipe or FIFO.
@@ -166,6 +168,7 @@ type rawFile struct {
 	announced atomic.Bool // raw writes were slow: os.File.Write from now on
 	slow      int         // slow raw writes in a row
 	timed     bool        // a file, whose raw writes may be slow; not a pipe, whose waits are the netpoller's
+	orig      *os.File    // a pipe's own file (pipeWriter), which a closed pipe is left to
 
 	write func(fd uintptr) bool // writeFD, as a func value made once
 	p     []byte                // the write in progress
@@ -186,6 +189,16 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	r.p, r.n, r.errno = p, 0, 0
 	if !r.timed {
 		err := r.rc.Write(r.write)
+		if err == nil && r.errno == syscall.EPIPE && r.orig != nil {
+			// The reader is gone. The pipe's own file reports it as
+			// os.File does: for stderr, SIGPIPE ends the gate, as it did
+			// before stderr was written raw, rather than the gate going on
+			// with its audit records lost.
+			n := r.n
+			m, err := r.orig.Write(r.p[n:])
+			r.p = nil
+			return n + m, err
+		}
 		return r.done(err)
 	}
 	start := time.Now()

@@ -6,8 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -232,5 +234,44 @@ func TestAuditFastWriteResetsSlowCount(t *testing.T) {
 	}
 	if rf.announced.Load() {
 		t.Fatal("slow writes with a fast one between every few turned raw writes off")
+	}
+}
+
+// A stderr pipe whose reader is gone ends the process with SIGPIPE, as a
+// write to os.Stderr did before stderr was written raw: a gate whose audit
+// goes to stderr does not go on with its records lost.
+func TestAuditStderrClosedPipeEndsTheProcess(t *testing.T) {
+	if os.Getenv("AUDIT_STDERR_CHILD") == "1" {
+		a := New(os.Stderr)
+		if _, ok := a.w.w.(*rawFile); !ok {
+			os.Exit(3) // not the raw path: nothing to test
+		}
+		os.NewFile(3, "reader").Close() // the last reader goes
+		a.Decision(Decision{ID: "after-the-reader-went"})
+		os.Exit(4) // survived the write
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAuditStderrClosedPipeEndsTheProcess$")
+	cmd.Env = append(os.Environ(), "AUDIT_STDERR_CHILD=1")
+	cmd.Stderr = w
+	cmd.ExtraFiles = []*os.File{r}
+	err := cmd.Start()
+	r.Close()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("the child ended with %v, want SIGPIPE", err)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+		t.Fatalf("the child ended with %v (exit %d), want SIGPIPE", err, ws.ExitStatus())
 	}
 }
