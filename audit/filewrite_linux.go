@@ -35,8 +35,10 @@ import (
 // preempted inside its write on a busy CPU keeps the raw path. A pipe
 // (stderr, where the audit goes without --audit-log) is written through a
 // non-blocking description of its own (pipeWriter), so a raw write never
-// waits there: a full pipe is waited for in the netpoller. Everything else (stderr, a pipe, a
-// network or FUSE filesystem, a TTY) keeps os.File.Write.
+// waits there: a full pipe is waited for in the netpoller, and a pipe
+// whose reader is gone is left to os.File (SIGPIPE for stderr, as before).
+// Everything else (a socket, a network or FUSE filesystem, a TTY) keeps
+// os.File.Write.
 
 // slowWrite is how long a raw write may take; after slowWrites slower
 // ones in a row, later writes are announced.
