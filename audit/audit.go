@@ -69,21 +69,9 @@ type Logger struct {
 	w *lockedWriter
 }
 
-// lockedWriter serialises whole lines from the fast path and from slog.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // New returns a Logger that writes JSON lines to w.
 func New(w io.Writer) *Logger {
-	lw := &lockedWriter{w: w}
+	lw := &lockedWriter{w: fileWriter(w)}
 	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.w = lw
 	return a

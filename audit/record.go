@@ -77,7 +77,7 @@ func (r *record) int(key string, val int64) {
 func (a *Logger) end(r *record) {
 	if r.fast {
 		r.buf = append(r.buf, "}\n"...)
-		a.w.Write(r.buf) // as slog does, a failed write of the log is not the caller's error
+		a.w.record(r.buf) // as slog does, a failed write of the log is not the caller's error
 	} else {
 		a.l.LogAttrs(context.Background(), r.level, r.msg, r.attrs...)
 		clear(r.attrs) // let the strings go

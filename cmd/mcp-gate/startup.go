@@ -222,7 +222,10 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, io.Writer, erro
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, nil, fmt.Errorf("--log-level %q: expected debug, info, warn or error", level)
 	}
-	sw := &syncWriter{w: w}
+	// Raw writes where they cannot wait, so that an audit line on stderr
+	// does not wake the runtime's monitor thread on every call
+	// (audit/filewrite_linux.go).
+	sw := &syncWriter{w: audit.FileWriter(w)}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "text":

@@ -67,6 +67,8 @@ func main() {
 		err = runStubborn(ev)
 	case "auditcheck":
 		err = runAuditCheck(flag.Args())
+	case "auditburst":
+		err = runAuditBurst(flag.Args())
 	case "lazy":
 		err = runLazy(ev, flag.Args())
 	case "park":
