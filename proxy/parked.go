@@ -735,6 +735,9 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 	}
 	g.mu.Unlock()
 	switch n := max(len(calls), inflight); {
+	case len(calls) == 0 && g.pool.RunningEra(key, server) == ModernVersion:
+		// Its calls run unparked (forwardModern): it asks by its result.
+		return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "%s: the server speaks protocol %s, which has no server-to-client requests; it asks for input in its result (input required), which mcp-gate relays", req.Method, ModernVersion))
 	case len(calls) == 0:
 		return refuse(modernServerRequest(req.Method))
 	case n > 1:
