@@ -93,11 +93,14 @@ const (
 // parkedCall is one 2026-07-28 call whose forward runs beside its host
 // requests.
 type parkedCall struct {
-	id        string // minted at the first question (tableLocked)
+	id string // minted at the first question (tableLocked)
+	// principal is owner's identity key, taken at the first question
+	// (ask) for a call forwardModern opens.
 	principal string
 	c         child
 	// binding is what its parked states bind; until bound, all of it but
-	// the digest of args, which the first question computes (binding).
+	// the principal and the digest of args, which the first question
+	// computes (bindingOf).
 	binding elicitation.Binding
 	bound   bool
 	args    json.RawMessage
@@ -105,6 +108,7 @@ type parkedCall struct {
 	cancel  context.CancelCauseFunc
 	vals    callCtx       // ctx's parent, in the call's own allocation
 	rc      *relayedCall  // the call's relayed rounds (era_relayed.go), or nil
+	rcStore relayedCall   // what rc points to, for a call forwardModern opens
 	wake    chan struct{} // cap 1: something for the waiting host request
 	state   atomic.Int32  // callRunning, …: before any question, without the table
 	// hold counts the forward's result bytes against owner's budget
@@ -231,6 +235,7 @@ func (t *parkedTable) bindingOf(pc *parkedCall) (elicitation.Binding, error) {
 	if bound {
 		return b, nil
 	}
+	b.Principal = pc.principal // taken under the lock at its question, which came first
 	d, err := elicitation.CanonicalDigest(args)
 	if err != nil {
 		return b, err
@@ -348,7 +353,14 @@ func (s *Session) parkableIn(c child) []*parkedCall {
 // ask hands the upstream's question q to pc's host and waits for the
 // answer; ctx is the upstream request's.
 func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (json.RawMessage, error) {
+	var principal string
+	if pc.owner != nil && pc.state.Load() == callRunning {
+		principal = pc.owner.identity.Key() // its first question: not under the lock
+	}
 	t.mu.Lock()
+	if pc.principal == "" {
+		pc.principal = principal
+	}
 	switch st := pc.state.Load(); {
 	case st == callFinished || st == callWithdrawn || pc.done || pc.ended:
 		t.mu.Unlock()
@@ -545,14 +557,14 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	if !parkedInput[r.method] {
 		return g.forwardRounds(ctx, t.server, r.method, t.fwd)
 	}
-	var rc *relayedCall
+	var rc relayedCall
 	if m.hasState {
 		// A retry: its state is checked against the binding now.
 		b, err := g.parkBinding(r.method, t)
 		if err != nil {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
 		}
-		rc = &relayedCall{binding: b, bound: true}
+		rc = relayedCall{binding: b, bound: true}
 		if id, _, ok := g.rounds.IsParked(m.requestState); ok {
 			return g.resumeParked(ctx, m, r, t, b, id)
 		}
@@ -576,28 +588,27 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 			return g.refuseRetry(r, t, "the retry answers a server's question, but "+why+"; call again without requestState and inputResponses")
 		}
 	} else {
-		// The arguments are digested only if a state is minted: most
-		// calls are never asked anything.
-		rc = &relayedCall{binding: g.bindingSansDigest(r.method, t), args: t.args}
+		// The principal's key and the arguments' digest are computed
+		// only if a state is minted: most calls are never asked anything.
+		rc = relayedCall{binding: g.bindingSans(r.method, t), args: t.args}
 	}
 	key := g.childKeyFor(g.childKey(), t.server)
 	if g.pool.RunningEra(key, t.server) == ModernVersion {
 		// The child asks only by its result, which forwardRounds relays
 		// (era_relayed.go): the call cannot park, so it runs in the host
 		// request, as an older host's does, and ends with it.
-		return g.forwardRounds(&relayedCtx{Context: ctx, rc: rc}, t.server, r.method, t.fwd)
+		return g.forwardRounds(&relayedCtx{Context: ctx, call: rc}, t.server, r.method, t.fwd)
 	}
 	// The forward outlives this host request once parked: not its
 	// cancellation, and a result hold of its own (the result may be
 	// delivered to another request, over HTTP another session: takeHold).
-	pc := newParkable(ctx, g.identity.Key(), child{key, t.server}, m.caps, rc)
-	pc.binding, pc.args = rc.binding, rc.args
-	if rc.bound {
-		pc.bound = true
-	}
-	pc.hold, pc.owner = &pc.holdStore, g
+	pc := newParkable(ctx, "", child{key, t.server}, m.caps, nil)
+	pc.binding, pc.bound, pc.args = rc.binding, rc.bound, rc.args
+	pc.rcStore = rc
+	pc.rc, pc.hold, pc.owner = &pc.rcStore, &pc.holdStore, g
+	server, method, fwd := t.server, r.method, t.fwd // not t: it stays on this stack
 	go func() {
-		res, err := g.forwardRounds(pc.ctx, t.server, r.method, t.fwd)
+		res, err := g.forwardRounds(pc.ctx, server, method, fwd)
 		g.parked.finish(pc, res, err)
 	}()
 	return g.waitParked(ctx, m, t, pc)
@@ -606,18 +617,18 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 // parkBinding is what a parked question's state binds: what an approval's
 // binds, under the policy in force.
 func (g *Session) parkBinding(method string, t target) (elicitation.Binding, error) {
-	b := g.bindingSansDigest(method, t)
+	b := g.bindingSans(method, t)
 	digest, err := elicitation.CanonicalDigest(t.args)
 	if err != nil {
 		return elicitation.Binding{}, err
 	}
-	b.ArgsDigest = digest
+	b.Principal, b.ArgsDigest = g.identity.Key(), digest
 	return b, nil
 }
 
-// bindingSansDigest is parkBinding without the arguments' digest, for a
-// call that may never need it.
-func (g *Session) bindingSansDigest(method string, t target) elicitation.Binding {
+// bindingSans is parkBinding without the principal and the arguments'
+// digest, for a call that may never need them.
+func (g *Session) bindingSans(method string, t target) elicitation.Binding {
 	// The revision and the way of the decision that let this request
 	// through (run), not the policy now: a reload between the two must not
 	// bind a state to a revision that never let the call through.
@@ -625,8 +636,7 @@ func (g *Session) bindingSansDigest(method string, t target) elicitation.Binding
 	if rev == "" {
 		rev, by = g.policy.Current().Revision(), "undecided"
 	}
-	return elicitation.Binding{Principal: g.identity.Key(), Method: method, Server: t.server, Name: t.name,
-		Revision: rev, LetBy: by}
+	return elicitation.Binding{Method: method, Server: t.server, Name: t.name, Revision: rev, LetBy: by}
 }
 
 // waitParked waits for pc's next question, answered to the host as an
