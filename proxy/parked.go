@@ -139,14 +139,21 @@ type parkedCall struct {
 }
 
 // callCtx is what a parkable call's forward runs under, below its own
-// cancellation: the host request's values without its cancellation
-// (context.WithoutCancel), and the call's own: its result hold, its
-// relayed rounds, and the call itself, by which an upstream's question
-// finds it among its session's calls in flight (parkableIn).
+// cancellation: the host request's values without its cancellation (as
+// context.WithoutCancel, whose Value boxes its context anew at every
+// lookup that passes through it), and the call's own: its result hold,
+// its relayed rounds, and the call itself, by which an upstream's question
+// finds it among its session's calls in flight (parkableIn). Its Done is
+// nil, so the cancellation made on it (newParkable) never looks through
+// it for a parent's.
 type callCtx struct {
-	context.Context
-	pc *parkedCall
+	parent context.Context
+	pc     *parkedCall
 }
+
+func (*callCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*callCtx) Done() <-chan struct{}       { return nil }
+func (*callCtx) Err() error                  { return nil }
 
 // parkableKey finds the parkable call a forward's context belongs to.
 type parkableKey struct{}
@@ -164,7 +171,7 @@ func (c *callCtx) Value(key any) any {
 			return c.pc.rc
 		}
 	}
-	return c.Context.Value(key)
+	return c.parent.Value(key)
 }
 
 // question is an upstream's request, as the host is to see it.
@@ -204,7 +211,7 @@ func (t *parkedTable) open(parent context.Context, principal string, c child, b 
 // rounds are rc's; its forward runs under pc.ctx.
 func newParkable(parent context.Context, principal string, c child, caps hostInfo, rc *relayedCall) *parkedCall {
 	pc := &parkedCall{principal: principal, c: c, rc: rc, wake: make(chan struct{}, 1), caps: caps}
-	pc.vals = callCtx{Context: context.WithoutCancel(parent), pc: pc}
+	pc.vals = callCtx{parent: parent, pc: pc}
 	pc.ctx, pc.cancel = context.WithCancelCause(&pc.vals)
 	return pc
 }
