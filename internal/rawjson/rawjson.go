@@ -531,6 +531,8 @@ func commonKey(b []byte) (string, bool) {
 		return "resultType", true
 	case "version":
 		return "version", true
+	case "2026-07-28": // the envelope's protocolVersion, read as a string
+		return "2026-07-28", true
 	}
 	return "", false
 }
