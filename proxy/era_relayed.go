@@ -42,11 +42,43 @@ import (
 // relayedCall is carried in the context of a 2026-07-28 host's parkable
 // call: forwardRounds relays the upstream's rounds of it to the host.
 type relayedCall struct {
+	// binding is what a relayed round's state binds; until bound, all of
+	// it but the principal and the digest of args, which the first round
+	// computes (bindingOf): most calls have no round.
 	binding elicitation.Binding
+	bound   bool
+	args    json.RawMessage
 	base    int // rounds relayed by the host's earlier requests of this call
 }
 
+// bindingOf is rc's binding, completed for g's call at the first need. It
+// is read by the forward alone, one round at a time.
+func (rc *relayedCall) bindingOf(g *Session) (elicitation.Binding, error) {
+	if !rc.bound {
+		d, err := elicitation.CanonicalDigest(rc.args)
+		if err != nil {
+			return elicitation.Binding{}, err
+		}
+		rc.binding.Principal, rc.binding.ArgsDigest = g.identity.Key(), d
+		rc.bound, rc.args = true, nil
+	}
+	return rc.binding, nil
+}
+
 type relayedKey struct{}
+
+// relayedCtx carries a relayedCall, in one allocation with its context.
+type relayedCtx struct {
+	context.Context
+	call relayedCall
+}
+
+func (c *relayedCtx) Value(key any) any {
+	if _, ok := key.(relayedKey); ok {
+		return &c.call
+	}
+	return c.Context.Value(key)
+}
 
 func relayedOf(ctx context.Context) *relayedCall {
 	rc, _ := ctx.Value(relayedKey{}).(*relayedCall)
@@ -104,7 +136,11 @@ func (g *Session) relayRound(ctx context.Context, server string, rc *relayedCall
 		}
 		return out, nil
 	}
-	tok, err := g.rounds.MintRelayed(rc.binding, rr, g.policy.Current().ApprovalTimeout())
+	binding, err := rc.bindingOf(g)
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "upstream %q asked for input mcp-gate cannot relay: the call's arguments: %v", server, err)
+	}
+	tok, err := g.rounds.MintRelayed(binding, rr, g.policy.Current().ApprovalTimeout())
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInternalError, "upstream %q asked for input mcp-gate cannot relay: %v", server, err)
 	}

@@ -125,6 +125,15 @@ func (e *retryEnv) upstreamCalls() int {
 	return n
 }
 
+// settled waits until no parkable call of e's host is in flight to s.
+func (e *retryEnv) settled() {
+	e.t.Helper()
+	key := e.g.childKeyFor(e.h.sess.childKey(), "s")
+	waitFor(e.t, "the refused retry's call to end", func() bool {
+		return len(e.h.sess.parkableIn(child{key, "s"})) == 0
+	})
+}
+
 // reload rewrites the policy file with text and waits for the new revision.
 func (e *retryEnv) reload(text string) {
 	e.t.Helper()
@@ -190,6 +199,11 @@ func TestRetryUnderViaLocalNotAskedAgain(t *testing.T) {
 			if !refusedWith(res, err, "issued for another call") || e.asked() != 2 || e.upstreamCalls() != n {
 				t.Fatalf("a retry with other arguments: %s %v (asked %d, upstream %d→%d)", res, err, e.asked(), n, e.upstreamCalls())
 			}
+
+			// The refused retry ends its parked call, whose forward then
+			// ends beside it: until it has, an older upstream's next
+			// question could be for either call, and is refused as such.
+			e.settled()
 
 			// The same rule, reloaded: another revision.
 			st = e.start(e.h, 4)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
@@ -49,6 +50,14 @@ import (
 // principal is in flight to that upstream (the principal's children are
 // shared by all its connections and POSTs); with more, it is refused as
 // ambiguous rather than put to the wrong call.
+//
+// Almost no call is ever asked a question, so a call costs the table
+// nothing until one is: it is found through its session's calls in flight
+// (hostCalls, whose contexts carry it), it finishes or is withdrawn by an
+// atomic step of its own, and only its first question mints its id, puts
+// it in the table and digests its arguments for the binding. A call to a
+// child of revision 2026-07-28, which asks only by its result
+// (era_relayed.go), does not run beside its request at all.
 
 // Bounds of the parked table.
 const (
@@ -60,33 +69,59 @@ const (
 // required, and so the ones whose calls can park.
 var parkedInput = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
-// parkedTable holds a gate's parkable calls. The zero value is ready; one
-// mutex guards the table and every call's state in it.
+// parkedTable holds a gate's parked calls: those asked a question. The
+// zero value is ready; one mutex guards the table and the state of every
+// call in it.
 type parkedTable struct {
-	mu      sync.Mutex
-	calls   map[string]*parkedCall             // by id, from open until the call is ended
-	byChild map[child]map[*parkedCall]struct{} // whose forward runs, per upstream child
+	mu    sync.Mutex
+	calls map[string]*parkedCall // by id, from the first question until the call is ended
 	// Bounds (0: the defaults); tests lower them.
 	max, maxPer int
 }
 
+// A parkable call's life before any question, an atomic of its own so
+// that a call never asked touches no lock of the gate's. Once a question
+// comes it is tabled, for good, and the table's mu guards it.
+const (
+	callRunning   int32 = iota // forwarding, not asked
+	callFinished               // the forward ended before any question
+	callWithdrawn              // its host request withdrew before any question
+	callTabled                 // asked: in the table, its state under the table's mu
+)
+
 // parkedCall is one 2026-07-28 call whose forward runs beside its host
 // requests.
 type parkedCall struct {
-	id        string
+	id string // minted at the first question (tableLocked)
+	// principal is owner's identity key, taken at the first question
+	// (ask) for a call forwardModern opens.
 	principal string
 	c         child
-	binding   elicitation.Binding
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	wake      chan struct{} // cap 1: something for the waiting host request
+	// binding is what its parked states bind; until bound, all of it but
+	// the principal and the digest of args, which the first question
+	// computes (bindingOf).
+	binding elicitation.Binding
+	bound   bool
+	args    json.RawMessage
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	vals    callCtx       // ctx's parent, in the call's own allocation
+	rc      *relayedCall  // the call's relayed rounds (era_relayed.go), or nil
+	rcStore relayedCall   // what rc points to, for a call forwardModern opens
+	wake    chan struct{} // cap 1: something for the waiting host request
+	state   atomic.Int32  // callRunning, …: before any question, without the table
 	// hold counts the forward's result bytes against owner's budget
 	// (backpressure.go) until a host request takes the result, which moves
 	// them to its own session and request (takeHold).
-	hold  *resultHold
-	owner *Session
+	hold      *resultHold
+	holdStore resultHold // what hold points to, for a call forwardModern opens
+	owner     *Session
 
-	// Guarded by the table's mu.
+	// Written by the forward before it finishes (finish), read once it has.
+	res json.RawMessage
+	err error
+
+	// Guarded by the table's mu once tabled.
 	round   int       // questions handed to the host so far
 	pending *question // the upstream's question, unanswered
 	// asked is the question handed to the host for the current round: a
@@ -99,9 +134,43 @@ type parkedCall struct {
 	timer   *time.Timer
 	answers []json.RawMessage // the host's elicitation answers, for the result guard
 	done    bool
-	res     json.RawMessage
-	err     error
 	ended   bool // taken out of the table
+}
+
+// callCtx is what a parkable call's forward runs under, below its own
+// cancellation: the host request's values without its cancellation (as
+// context.WithoutCancel, whose Value boxes its context anew at every
+// lookup that passes through it), and the call's own: its result hold,
+// its relayed rounds, and the call itself, by which an upstream's question
+// finds it among its session's calls in flight (parkableIn). Its Done is
+// nil, so the cancellation made on it (newParkable) never looks through
+// it for a parent's.
+type callCtx struct {
+	parent context.Context
+	pc     *parkedCall
+}
+
+func (*callCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*callCtx) Done() <-chan struct{}       { return nil }
+func (*callCtx) Err() error                  { return nil }
+
+// parkableKey finds the parkable call a forward's context belongs to.
+type parkableKey struct{}
+
+func (c *callCtx) Value(key any) any {
+	switch key.(type) {
+	case parkableKey:
+		return c.pc
+	case resultHoldKey:
+		if c.pc.hold != nil {
+			return c.pc.hold
+		}
+	case relayedKey:
+		if c.pc.rc != nil {
+			return c.pc.rc
+		}
+	}
+	return c.parent.Value(key)
 }
 
 // question is an upstream's request, as the host is to see it.
@@ -128,29 +197,60 @@ func (t *parkedTable) bounds() (int, int) {
 	return m, p
 }
 
-// open registers a call about to be forwarded to c under a context of the
-// table's own, derived from parent (which must carry no cancellation of
-// the host request's).
+// open starts a call about to be forwarded to c, bound to b, under a
+// context of its own, derived from parent without parent's cancellation.
+// The table holds it only once it is asked (tableLocked).
 func (t *parkedTable) open(parent context.Context, principal string, c child, b elicitation.Binding, caps hostInfo) *parkedCall {
+	pc := newParkable(parent, principal, c, caps, nil)
+	pc.binding, pc.bound = b, true
+	return pc
+}
+
+// newParkable is a call of principal to c, not bound yet, whose relayed
+// rounds are rc's; its forward runs under pc.ctx.
+func newParkable(parent context.Context, principal string, c child, caps hostInfo, rc *relayedCall) *parkedCall {
+	pc := &parkedCall{principal: principal, c: c, rc: rc, wake: make(chan struct{}, 1), caps: caps}
+	pc.vals = callCtx{parent: parent, pc: pc}
+	pc.ctx, pc.cancel = context.WithCancelCause(&pc.vals)
+	return pc
+}
+
+// tableLocked puts pc, asked its first question, in the table, under an
+// id minted now: from here on the table's mu guards its state. It is false
+// when the call finished or was withdrawn first.
+func (t *parkedTable) tableLocked(pc *parkedCall) bool {
+	if !pc.state.CompareAndSwap(callRunning, callTabled) {
+		return false
+	}
 	var n [16]byte
 	_, _ = rand.Read(n[:])
-	ctx, cancel := context.WithCancelCause(parent)
-	pc := &parkedCall{id: hex.EncodeToString(n[:]), principal: principal, c: c, binding: b, ctx: ctx, cancel: cancel,
-		wake: make(chan struct{}, 1), caps: caps}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	pc.id = hex.EncodeToString(n[:])
 	if t.calls == nil {
 		t.calls = map[string]*parkedCall{}
-		t.byChild = map[child]map[*parkedCall]struct{}{}
 	}
 	t.calls[pc.id] = pc
-	m := t.byChild[c]
-	if m == nil {
-		m = map[*parkedCall]struct{}{}
-		t.byChild[c] = m
+	return true
+}
+
+// bindingOf is what pc's parked states bind: on its first question, the
+// digest of its arguments is computed and kept.
+func (t *parkedTable) bindingOf(pc *parkedCall) (elicitation.Binding, error) {
+	t.mu.Lock()
+	b, bound, args := pc.binding, pc.bound, pc.args
+	t.mu.Unlock()
+	if bound {
+		return b, nil
 	}
-	m[pc] = struct{}{}
-	return pc
+	b.Principal = pc.principal // taken under the lock at its question, which came first
+	d, err := elicitation.CanonicalDigest(args)
+	if err != nil {
+		return b, err
+	}
+	b.ArgsDigest = d
+	t.mu.Lock()
+	pc.binding, pc.bound, pc.args = b, true, nil
+	t.mu.Unlock()
+	return b, nil
 }
 
 func (pc *parkedCall) poke() {
@@ -160,17 +260,19 @@ func (pc *parkedCall) poke() {
 	}
 }
 
-// finish records the forward's outcome; the call no longer counts as in
-// flight to its child.
+// finish records the forward's outcome. A call never asked takes no lock.
 func (t *parkedTable) finish(pc *parkedCall, res json.RawMessage, err error) {
-	t.mu.Lock()
-	if m := t.byChild[pc.c]; m != nil {
-		delete(m, pc)
-		if len(m) == 0 {
-			delete(t.byChild, pc.c)
-		}
+	pc.res, pc.err = res, err // read only once done or finished is seen
+	if pc.state.CompareAndSwap(callRunning, callFinished) {
+		pc.poke()
+		return
 	}
-	pc.done, pc.res, pc.err = true, res, err
+	if pc.state.Load() == callWithdrawn {
+		pc.releaseHold() // nobody will take it
+		return
+	}
+	t.mu.Lock()
+	pc.done = true
 	if pc.ended {
 		pc.releaseHold() // nobody will take it
 	}
@@ -225,13 +327,31 @@ func (t *parkedTable) end(pc *parkedCall, cause error) {
 	t.endLocked(pc, cause)
 }
 
-// inChild returns the calls in flight to c.
-func (t *parkedTable) inChild(c child) []*parkedCall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// withdraw ends pc for its host request, which withdrew while it waited:
+// the forward is cancelled, with errParkedWithdrawn, as end does.
+func (t *parkedTable) withdraw(pc *parkedCall) {
+	if pc.state.CompareAndSwap(callRunning, callWithdrawn) || pc.state.Load() == callFinished {
+		// Never asked, so never tabled: what endLocked would do.
+		pc.cancel(errParkedWithdrawn)
+		pc.releaseHold()
+		return
+	}
+	t.end(pc, errParkedWithdrawn)
+}
+
+// parkableIn returns s's parkable calls in flight to c: the forwards
+// running under a parkable call's context (forwardModern). An upstream's
+// request during a call is for s only when s is the one session with calls
+// in flight to c (sessionFor), so these are all of them.
+func (s *Session) parkableIn(c child) []*parkedCall {
+	h := &s.hostCalls
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var out []*parkedCall
-	for pc := range t.byChild[c] {
-		out = append(out, pc)
+	for _, ctx := range h.calls[c] {
+		if pc, _ := ctx.Value(parkableKey{}).(*parkedCall); pc != nil {
+			out = append(out, pc)
+		}
 	}
 	return out
 }
@@ -239,9 +359,16 @@ func (t *parkedTable) inChild(c child) []*parkedCall {
 // ask hands the upstream's question q to pc's host and waits for the
 // answer; ctx is the upstream request's.
 func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (json.RawMessage, error) {
+	var principal string
+	if pc.owner != nil && pc.state.Load() == callRunning {
+		principal = pc.owner.identity.Key() // its first question: not under the lock
+	}
 	t.mu.Lock()
-	switch {
-	case pc.done || pc.ended:
+	if pc.principal == "" {
+		pc.principal = principal
+	}
+	switch st := pc.state.Load(); {
+	case st == callFinished || st == callWithdrawn || pc.done || pc.ended:
 		t.mu.Unlock()
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s after the call it was for ended", q.method)
 	case pc.pending != nil:
@@ -261,6 +388,10 @@ func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (jso
 	if all >= maxAll || per >= maxPer {
 		t.mu.Unlock()
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s refused: %d calls of this user (%d in all) already wait on their host's answer, the most mcp-gate keeps (%d per user, %d in all)", q.method, per, all, maxPer, maxAll)
+	}
+	if pc.state.Load() != callTabled && !t.tableLocked(pc) {
+		t.mu.Unlock() // it finished, or was withdrawn, as the question came
+		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s after the call it was for ended", q.method)
 	}
 	pc.pending = q
 	t.mu.Unlock()
@@ -286,17 +417,51 @@ func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (jso
 // table. The host withdrawing the request cancels the call.
 func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duration) (q *question, round int, res json.RawMessage, err error) {
 	for {
-		t.mu.Lock()
+		switch pc.state.Load() {
+		case callFinished: // never asked: what endLocked(pc, nil) would do
+			pc.cancel(context.Canceled)
+			return nil, 0, pc.res, pc.err
+		case callTabled:
+			if q, round, res, err, ok := t.waitLocked(pc, ttl); ok {
+				return q, round, res, err
+			}
+		}
+		select {
+		case <-pc.wake:
+		case <-pc.ctx.Done():
+			// Only the table cancels it (a withdrawal returns below).
+			pc.poke() // read the outcome the forward will record
+			select {
+			case <-pc.wake:
+			case <-ctx.Done():
+			}
+			t.mu.Lock()
+			if pc.state.Load() == callTabled && !pc.done {
+				t.endLocked(pc, context.Cause(pc.ctx))
+			}
+			t.mu.Unlock()
+		case <-ctx.Done():
+			t.withdraw(pc)
+			return nil, 0, nil, ctx.Err()
+		}
+	}
+}
+
+// waitLocked is wait's look at a tabled call, under the table's mu: ok
+// when there is something to return.
+func (t *parkedTable) waitLocked(pc *parkedCall, ttl time.Duration) (q *question, round int, res json.RawMessage, err error, ok bool) {
+	t.mu.Lock()
+	{
 		switch {
 		case pc.done:
 			res, err = pc.res, pc.err
 			t.endLocked(pc, nil)
 			t.mu.Unlock()
-			return nil, 0, res, err
+			return nil, 0, res, err, true
 		case pc.ended:
 			cause := context.Cause(pc.ctx)
 			t.mu.Unlock()
-			return nil, 0, nil, rpc.Errorf(rpc.CodeInternalError, "the call ended: %v", cause)
+			return nil, 0, nil, rpc.Errorf(rpc.CodeInternalError, "the call ended: %v", cause), true
 		case pc.pending != nil && pc.pending != pc.asked: // not handed to a host yet
 			pc.parked = true
 			pc.asked = pc.pending
@@ -311,27 +476,11 @@ func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duratio
 			})
 			q = pc.pending
 			t.mu.Unlock()
-			return q, round, nil, nil
-		}
-		t.mu.Unlock()
-		select {
-		case <-pc.wake:
-		case <-pc.ctx.Done():
-			pc.poke() // read the outcome the forward will record
-			select {
-			case <-pc.wake:
-			case <-ctx.Done():
-			}
-			t.mu.Lock()
-			if !pc.done {
-				t.endLocked(pc, context.Cause(pc.ctx))
-			}
-			t.mu.Unlock()
-		case <-ctx.Done():
-			t.end(pc, errParkedWithdrawn)
-			return nil, 0, nil, ctx.Err()
+			return q, round, nil, nil, true
 		}
 	}
+	t.mu.Unlock()
+	return nil, 0, nil, nil, false
 }
 
 // claim takes the parked call id, for a retry of principal answering
@@ -407,33 +556,46 @@ type gateAnswer struct{ res json.RawMessage }
 func (*gateAnswer) Error() string { return "an answer of mcp-gate's own" }
 
 // forwardModern forwards a 2026-07-28 host's decided request. A request
-// that can carry an input-required result runs as a parkable call; a
+// that can carry an input-required result runs as a parkable call, unless
+// its upstream is of revision 2026-07-28 and so cannot ask mid-call; a
 // retry carrying a parked question's state resumes the call that asked.
 func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t target) (json.RawMessage, error) {
 	if !parkedInput[r.method] {
 		return g.forwardRounds(ctx, t.server, r.method, t.fwd)
 	}
-	b, err := g.parkBinding(r.method, t)
-	if err != nil {
-		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
-	}
-	rc := &relayedCall{binding: b}
+	var rc relayedCall
 	if m.hasState {
-		if done, res, err := g.resumeModern(ctx, m, r, &t, b, rc); done { // era_retry.go
+		// A retry: its state is checked against the binding now.
+		b, err := g.parkBinding(r.method, t)
+		if err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
+		}
+		rc = relayedCall{binding: b, bound: true}
+		if done, res, err := g.resumeModern(ctx, m, r, &t, b, &rc); done { // era_retry.go
 			return res, err
 		}
+	} else {
+		// The principal's key and the arguments' digest are computed
+		// only if a state is minted: most calls are never asked anything.
+		rc = relayedCall{binding: g.bindingSans(r.method, t), args: t.args}
 	}
 	key := g.childKeyFor(g.childKey(), t.server)
-	// The forward outlives this host request: not its cancellation, and
-	// a result hold of its own (the result may be delivered to another
-	// request, over HTTP another session: takeHold).
-	hold := &resultHold{}
-	parent := context.WithValue(context.WithoutCancel(ctx), resultHoldKey{}, hold)
-	parent = context.WithValue(parent, relayedKey{}, rc)
-	pc := g.parked.open(parent, g.identity.Key(), child{key, t.server}, b, m.caps)
-	pc.hold, pc.owner = hold, g
+	if g.pool.RunningEra(key, t.server) == ModernVersion {
+		// The child asks only by its result, which forwardRounds relays
+		// (era_relayed.go): the call cannot park, so it runs in the host
+		// request, as an older host's does, and ends with it.
+		return g.forwardRounds(&relayedCtx{Context: ctx, call: rc}, t.server, r.method, t.fwd)
+	}
+	// The forward outlives this host request once parked: not its
+	// cancellation, and a result hold of its own (the result may be
+	// delivered to another request, over HTTP another session: takeHold).
+	pc := newParkable(ctx, "", child{key, t.server}, m.caps, nil)
+	pc.binding, pc.bound, pc.args = rc.binding, rc.bound, rc.args
+	pc.rcStore = rc
+	pc.rc, pc.hold, pc.owner = &pc.rcStore, &pc.holdStore, g
+	server, method, fwd := t.server, r.method, t.fwd // not t: it stays on this stack
 	go func() {
-		res, err := g.forwardRounds(pc.ctx, t.server, r.method, t.fwd)
+		res, err := g.forwardRounds(pc.ctx, server, method, fwd)
 		g.parked.finish(pc, res, err)
 	}()
 	return g.waitParked(ctx, m, t, pc)
@@ -442,10 +604,18 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 // parkBinding is what a parked question's state binds: what an approval's
 // binds, under the policy in force.
 func (g *Session) parkBinding(method string, t target) (elicitation.Binding, error) {
+	b := g.bindingSans(method, t)
 	digest, err := elicitation.CanonicalDigest(t.args)
 	if err != nil {
 		return elicitation.Binding{}, err
 	}
+	b.Principal, b.ArgsDigest = g.identity.Key(), digest
+	return b, nil
+}
+
+// bindingSans is parkBinding without the principal and the arguments'
+// digest, for a call that may never need them.
+func (g *Session) bindingSans(method string, t target) elicitation.Binding {
 	// The revision and the way of the decision that let this request
 	// through (run), not the policy now: a reload between the two must not
 	// bind a state to a revision that never let the call through.
@@ -453,8 +623,7 @@ func (g *Session) parkBinding(method string, t target) (elicitation.Binding, err
 	if rev == "" {
 		rev, by = g.policy.Current().Revision(), "undecided"
 	}
-	return elicitation.Binding{Principal: g.identity.Key(), Method: method, Server: t.server, Name: t.name,
-		ArgsDigest: digest, Revision: rev, LetBy: by}, nil
+	return elicitation.Binding{Method: method, Server: t.server, Name: t.name, Revision: rev, LetBy: by}
 }
 
 // waitParked waits for pc's next question, answered to the host as an
@@ -464,14 +633,19 @@ func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *pa
 	q, round, res, err := g.parked.wait(ctx, pc, ttl)
 	if q == nil {
 		g.takeHold(ctx, pc)
-		if t.answers != nil {
+		if t.answers != nil && pc.state.Load() == callTabled { // a call never asked has no answers
 			for _, a := range g.parked.answersOf(pc) {
 				t.answers.add(a)
 			}
 		}
 		return res, err
 	}
-	state, err := g.rounds.MintParked(pc.binding, pc.id, round, ttl)
+	binding, err := g.parked.bindingOf(pc)
+	if err != nil {
+		g.parked.end(pc, err)
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", m.method, err)
+	}
+	state, err := g.rounds.MintParked(binding, pc.id, round, ttl)
 	if err != nil {
 		g.parked.end(pc, err)
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v", q.method, err)
@@ -539,7 +713,7 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 		return nil, err
 	}
 	c := child{key, server}
-	calls := g.parked.inChild(c)
+	calls := s.parkableIn(c)
 	// Every request in flight to the child counts, parkable or not (a
 	// completion/complete, say): the question could be any one's.
 	g.mu.Lock()
@@ -549,6 +723,9 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 	}
 	g.mu.Unlock()
 	switch n := max(len(calls), inflight); {
+	case len(calls) == 0 && g.pool.RunningEra(key, server) == ModernVersion:
+		// Its calls run unparked (forwardModern): it asks by its result.
+		return refuse(rpc.Errorf(rpc.CodeMethodNotFound, "%s: the server speaks protocol %s, which has no server-to-client requests; it asks for input in its result (input required), which mcp-gate relays", req.Method, ModernVersion))
 	case len(calls) == 0:
 		return refuse(modernServerRequest(req.Method))
 	case n > 1:

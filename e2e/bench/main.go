@@ -13,6 +13,17 @@
 // one-CPU container. The gate runs under a policy that allows mcp:echo:*,
 // with its audit log in a file and its result guard on: every call is
 // decided, audited and guarded, as in use.
+//
+// -host modern drives both sides as a 2026-07-28 host (no initialize, the
+// _meta envelope in every request; the echo server answers such a client
+// as that revision's server does), -upstream modern has the gate speak
+// 2026-07-28 to the echo server (its entry pinned), and -base-host sets the
+// baseline's host apart, so that one gate can be compared with itself
+// driven by the two eras of host:
+//
+//	go run ./e2e/bench -host modern -only echo1,echo8          # against direct, both modern
+//	go run ./e2e/bench -host modern -upstream modern -only echo1,echo8
+//	go run ./e2e/bench -host modern -base-host old -base-gate G -gate G -only echo1,echo8
 package main
 
 import (
@@ -44,6 +55,9 @@ type config struct {
 	profile   string
 	trace     bool
 	only      string
+	host      string // old or modern: the era the client speaks to the gate
+	baseHost  string // the same for the baseline ("": as host)
+	upstream  string // old or modern: the era the gate speaks to the echo server
 }
 
 func main() {
@@ -62,6 +76,9 @@ func main() {
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
+	flag.StringVar(&cfg.host, "host", "old", "the host the client plays: old (2025-11-25, initialize) or modern (2026-07-28: discover, the _meta envelope in every request)")
+	flag.StringVar(&cfg.baseHost, "base-host", "", "the host the client plays on the baseline side (default: as -host); with -base-gate the same binary as -gate, it compares the two eras of host through one gate")
+	flag.StringVar(&cfg.upstream, "upstream", "old", "the protocol the gate speaks to the echo server: old (2025-11-25) or modern (its entry pinned to 2026-07-28)")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -89,6 +106,14 @@ func run(cfg config) error {
 	}
 	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
 		return err
+	}
+	for name, v := range map[string]string{"host": cfg.host, "base-host": cfg.baseHost, "upstream": cfg.upstream} {
+		if v != "old" && v != "modern" && (v != "" || name != "base-host") {
+			return fmt.Errorf("-%s %q: want old or modern", name, v)
+		}
+	}
+	if cfg.floor && (cfg.host == "modern" || cfg.upstream == "modern") {
+		return fmt.Errorf("-floor relays lines as they are: it has no era of its own to compare (use -host old -upstream old)")
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
@@ -244,7 +269,11 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 	env := loadgen.PrivateDirs(loadgen.WithoutGOMAXPROCS(os.Environ()), dir)
 	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q}}}`, cfg.echoBin), 0o600); err != nil {
+	pin := ""
+	if cfg.upstream == "modern" {
+		pin = `,"protocol":"2026-07-28"`
+	}
+	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q%s}}}`, cfg.echoBin, pin), 0o600); err != nil {
 		return base, gate, err
 	}
 	// Every echo call is decided by a rule; everything else is denied.
@@ -262,7 +291,11 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 	if err != nil {
 		return base, gate, err
 	}
-	gateTarget := func(name, bin string) (loadgen.Target, error) {
+	baseHost := cfg.baseHost
+	if baseHost == "" {
+		baseHost = cfg.host
+	}
+	gateTarget := func(name, bin string, modern bool) (loadgen.Target, error) {
 		// The audit log is not next to the policy file: the policy
 		// watcher would wake at every line appended to its directory.
 		auditDir := filepath.Join(dir, "audit-"+name)
@@ -287,7 +320,8 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 				cmd.Stderr = stderr
 				return cmd
 			},
-			Tool: func(s string) string { return "echo__" + s },
+			Tool:   func(s string) string { return "echo__" + s },
+			Modern: modern,
 		}, nil
 	}
 	if cfg.floor {
@@ -301,11 +335,11 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 			},
 			Tool: func(s string) string { return "echo__" + s },
 		}
-	} else if gate, err = gateTarget("gate", cfg.gateBin); err != nil {
+	} else if gate, err = gateTarget("gate", cfg.gateBin, cfg.host == "modern"); err != nil {
 		return base, gate, err
 	}
 	if cfg.baseGate != "" {
-		base, err = gateTarget("base", cfg.baseGate)
+		base, err = gateTarget("base", cfg.baseGate, baseHost == "modern")
 		return base, gate, err
 	}
 	base = loadgen.Target{
@@ -315,7 +349,8 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 			cmd.Env = env
 			return cmd
 		},
-		Tool: func(s string) string { return s },
+		Tool:   func(s string) string { return s },
+		Modern: baseHost == "modern",
 	}
 	return base, gate, nil
 }
@@ -325,6 +360,9 @@ func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
 	bn, gn := d.target.Name, g.target.Name
 	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s and %s, %s, %s\n",
 		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, bn, gn, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
+	if e := eras(cfg, d, g); e != "" {
+		fmt.Fprintln(w, e)
+	}
 	fmt.Fprintf(w, "| scenario | %s | %s | %s/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, gn, gn, bn)
 	verdict := func(ok bool) string {
 		if bn != "direct" {
@@ -380,4 +418,23 @@ func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
 		fmt.Fprintf(w, "| peak RSS, 1 MB c=8 | %.1f MB | %.1f MB | | ≤ 25 MB | %s |\n", mb(d.loadHWM), mb(g.loadHWM), absolute(mb(g.loadHWM) <= 25))
 	}
 	fmt.Fprintf(w, "(server CPU and peak RSS are of the process the client talks to: on the gate side the gate's alone, not its upstream's)\n")
+}
+
+// eras says which protocol each side's client and the gate's upstream
+// speak, when any is not the default (2025-11-25 throughout).
+func eras(cfg config, d, g *side) string {
+	if !d.target.Modern && !g.target.Modern && cfg.upstream != "modern" {
+		return ""
+	}
+	era := func(modern bool) string {
+		if modern {
+			return "2026-07-28"
+		}
+		return "2025-11-25"
+	}
+	up := "2025-11-25"
+	if cfg.upstream == "modern" {
+		up = "2026-07-28"
+	}
+	return fmt.Sprintf("host protocol: %s %s, %s %s; the gate speaks %s to the echo server", d.target.Name, era(d.target.Modern), g.target.Name, era(g.target.Modern), up)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,5 +38,100 @@ func TestReportVerdicts(t *testing.T) {
 	report(&out, config{cpu: "unpinned", rounds: 1}, d, g, time.Second)
 	if !strings.Contains(out.String(), "| 1.50× | ≤ 1.3× | MISS |") {
 		t.Errorf("unpinned, 1 MB at 1.5× must miss its 1.3× target:\n%s", out.String())
+	}
+}
+
+// TestHostModes runs the modern modes once, briefly, through real
+// processes: the echo server answering a 2026-07-28 client directly, and
+// the gate driven as a 2026-07-28 host, in front of the echo server at
+// either era, against the gate driven as a 2025-11-25 host. It times
+// nothing; it checks that every side answers complete results, that each
+// client speaks the era it is set to, and that the gate decided every call.
+func TestHostModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gate")
+	}
+	dir := t.TempDir()
+	var gateBin, echoBin string
+	if err := loadgen.BuildMissing(dir, &gateBin, &echoBin); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(config{host: "ancient", upstream: "old"}); err == nil || !strings.Contains(err.Error(), `-host "ancient"`) {
+		t.Errorf("-host ancient: %v", err)
+	}
+	for _, upstream := range []string{"old", "modern"} {
+		t.Run("upstream-"+upstream, func(t *testing.T) {
+			run := t.TempDir()
+			cfg := config{host: "modern", baseHost: "", upstream: upstream, gateBin: gateBin, echoBin: echoBin, cpu: "unpinned"}
+			direct, gate, err := targets(cfg, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !direct.Modern || !gate.Modern {
+				t.Fatalf("-host modern: direct modern %v, gate modern %v", direct.Modern, gate.Modern)
+			}
+			servers, _ := os.ReadFile(filepath.Join(run, "servers.json"))
+			if pinned := strings.Contains(string(servers), `"protocol":"2026-07-28"`); pinned != (upstream == "modern") {
+				t.Fatalf("-upstream %s: servers file %s", upstream, servers)
+			}
+			for _, tg := range []loadgen.Target{direct, gate} {
+				c, err := tg.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.Modern() {
+					t.Errorf("%s: the client did not open as a 2026-07-28 host", tg.Name)
+				}
+				if _, err := loadgen.Latency(c, tg.Echo(), 5, nil); err != nil {
+					t.Fatalf("%s: %v", tg.Name, err)
+				}
+				if err := c.Pipeline(tg.Echo(), 8, 40); err != nil {
+					t.Fatalf("%s: %v", tg.Name, err)
+				}
+				if err := c.Call(tg.Blob(1 << 16)); err != nil {
+					t.Fatalf("%s: %v", tg.Name, err)
+				}
+				c.Close()
+			}
+			audit, _ := filepath.Glob(filepath.Join(run, "audit-gate", "*.jsonl"))
+			var decisions int
+			for _, f := range audit {
+				data, _ := os.ReadFile(f)
+				decisions += strings.Count(string(data), `"event":"decision"`)
+			}
+			if decisions != 5+40+1 {
+				t.Errorf("the gate audited %d decisions for 46 calls", decisions)
+			}
+		})
+	}
+	// One gate, both eras of host: -base-host old with -base-gate.
+	cfg := config{host: "modern", baseHost: "old", upstream: "old", gateBin: gateBin, baseGate: gateBin, echoBin: echoBin}
+	base, gate, err := targets(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Modern || !gate.Modern || base.Name != "base" {
+		t.Fatalf("-base-host old: base %s modern %v, gate modern %v", base.Name, base.Modern, gate.Modern)
+	}
+	c, err := base.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Modern() {
+		t.Error("the baseline opened as a 2026-07-28 host under -base-host old")
+	}
+	if err := c.Call(base.Echo()); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	report(&out, cfg, &side{target: base}, &side{target: gate}, time.Second)
+	if want := "host protocol: base 2025-11-25, gate 2026-07-28; the gate speaks 2025-11-25 to the echo server"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table does not say which era each side speaks (%q):\n%s", want, out.String())
+	}
+	out.Reset()
+	report(&out, config{cpu: "pinned", rounds: 1, host: "old", upstream: "old"}, &side{target: loadgen.Target{Name: "direct"}}, &side{}, time.Second)
+	if strings.Contains(out.String(), "host protocol") {
+		t.Errorf("the default table names eras:\n%s", out.String())
 	}
 }

@@ -9,7 +9,11 @@
 //	echo {"text": S}   returns S as one text content item
 //	blob {"bytes": N}  returns N bytes of text ("xxxx…")
 //
-// Requests are answered one at a time in arrival order; replies are flushed
+// A request whose _meta names protocol 2026-07-28 is answered as that
+// revision's server does: server/discover lists it, and every result is
+// marked complete; a benchmark can so drive it as a 2026-07-28 host would
+// (loadgen's Client.Discover), and the gate can be pinned to speak that
+// revision to it. Requests are answered one at a time in arrival order; replies are flushed
 // when no more input is already buffered, so a pipelined burst is answered
 // with few writes, as a real server reading a pipe would.
 //
@@ -42,8 +46,14 @@ type request struct {
 			Text  string `json:"text"`
 			Bytes int    `json:"bytes"`
 		} `json:"arguments"`
+		Meta struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
 	} `json:"params"`
 }
+
+// modernVersion is the stateless revision (see the package doc).
+const modernVersion = "2026-07-28"
 
 // maxBlob bounds the blob tool, so that a typo cannot exhaust memory.
 const maxBlob = 64 << 20
@@ -124,7 +134,17 @@ func answer(w writer, line []byte, blobs *blobCache) {
 	if len(req.ID) == 0 { // notifications get no answer
 		return
 	}
+	modern := req.Params.Meta.ProtocolVersion == modernVersion
+	if modern {
+		w = completeWriter{w}
+	}
 	switch req.Method {
+	case "server/discover":
+		if !modern {
+			writeError(w, req.ID, -32601, "method not found")
+			break
+		}
+		writeResult(w, req.ID, `{"supportedVersions":["`+modernVersion+`"],"capabilities":{"tools":{}},"serverInfo":{"name":"echoserver","version":"1"}}`)
 	case "initialize":
 		v := req.Params.ProtocolVersion
 		if v == "" {
@@ -161,7 +181,26 @@ func answer(w writer, line []byte, blobs *blobCache) {
 	}
 }
 
+// completeWriter writes results marked complete, as 2026-07-28 has them:
+// `"resultType":"complete",` goes in front of the result's first member.
+type completeWriter struct{ writer }
+
+func writeComplete[T string | []byte](c completeWriter, id json.RawMessage, result T) {
+	c.WriteString(`{"jsonrpc":"2.0","id":`)
+	c.Write(id)
+	c.WriteString(`,"result":{"resultType":"complete"`)
+	if len(result) > 2 && result[1] != '}' {
+		c.WriteString(",")
+	}
+	c.Write([]byte(result[1:]))
+	c.WriteString("}\n")
+}
+
 func writeResult(w writer, id json.RawMessage, result string) {
+	if c, ok := w.(completeWriter); ok {
+		writeComplete(c, id, result)
+		return
+	}
 	w.WriteString(`{"jsonrpc":"2.0","id":`)
 	w.Write(id)
 	w.WriteString(`,"result":`)
@@ -170,6 +209,10 @@ func writeResult(w writer, id json.RawMessage, result string) {
 }
 
 func writeResultBytes(w writer, id json.RawMessage, result []byte) {
+	if c, ok := w.(completeWriter); ok {
+		writeComplete(c, id, result)
+		return
+	}
 	w.WriteString(`{"jsonrpc":"2.0","id":`)
 	w.Write(id)
 	w.WriteString(`,"result":`)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -24,6 +25,18 @@ import (
 
 // ProtocolVersion is the MCP version the client asks for.
 const ProtocolVersion = "2025-11-25"
+
+// ModernVersion is the stateless revision a modern client speaks (see
+// [Client.Modern]).
+const ModernVersion = "2026-07-28"
+
+// modernMeta is the _meta envelope every request of a modern client
+// carries: the version, and capabilities and client info, which the older
+// era declares once in initialize. The client offers nothing, as its
+// initialize declares nothing.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `",` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"loadgen","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{}}`
 
 // A Client speaks to one server process. It is not safe for concurrent use:
 // one goroutine sends and receives, which is what keeps it light, and
@@ -36,6 +49,10 @@ type Client struct {
 	calls  int
 	out    []byte // the request being written, reused
 	long   []byte // a reply longer than the read buffer, reused
+	// modern: the client speaks 2026-07-28 (set by [Client.Discover]): no
+	// initialize, the envelope in every request's params, and every
+	// result must be marked complete.
+	modern bool
 }
 
 // Start starts cmd with its stdin and stdout connected to the client. The
@@ -84,6 +101,25 @@ func (c *Client) Initialize() error {
 	}
 	return c.notify("notifications/initialized", `{}`)
 }
+
+// Discover opens the connection as a 2026-07-28 host does: no
+// initialize, a server/discover that must list that revision, and from
+// then on the envelope in every request.
+func (c *Client) Discover() error {
+	c.modern = true
+	res, err := c.Request("server/discover", `{}`)
+	if err != nil {
+		return err
+	}
+	v, ok := rawjson.Get(res, "supportedVersions")
+	if !ok || !bytes.Contains(v, []byte(`"`+ModernVersion+`"`)) {
+		return fmt.Errorf("server/discover: the server does not list %s: %.300s", ModernVersion, res)
+	}
+	return nil
+}
+
+// Modern reports whether the client speaks 2026-07-28 (Discover).
+func (c *Client) Modern() bool { return c.modern }
 
 // ListTools returns the raw result of tools/list.
 func (c *Client) ListTools() ([]byte, error) {
@@ -182,7 +218,20 @@ func (c *Client) send(method, params string) (int64, error) {
 	b = append(b, `,"method":"`...)
 	b = append(b, method...)
 	b = append(b, `","params":`...)
-	b = append(b, params...)
+	if c.modern {
+		// The envelope goes first in the params object.
+		if len(params) < 2 || params[0] != '{' {
+			return 0, fmt.Errorf("sending %s: params %.100q are not an object", method, params)
+		}
+		b = append(b, '{')
+		b = append(b, modernMeta...)
+		if rest := strings.TrimSpace(params[1:]); rest != "}" {
+			b = append(b, ',')
+		}
+		b = append(b, params[1:]...)
+	} else {
+		b = append(b, params...)
+	}
 	b = append(b, "}\n"...)
 	c.out = b
 	if _, err := c.stdin.Write(b); err != nil {
@@ -277,6 +326,11 @@ func resultOf(r reply) ([]byte, error) {
 	}
 	if r.result == nil {
 		return nil, fmt.Errorf("reply has neither result nor error: %.200q", r.whole)
+	}
+	// A 2026-07-28 result that is not complete (input required) is no
+	// answer: never counted as a fast one.
+	if rt, ok := rawjson.Get(r.result, "resultType"); ok && string(rt) != `"complete"` {
+		return nil, fmt.Errorf("result of type %s, want complete: %.200q", rt, r.whole)
 	}
 	return r.result, nil
 }

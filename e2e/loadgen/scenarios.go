@@ -14,6 +14,9 @@ type Target struct {
 	Name    string
 	Command func() *exec.Cmd
 	Tool    func(upstreamTool string) string
+	// Modern: the client opens as a 2026-07-28 host (Client.Discover),
+	// not with initialize.
+	Modern bool
 }
 
 // Echo is a call of the echo server's echo tool on t.
@@ -27,13 +30,18 @@ func (t Target) Blob(n int) Call {
 	return Call{Tool: t.Tool("blob"), Args: fmt.Sprintf(`{"bytes":%d}`, n), MinBytes: n}
 }
 
-// Open starts t and performs the handshake and a tools/list, as a host does.
+// Open starts t and performs the handshake (initialize, or discover for a
+// modern target) and a tools/list, as a host does.
 func (t Target) Open() (*Client, error) {
 	c, err := Start(t.Command())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Initialize(); err != nil {
+	open := c.Initialize
+	if t.Modern {
+		open = c.Discover
+	}
+	if err := open(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", t.Name, err)
 	}

@@ -73,6 +73,8 @@ func main() {
 		err = runLazy(ev, flag.Args())
 	case "park":
 		err = runPark(ev)
+	case "mfast-stray":
+		err = runStray(ev)
 	case "modern-only":
 		err = runModernOnly(ev)
 	case "preinit-silent", "preinit-exit":

@@ -519,6 +519,20 @@ func commonKey(b []byte) (string, bool) {
 		return "requestState", true
 	case "inputResponses":
 		return "inputResponses", true
+	// The 2026-07-28 envelope, on every request of that revision's hosts
+	// and to its upstreams, and its results' marks.
+	case "io.modelcontextprotocol/protocolVersion":
+		return "io.modelcontextprotocol/protocolVersion", true
+	case "io.modelcontextprotocol/clientCapabilities":
+		return "io.modelcontextprotocol/clientCapabilities", true
+	case "io.modelcontextprotocol/clientInfo":
+		return "io.modelcontextprotocol/clientInfo", true
+	case "resultType":
+		return "resultType", true
+	case "version":
+		return "version", true
+	case "2026-07-28": // the envelope's protocolVersion, read as a string
+		return "2026-07-28", true
 	}
 	return "", false
 }
