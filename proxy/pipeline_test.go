@@ -30,6 +30,7 @@ type pipelineUpstream struct {
 	seen    []string               // methods received, lists excepted
 	lists   map[string]int         // list requests received
 	answers map[string]chan string // responses to its own requests, by id
+	asked   int                    // its own requests sent during calls
 	late    chan string            // answers to requests sent after a call ended
 	release chan struct{}          // ends calls with {"block":true}
 	goLate  chan struct{}          // lets a {"later":M} call send M
@@ -143,11 +144,16 @@ func (u *pipelineUpstream) serve(method string, id, params json.RawMessage, w fu
 				}
 				w(fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"params":%s}`, send, p))
 			} else {
+				// An id of its own for every request, as a server keeps
+				// them: a late answer to an ended call's question must
+				// not reach the next call's.
 				ch := make(chan string, 1)
 				u.mu.Lock()
-				u.answers["up-"+send] = ch
+				u.asked++
+				qid := fmt.Sprintf("up-%s-%d", send, u.asked)
+				u.answers[qid] = ch
 				u.mu.Unlock()
-				w(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, "up-"+send, send, upstreamParams[send]))
+				w(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, qid, send, upstreamParams[send]))
 				select {
 				case a := <-ch:
 					b, _ := json.Marshal(a)
