@@ -40,7 +40,7 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, nil
 	}
 	b := elicitation.Binding{
-		Principal: g.identity.Key(), Method: m.method, Server: call.Server, Name: call.Name,
+		Principal: g.principal, Method: m.method, Server: call.Server, Name: call.Name,
 		ArgsDigest: digest, Revision: d.Revision,
 	}
 	if m.hasState {

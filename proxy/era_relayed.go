@@ -59,7 +59,7 @@ func (rc *relayedCall) bindingOf(g *Session) (elicitation.Binding, error) {
 		if err != nil {
 			return elicitation.Binding{}, err
 		}
-		rc.binding.Principal, rc.binding.ArgsDigest = g.identity.Key(), d
+		rc.binding.Principal, rc.binding.ArgsDigest = g.principal, d
 		rc.bound, rc.args = true, nil
 	}
 	return rc.binding, nil

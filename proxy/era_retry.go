@@ -59,7 +59,7 @@ func (g *Session) inFlightYes(m *modernReq, pol *policy.Policy, call policy.Call
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, true
 	}
 	b := elicitation.Binding{
-		Principal: g.identity.Key(), Method: m.method, Server: call.Server, Name: call.Name,
+		Principal: g.principal, Method: m.method, Server: call.Server, Name: call.Name,
 		ArgsDigest: digest, Revision: d.Revision, LetBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)),
 	}
 	if err := g.rounds.Holds(st, b); err != nil {

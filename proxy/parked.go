@@ -361,7 +361,7 @@ func (s *Session) parkableIn(c child) []*parkedCall {
 func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (json.RawMessage, error) {
 	var principal string
 	if pc.owner != nil && pc.state.Load() == callRunning {
-		principal = pc.owner.identity.Key() // its first question: not under the lock
+		principal = pc.owner.principal // its first question: not under the lock
 	}
 	t.mu.Lock()
 	if pc.principal == "" {
@@ -609,7 +609,7 @@ func (g *Session) parkBinding(method string, t target) (elicitation.Binding, err
 	if err != nil {
 		return elicitation.Binding{}, err
 	}
-	b.Principal, b.ArgsDigest = g.identity.Key(), digest
+	b.Principal, b.ArgsDigest = g.principal, digest
 	return b, nil
 }
 
@@ -668,7 +668,7 @@ func (g *Session) resumeParked(ctx context.Context, m *modernReq, r *relay, t ta
 	if !ok || len(ans) == 0 || ans[0] != '{' || rawjson.UniqueKeys(m.inputResponses) != nil {
 		return g.refuseRetry(r, t, "the retry carries no readable answer to the server's question (inputResponses."+elicitation.ParkedInputKey+" must be an object)")
 	}
-	pc, err := g.parked.claim(st.Call, g.identity.Key(), st.Round, m.caps)
+	pc, err := g.parked.claim(st.Call, g.principal, st.Round, m.caps)
 	if err != nil {
 		return g.refuseRetry(r, t, err.Error())
 	}
@@ -698,7 +698,7 @@ func (g *Session) settleParked(m *modernReq) {
 	if st == nil {
 		return
 	}
-	if g.parked.settle(st.Call, g.identity.Key(), st.Round, errors.New("the host's retry was refused")) {
+	if g.parked.settle(st.Call, g.principal, st.Round, errors.New("the host's retry was refused")) {
 		g.log.Info("parked call cancelled: its retry was refused", "session", g.session, "round", st.Round)
 	}
 }

@@ -25,9 +25,12 @@ import (
 // same name (mu) are the session's own.
 type Session struct {
 	*Gate
-	session  string    // identifies this host session in the audit log
-	identity Identity  // who the session acts for (WithIdentity)
-	audit    userAudit // the Gate's audit log, each record naming the identity's subject
+	session  string   // identifies this host session in the audit log
+	identity Identity // who the session acts for (WithIdentity)
+	// principal is identity.Key(), which states bind: a hash, taken once
+	// rather than at every 2026-07-28 question, retry and binding.
+	principal string
+	audit     userAudit // the Gate's audit log, each record naming the identity's subject
 
 	host            *rpc.Conn // set by Serve before the first message is read
 	approver        elicitation.Approver
@@ -64,6 +67,7 @@ func (g *Gate) NewSession(opts ...SessionOption) *Session {
 		o(s)
 	}
 	s.audit = userAudit{Logger: g.audit, user: s.identity.Subject}
+	s.principal = s.identity.Key()
 	return s
 }
 
