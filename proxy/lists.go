@@ -89,15 +89,21 @@ func (g *Gate) refresh(l *lister, key, server string) {
 }
 
 // refreshStarted is refresh for a child s that has just started, which may
-// list differently from the one before it. A fetch under way that lists s,
-// or has yet to take its child from the pool (it gets s then, or a later
-// one), serves: a first call that starts a server and waits for its live
-// list (the pin check, awaitLive) then causes one listing, not two.
+// list differently from the one before it. A fetch that has listed s
+// already, one under way that lists s, or one that has yet to take its
+// child from the pool (it gets s then, or a later one), serves: a first
+// call that starts a server and waits for its live list (the pin check,
+// awaitLive) then causes one listing, not two.
+//
+// The pool calls upstreamStarted on its own goroutine once the start is
+// done, so this may run before the fetch awaitLive begins, while it runs,
+// or after it has ended; in the last order only the record of what was
+// fetched from s (isLive) tells that s was listed.
 func (g *Gate) refreshStarted(l *lister, key string, s *upstream.Session) {
 	snap := g.catalogOf(key)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !l.loaded(snap, s.Name) {
+	if !l.loaded(snap, s.Name) || g.isLive(l, key, s) {
 		return
 	}
 	if st := l.state[child{key, s.Name}]; st != nil && st.running != nil {

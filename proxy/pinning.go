@@ -218,18 +218,29 @@ func (g *Session) defDigest(k policy.Kind, server, name string) string {
 }
 
 // awaitLive makes l's list of s's server in key's catalog one fetched from
-// s, and reports whether it is. A child that has just started is being
-// listed already (refreshAfterRestart runs as it starts), through s:
-// waiting for that fetch is enough, where asking for one more after it (as
-// a list_changed does) listed the server twice before a first call. Only
-// when the fetch joined leaves the list not live (it began through a child
-// since replaced, or failed) is one more begun, and its result decides.
+// s, and reports whether it is. A child that has just started is listed
+// by its start's own refresh (refreshAfterRestart, which the pool runs on
+// its own goroutine once the start is done: before, while or after this
+// runs), through s: waiting for that fetch is enough, where asking for one
+// more after it (as a list_changed does) listed the server twice before a
+// first call. Only when the fetch joined leaves the list not live (it
+// began through a child since replaced, or failed) is one more begun, and
+// its result decides.
+//
+// Whether the list is live is asked again under Gate.mu before a fetch is
+// joined or begun: a fetch through s that began and ended since the first
+// look (the refresh's) has recorded it by then (fetched runs before the
+// fetch is marked done); without that look, a second listing began here.
 func (g *Session) awaitLive(ctx context.Context, l *lister, key string, s *upstream.Session) bool {
 	if g.isLive(l, key, s) {
 		return true
 	}
 	for _, again := range []bool{false, true} {
 		g.Gate.mu.Lock()
+		if g.isLive(l, key, s) {
+			g.Gate.mu.Unlock()
+			return true
+		}
 		st := l.state[child{key, s.Name}]
 		joined := st != nil && st.running != nil
 		w := g.startFetchLocked(l, key, s.Name, again)

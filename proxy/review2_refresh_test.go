@@ -90,9 +90,11 @@ func TestReview2RefreshStartedAfterFailedTake(t *testing.T) {
 		if !inWindow {
 			continue
 		}
-		// A child has just started (s1 stands in for it: refreshStarted
-		// reads it as an identity and a name).
-		g.refreshStarted(l, key, s1)
+		// A child has just started (a bare session of s1's name and key
+		// stands in for it: refreshStarted reads it as an identity and a
+		// name). Not s1 itself: s1 was listed, and a child that has been
+		// listed already needs no refresh of its start.
+		g.refreshStarted(l, key, &upstream.Session{Name: s1.Name, Key: s1.Key})
 		g.mu.Lock()
 		st := l.state[c]
 		stillRunning := st != nil && st.running == f1 // F1 itself, not a fetch begun since
