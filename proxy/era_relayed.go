@@ -25,7 +25,7 @@ import (
 // round, the upstream's keys, and the upstream's own requestState carried
 // inside it. The host's retry is decided afresh under the policy in force
 // (run), the state is redeemed for exactly this call (forwardModern →
-// resumeRelayed), the answers are mapped back to the upstream's keys, and
+// resumeModern → resumeRelayed), the answers are mapped back to the upstream's keys, and
 // the call is sent again with the upstream's state echoed byte for byte;
 // its result passes the result guard with the host's elicitation answers
 // exempted. The upstream's state is carried, not trusted: the gate decides
@@ -39,8 +39,9 @@ import (
 // host sees the upstream's state inside the gate's (base64, not secret):
 // the same a direct connection would show it.
 
-// relayedCall is carried in the context of a 2026-07-28 host's parkable
-// call: forwardRounds relays the upstream's rounds of it to the host.
+// relayedCall is carried in the context of a 2026-07-28 host's call
+// (a parkable one's, callCtx; an unparked one's, relayedCtx):
+// forwardRounds relays the upstream's rounds of it to the host.
 type relayedCall struct {
 	// binding is what a relayed round's state binds; until bound, all of
 	// it but the principal and the digest of args, which the first round

@@ -125,11 +125,18 @@ func (e *retryEnv) upstreamCalls() int {
 	return n
 }
 
-// settled waits until no parkable call of e's host is in flight to s.
+// settled waits until no parkable call of e's host is in flight to s and,
+// for a parked call, until the upstream has the gate's answer to every
+// question it asked: the gate's refusal of a cancelled call's question
+// can reach the upstream after the call ended on the gate's side, and the
+// fake upstream's next question reuses that request's id.
 func (e *retryEnv) settled() {
 	e.t.Helper()
 	key := e.g.childKeyFor(e.h.sess.childKey(), "s")
 	waitFor(e.t, "the refused retry's call to end", func() bool {
+		if e.kind == "parked" && e.up.repliesTo("up-elicitation/create") < e.upstreamCalls() {
+			return false
+		}
 		return len(e.h.sess.parkableIn(child{key, "s"})) == 0
 	})
 }

@@ -252,8 +252,11 @@ func TestModernQuestionParksLazily(t *testing.T) {
 		t.Fatalf("a retry with other arguments: %s %v", res, err)
 	}
 	key := g.childKeyFor(h.sess.childKey(), "s")
+	// The call ends on the gate's side before the gate's refusal of its
+	// question reaches the upstream, whose next question reuses that
+	// request's id: the refusal must not be taken for the next answer.
 	waitFor(t, "the refused retry's call to end", func() bool {
-		return g.parkedCount() == 0 && len(h.sess.parkableIn(child{key, "s"})) == 0
+		return g.parkedCount() == 0 && len(h.sess.parkableIn(child{key, "s"})) == 0 && u.repliesTo("up-elicitation/create") == 1
 	})
 
 	// Again, answered with the same arguments: the result.

@@ -24,9 +24,10 @@ import (
 // 2026-07-28 host has no server-to-client requests: it can only be given
 // the question as an input request of the call's result. So a modern
 // host's tools/call, prompts/get and resources/read run their forward
-// beside the host request instead of in it (open): when the upstream asks,
-// the host request is answered with an input-required result carrying the
-// question (after relayElicitation's guard, label and neutraliser) and a
+// beside the host request instead of in it (forwardModern, newParkable):
+// when the upstream asks, the host request is answered with an
+// input-required result carrying the question (after vetElicitation's
+// guard, label and neutraliser: hostQuestion) and a
 // requestState of the parked kind (elicitation.MintParked), while the
 // upstream call keeps waiting, parked, under a context of its own. The
 // host's retry, decided afresh under the policy in force (run), redeems
@@ -195,15 +196,6 @@ func (t *parkedTable) bounds() (int, int) {
 		p = maxParkedPerPrincipal
 	}
 	return m, p
-}
-
-// open starts a call about to be forwarded to c, bound to b, under a
-// context of its own, derived from parent without parent's cancellation.
-// The table holds it only once it is asked (tableLocked).
-func (t *parkedTable) open(parent context.Context, principal string, c child, b elicitation.Binding, caps hostInfo) *parkedCall {
-	pc := newParkable(parent, principal, c, caps, nil)
-	pc.binding, pc.bound = b, true
-	return pc
 }
 
 // newParkable is a call of principal to c, not bound yet, whose relayed

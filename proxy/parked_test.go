@@ -174,3 +174,12 @@ func TestParkedResultHold(t *testing.T) {
 		t.Fatalf("after release: owner %d, call %d", owner.pendingResults.Load(), pc.hold.n.Load())
 	}
 }
+
+// open starts a call about to be forwarded to c, bound to b, as
+// forwardModern does, for the tests that drive the table directly: the
+// table holds it only once it is asked (tableLocked).
+func (t *parkedTable) open(parent context.Context, principal string, c child, b elicitation.Binding, caps hostInfo) *parkedCall {
+	pc := newParkable(parent, principal, c, caps, nil)
+	pc.binding, pc.bound = b, true
+	return pc
+}

@@ -31,13 +31,22 @@ type pipelineUpstream struct {
 	lists   map[string]int         // list requests received
 	answers map[string]chan string // responses to its own requests, by id
 	asked   int                    // its own requests sent during calls
+	replies map[string]int         // responses to its own requests received, by id sans its number
 	late    chan string            // answers to requests sent after a call ended
 	release chan struct{}          // ends calls with {"block":true}
 	goLate  chan struct{}          // lets a {"later":M} call send M
 }
 
 func newPipelineUpstream() *pipelineUpstream {
-	return &pipelineUpstream{lists: map[string]int{}, answers: map[string]chan string{}, late: make(chan string, 4), release: make(chan struct{}), goLate: make(chan struct{})}
+	return &pipelineUpstream{lists: map[string]int{}, answers: map[string]chan string{}, replies: map[string]int{}, late: make(chan string, 4), release: make(chan struct{}), goLate: make(chan struct{})}
+}
+
+// repliesTo counts the responses the gate sent to its requests of id
+// (without the number each request's id ends in: "up-elicitation/create").
+func (u *pipelineUpstream) repliesTo(id string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.replies[id]
 }
 
 func (u *pipelineUpstream) got(method string) bool {
@@ -101,6 +110,13 @@ func (u *pipelineUpstream) serve(method string, id, params json.RawMessage, w fu
 		if ch != nil {
 			ch <- string(params)
 		}
+		u.mu.Lock()
+		base := strings.TrimRight(m.ID, "0123456789")
+		if b, ok := strings.CutSuffix(base, "-"); ok && strings.HasPrefix(b, "up-") {
+			base = b
+		}
+		u.replies[base]++
+		u.mu.Unlock()
 		return
 	}
 	u.mu.Lock()

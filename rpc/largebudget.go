@@ -72,6 +72,8 @@ type lineBudget struct {
 	mu   sync.Mutex
 	held int64
 	room chan struct{} // closed (and replaced) when bytes are released
+
+	waiting atomic.Int32 // waits under way, for tests
 }
 
 // lineLease is one large line counted against a budget.
@@ -224,10 +226,25 @@ func (b *lineBudget) inFlight() int64 {
 	return b.held
 }
 
+// awaitLarge waits, before s reads a large line, for its budget's room
+// (await), and reports whether s was closed meanwhile: then the read ends
+// there, rather than reading on what the input still holds (a Close
+// reaches the wait before it cuts the reader off, if it does at all).
+func (s *Stream) awaitLarge() (closed bool) {
+	s.budget.await(s.done, s.framing, s.readStop)
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // await waits until the lines in flight hold less than the budget, for at
-// most b.wait, or until one of stop closes (the Stream closing, its
-// framing failing, the reader's context ending: the read then goes on and
-// finds out). It reports whether it waited, for tests.
+// most b.wait, or until one of stop closes (the Stream closing, whose read
+// then ends there, awaitLarge; its framing failing, the reader's context
+// ending: the read then goes on and finds out). It reports whether it
+// waited, for tests.
 func (b *lineBudget) await(stop ...<-chan struct{}) bool {
 	limit := b.max
 	if b.perP {
@@ -240,6 +257,8 @@ func (b *lineBudget) await(stop ...<-chan struct{}) bool {
 	}
 	room := b.room
 	b.mu.Unlock()
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	var s [3]<-chan struct{}
 	copy(s[:], stop)
 	deadline := time.NewTimer(b.wait)

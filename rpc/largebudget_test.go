@@ -422,3 +422,50 @@ func TestPacedReaderInterruptedLine(t *testing.T) {
 		t.Fatal("the reader did not go on once the budget had room")
 	}
 }
+
+// noDeadline is a pipe whose read deadline is never set (a Close's past
+// deadline does not interrupt it) and that the Stream does not close: only
+// the Stream's own state can end a read of it.
+type noDeadline struct{ *os.File }
+
+func (noDeadline) SetReadDeadline(time.Time) error { return nil }
+
+// A read waiting for room when the Stream is closed ends with ErrClosed,
+// whatever the input still holds: it does not go on to read the line it
+// waited for (a Close reached the wait before the reader was cut off).
+func TestPacedReaderClosedInWaitReadsNoMore(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	b := newLineBudget(1 << 20)
+	b.wait = time.Hour
+	up := NewStream(noDeadline{pr}, nopWriter{}, nil, Limits{PaceLargeLines: true})
+	up.budget = b
+	t.Cleanup(func() { up.Close() })
+	go io.WriteString(pw, largeResult(1, 1200<<10)+largeResult(2, 1200<<10))
+	m1, err := up.Read(readCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := up.Read(context.Background()); errc <- err }()
+	deadline := time.Now().Add(hang)
+	for b.waiting.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second read did not wait for room")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	up.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("a read waiting for room when the Stream closed: %v, want ErrClosed", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("Close did not end the wait for room")
+	}
+	runtime.KeepAlive(m1)
+}

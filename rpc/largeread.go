@@ -52,10 +52,10 @@ func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
 		if len(st.buf) >= s.max+2 {
 			return false, false, nil // at the limit: ReadSlice's path finds it too big
 		}
-		if s.budget != nil && cap(st.buf) <= s.r.Size() {
+		if s.budget != nil && cap(st.buf) <= s.r.Size() && s.awaitLarge() {
 			// A line begun in a read that was interrupted becomes large
 			// here rather than in readFragment: paced the same.
-			s.budget.await(s.done, s.framing, s.readStop)
+			return true, false, s.closedErr() // closed while it waited
 		}
 		// Grow by a quarter, as append does for large slices, but never
 		// past the limit: a line a little longer than the last one must

@@ -522,8 +522,8 @@ func (s *Stream) readFragment(st *lineState) error {
 			// once the large lines in flight leave room for it
 			// (largebudget.go). frag stays valid: nothing reads
 			// meanwhile.
-			if s.budget != nil {
-				s.budget.await(s.done, s.framing, s.readStop)
+			if s.budget != nil && s.awaitLarge() {
+				return s.closedErr() // closed while it waited: not a byte more
 			}
 			// With a little slack: results of one tool differ in length
 			// by their ids and counters, and a line one byte longer than
