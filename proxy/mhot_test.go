@@ -83,3 +83,31 @@ func FuzzReadEnvelopeBytes(f *testing.F) {
 		}
 	})
 }
+
+// mirroredCaps answers from its table what it wrote per request before,
+// for every declaration (URL elicitation never mirrored), without
+// allocating.
+func TestMirroredCapsTable(t *testing.T) {
+	for i := range 16 {
+		h := hostInfo{elicitForm: i&1 != 0, sampling: i&2 != 0, roots: i&4 != 0, elicitURL: i&8 != 0}
+		want := "{"
+		for _, m := range []struct {
+			on     bool
+			member string
+		}{{h.elicitForm, `"elicitation":{"form":{}}`}, {h.sampling, `"sampling":{}`}, {h.roots, `"roots":{}`}} {
+			if m.on {
+				if len(want) > 1 {
+					want += ","
+				}
+				want += m.member
+			}
+		}
+		want += "}"
+		if got := mirroredCaps(h); string(got) != want || !json.Valid(got) {
+			t.Errorf("%+v: %s, want %s", h, got, want)
+		}
+		if n := testing.AllocsPerRun(10, func() { _ = mirroredCaps(h) }); n != 0 {
+			t.Errorf("%+v: %v allocations", h, n)
+		}
+	}
+}
