@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcp-gate/mcp-gate/internal/gopool"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -544,7 +545,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		run()
 		return
 	}
-	go run()
+	gopool.Go(run) // a goroutine whose stack has grown already
 }
 
 // asError is err as a JSON-RPC error: itself when it is one.
