@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/mcp-gate/mcp-gate/internal/gopool"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -587,10 +586,10 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	pc.rcStore = rc
 	pc.rc, pc.hold, pc.owner = &pc.rcStore, &pc.holdStore, g
 	server, method, fwd := t.server, r.method, t.fwd // not t: it stays on this stack
-	gopool.Go(func() {                               // a goroutine whose stack has grown already
+	go func() {
 		res, err := g.forwardRounds(pc.ctx, server, method, fwd)
 		g.parked.finish(pc, res, err)
-	})
+	}()
 	return g.waitParked(ctx, m, t, pc)
 }
 

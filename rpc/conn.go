@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcp-gate/mcp-gate/internal/gopool"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -545,7 +544,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		run()
 		return
 	}
-	gopool.Go(run) // a goroutine whose stack has grown already
+	go run()
 }
 
 // asError is err as a JSON-RPC error: itself when it is one.
