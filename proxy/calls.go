@@ -131,10 +131,11 @@ func (g *Session) forwardWithin(ctx context.Context, key, server, method string,
 	if err != nil {
 		return nil, upstreamError(server, method, err)
 	}
-	if m := modernOf(ctx); m != nil {
+	if m := modernOf(ctx); m != nil && s.Modern() {
 		// A 2026-07-28 upstream reads the client's capabilities from each
 		// request: it is told what this request declared and the gate can
 		// relay, not what the principal's children declared at discover.
+		// An older one learned them at initialize, and is not told.
 		ctx = upstream.WithClientCapabilities(ctx, mirroredCaps(m.caps))
 	}
 	if meta, ok := rawjson.Get(params, "_meta"); ok {
@@ -189,8 +190,32 @@ func (g *Session) itemTitle(k policy.Kind, server, name string) string {
 // 2026-07-28 host's request has: of what the request declared, what the
 // gate relays to it as input requests (era_relayed.go): form elicitation,
 // sampling and roots. URL elicitation is left out, since the gate declines
-// it for such a host, and so is everything the gate does not relay.
+// it for such a host, and so is everything the gate does not relay. The
+// eight answers are written once (mirroredCapsOf); they are shared, and
+// never to be modified.
 func mirroredCaps(h hostInfo) json.RawMessage {
+	i := 0
+	if h.elicitForm {
+		i |= 1
+	}
+	if h.sampling {
+		i |= 2
+	}
+	if h.roots {
+		i |= 4
+	}
+	return mirroredCapsOf[i]
+}
+
+var mirroredCapsOf = func() (t [8]json.RawMessage) {
+	for i := range t {
+		t[i] = writeMirroredCaps(hostInfo{elicitForm: i&1 != 0, sampling: i&2 != 0, roots: i&4 != 0})
+	}
+	return t
+}()
+
+// writeMirroredCaps writes mirroredCaps's answer for h.
+func writeMirroredCaps(h hostInfo) json.RawMessage {
 	out := []byte("{")
 	add := func(member string) {
 		if len(out) > 1 {

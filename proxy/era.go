@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -307,21 +306,46 @@ func readEnvelope(method string, params json.RawMessage) (*modernReq, json.RawMe
 	// What the older-era code and the upstream see: no envelope (an
 	// upstream that reads it would take a 2025 session for a modern one),
 	// no retry members (they are the gate's, not the server's).
-	for _, k := range []string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel} {
-		meta, _ = rawjson.Delete(meta, k)
-	}
-	out := params
-	if bytes.Equal(bytes.TrimSpace(meta), []byte("{}")) {
-		out, _ = rawjson.Delete(out, "_meta")
-	} else {
+	// Each is taken out in one pass (rawjson.DeleteKeys, the bytes of
+	// deleting them in turn): an envelope alone, as most requests carry,
+	// takes _meta out with the retry members, in one copy of the params.
+	if !envelopeOnly(meta) {
+		meta, _ = rawjson.DeleteKeys(meta, envelopeKeys[:]...)
 		var err error
-		if out, err = rawjson.Set(out, "_meta", meta); err != nil {
+		if params, err = rawjson.Set(params, "_meta", meta); err != nil {
 			return nil, nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: _meta: %v", method, err)
 		}
+		out, _ := rawjson.DeleteKeys(params, retryKeys[1:]...)
+		return m, out, nil
 	}
-	out, _ = rawjson.Delete(out, "requestState")
-	out, _ = rawjson.Delete(out, "inputResponses")
+	out, _ := rawjson.DeleteKeys(params, retryKeys[:]...)
 	return m, out, nil
+}
+
+// envelopeKeys are the _meta keys of the envelope, which no upstream sees;
+// retryKeys, _meta and the members of a retry, which the params of a
+// request whose _meta is the envelope alone lose.
+var (
+	envelopeKeys = [...]string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel}
+	retryKeys    = [...]string{"_meta", "requestState", "inputResponses"}
+)
+
+// envelopeOnly says whether meta has no member but the envelope's, and
+// so is "{}" once they are taken out: the space the host left before the
+// closing brace would stay (as it did when they were deleted in turn), and
+// such a _meta is kept, empty.
+func envelopeOnly(meta json.RawMessage) bool {
+	only, lastEnd := true, 0
+	_ = rawjson.Members(meta, func(m rawjson.Member) bool {
+		switch m.Key {
+		case metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel:
+			lastEnd = m.End
+			return true
+		}
+		only = false
+		return false
+	})
+	return only && (lastEnd > 0 && lastEnd == len(meta)-1 || string(meta) == "{}")
 }
 
 // declaredCaps reads the capabilities a request declared, as initialize

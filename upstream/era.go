@@ -321,9 +321,16 @@ type capsKey struct{}
 // request declared (and the gate relays), never more and never less. caps
 // must be a JSON object. A 2025 upstream learned its capabilities at
 // initialize and is not affected.
+//
+// A caller that knows its session is of the older era (Modern) need not
+// add the layer.
 func WithClientCapabilities(ctx context.Context, caps json.RawMessage) context.Context {
 	return context.WithValue(ctx, capsKey{}, caps)
 }
+
+// Modern says whether s speaks revision 2026-07-28, whose requests carry
+// their client's capabilities (WithClientCapabilities).
+func (s *Session) Modern() bool { return s.envelope != nil }
 
 func clientCapabilitiesOf(ctx context.Context) json.RawMessage {
 	caps, _ := ctx.Value(capsKey{}).(json.RawMessage)
@@ -339,7 +346,30 @@ func (s *Session) modernParams(method string, params json.RawMessage, caps json.
 	}
 	meta, ok := rawjson.Get(params, "_meta")
 	if !ok || len(meta) == 0 || meta[0] != '{' {
-		meta = json.RawMessage("{}")
+		// No _meta of the caller's, as most requests: the envelope is
+		// written out in one buffer, the bytes of setting its members in
+		// turn on {} (its keys are unique: discover wrote them).
+		meta = make([]byte, 0, len(s.envelope)+len(caps)+8)
+		meta = append(meta, '{')
+		_ = rawjson.Members(s.envelope, func(m rawjson.Member) bool {
+			v := m.Value
+			if caps != nil && m.Key == "io.modelcontextprotocol/clientCapabilities" {
+				v = caps
+			}
+			if len(meta) > 1 {
+				meta = append(meta, ',')
+			}
+			meta = rawjson.AppendString(meta, m.Key)
+			meta = append(meta, ':')
+			meta = append(meta, v...)
+			return true
+		})
+		meta = append(meta, '}')
+		out, err := rawjson.Set(params, "_meta", meta)
+		if err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s to upstream %q: params: %v", method, s.Name, err)
+		}
+		return out, nil
 	}
 	var err error
 	_ = rawjson.Members(s.envelope, func(m rawjson.Member) bool {
