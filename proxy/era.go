@@ -92,6 +92,13 @@ type modernReq struct {
 	// they check expiry and the binding, and use it up, never verify again.
 	state    *elicitation.State
 	stateErr error
+	// digest caches argsDigest for the arguments digestOf: a retry's
+	// decision (askModern, inFlightYes) and its resume (parkBinding) bind
+	// the same arguments, and the canonical digest decodes and re-encodes
+	// them. Used only by the request's own handler, in turn.
+	digestOf  json.RawMessage
+	digest    string
+	digestErr error
 	// asked is set when the gate answered with its own input-required
 	// result, which carries its own resultType.
 	asked atomic.Bool

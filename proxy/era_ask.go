@@ -35,7 +35,7 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: "this host cannot ask for approval (its request declared no form elicitation); " +
 			"ask your security team to allow this tool in the policy, or use a host that supports MCP elicitation (Claude Code, Codex)"}, nil
 	}
-	digest, err := elicitation.CanonicalDigest(call.Args)
+	digest, err := m.argsDigest(call.Args)
 	if err != nil {
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, nil
 	}

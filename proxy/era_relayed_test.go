@@ -137,7 +137,7 @@ func TestRelayedStateRefused(t *testing.T) {
 		flip = 'B'
 	}
 	// A state of the approval kind, minted for exactly this call.
-	b, err := h.sess.parkBinding("tools/call", target{server: "s", name: "t", args: json.RawMessage(`{"a":1}`)})
+	b, err := h.sess.parkBinding("tools/call", target{server: "s", name: "t", args: json.RawMessage(`{"a":1}`)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

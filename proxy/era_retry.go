@@ -31,6 +31,24 @@ func (m *modernReq) stateOf(k elicitation.StateKind) *elicitation.State {
 	return m.state
 }
 
+// argsDigest is elicitation.CanonicalDigest(args), taken once for the
+// arguments of the request (the same slice: the target's, which decide
+// and the forward share) and remembered; other arguments are digested
+// afresh. A nil m (a 2025 host's request) remembers nothing.
+func (m *modernReq) argsDigest(args json.RawMessage) (string, error) {
+	if m == nil {
+		return elicitation.CanonicalDigest(args)
+	}
+	if m.digestOf == nil || len(m.digestOf) != len(args) || (len(args) > 0 && &m.digestOf[0] != &args[0]) {
+		m.digest, m.digestErr = elicitation.CanonicalDigest(args)
+		m.digestOf = args
+		if args == nil {
+			m.digestOf = json.RawMessage{} // remembered too: nil is "nothing yet"
+		}
+	}
+	return m.digest, m.digestErr
+}
+
 // inFlightYes reads a retry that answers a server's question (a parked
 // call's, or an upstream's relayed round) of a call the policy asks about:
 // that call was let through by a human's yes before it ran, and the yes
@@ -54,7 +72,7 @@ func (g *Session) inFlightYes(m *modernReq, pol *policy.Policy, call policy.Call
 			return elicitation.Answer{}, false
 		}
 	}
-	digest, err := elicitation.CanonicalDigest(call.Args)
+	digest, err := m.argsDigest(call.Args)
 	if err != nil {
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, true
 	}

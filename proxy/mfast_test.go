@@ -221,7 +221,7 @@ func TestModernQuestionParksLazily(t *testing.T) {
 		t.Fatalf("a parked call is not in the table (%d)", n)
 	}
 	// The state binds the call as an eager binding would have.
-	want, err := h.sess.parkBinding("tools/call", target{server: "s", name: "t", args: json.RawMessage(args)})
+	want, err := h.sess.parkBinding("tools/call", target{server: "s", name: "t", args: json.RawMessage(args)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -558,7 +558,7 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	var rc relayedCall
 	if m.hasState {
 		// A retry: its state is checked against the binding now.
-		b, err := g.parkBinding(r.method, t)
+		b, err := g.parkBinding(r.method, t, m)
 		if err != nil {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: %v", r.method, err)
 		}
@@ -595,9 +595,9 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 
 // parkBinding is what a parked question's state binds: what an approval's
 // binds, under the policy in force.
-func (g *Session) parkBinding(method string, t target) (elicitation.Binding, error) {
+func (g *Session) parkBinding(method string, t target, m *modernReq) (elicitation.Binding, error) {
 	b := g.bindingSans(method, t)
-	digest, err := elicitation.CanonicalDigest(t.args)
+	digest, err := m.argsDigest(t.args) // decide has taken it for this request's retry
 	if err != nil {
 		return elicitation.Binding{}, err
 	}
