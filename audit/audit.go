@@ -71,7 +71,7 @@ type Logger struct {
 
 // New returns a Logger that writes JSON lines to w.
 func New(w io.Writer) *Logger {
-	lw := &lockedWriter{w: fileWriter(w)}
+	lw := newLockedWriter(fileWriter(w))
 	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.w = lw
 	return a
@@ -142,11 +142,13 @@ type Decision struct {
 	Latency    time.Duration
 }
 
-// Decision records a verdict.
-func (a *Logger) Decision(d Decision) {
+// Decision records a verdict. It returns once the record was handed to the
+// OS, or with the error that kept it from being: a call whose decision is
+// not on record must not go on (README, "The audit log").
+func (a *Logger) Decision(d Decision) error {
 	r := a.begin(slog.LevelInfo, "decision", EventDecision)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeyDecisionID, d.ID)
 	r.str(KeySession, d.Session)
@@ -161,7 +163,7 @@ func (a *Logger) Decision(d Decision) {
 	r.str(KeyRevision, d.Revision)
 	r.str(KeyArgsDigest, d.ArgsDigest)
 	r.int(KeyLatencyUS, d.Latency.Microseconds())
-	a.end(r)
+	return a.end(r)
 }
 
 // Approval is the record of one question put to a human.
@@ -177,11 +179,12 @@ type Approval struct {
 	Latency    time.Duration // how long the human took
 }
 
-// Approval records an ask and its answer.
-func (a *Logger) Approval(ap Approval) {
+// Approval records an ask and its answer, and returns as Decision does:
+// a yes that is not on record lets nothing through.
+func (a *Logger) Approval(ap Approval) error {
 	r := a.begin(slog.LevelInfo, "approval", EventApproval)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeyDecisionID, ap.DecisionID)
 	r.str(KeySession, ap.Session)
@@ -192,7 +195,7 @@ func (a *Logger) Approval(ap Approval) {
 	r.str(KeyOutcome, ap.Outcome)
 	r.str(KeyDetail, Redact(ap.Detail))
 	r.int(KeyLatencyUS, ap.Latency.Microseconds())
-	a.end(r)
+	return a.end(r)
 }
 
 // Guard is a payload the result guard refused or changed.

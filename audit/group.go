@@ -41,17 +41,29 @@ const groupMax = 64 << 10
 type lockedWriter struct {
 	mu        sync.Mutex
 	w         io.Writer
-	pending   []byte // records gathered, not yet written
-	appended  uint64 // records gathered so far
-	written   uint64 // of those, handed to the OS (or failed to be)
+	group     *group // the records gathered, not yet written; never nil
 	burstSeen uint64 // the burst count at the last gathering
+}
+
+// A group is the records of one burst, written together. Each writer of
+// the burst holds its group until it was written, to learn the write's
+// outcome: a record that did not reach the OS refuses its call
+// (design.md), whichever writer's flush failed.
+type group struct {
+	buf  []byte
+	done bool  // written, or failed to be
+	err  error // the write's error, once done
+}
+
+func newLockedWriter(w io.Writer) *lockedWriter {
+	return &lockedWriter{w: w, group: new(group)}
 }
 
 // Write writes p (a line from slog) after the records gathered before it.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.pending) > 0 {
+	if len(l.group.buf) > 0 {
 		l.flushLocked()
 	}
 	return l.w.Write(p)
@@ -59,31 +71,32 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // record writes one record: at once, or, while a burst is under way,
 // together with the others of the burst. It returns once p was handed to
-// the OS.
-func (l *lockedWriter) record(p []byte) {
+// the OS, with the error of the write that failed to.
+func (l *lockedWriter) record(p []byte) error {
 	l.mu.Lock()
-	if len(l.pending) == 0 && !l.burstLocked() {
-		l.w.Write(p)
+	if len(l.group.buf) == 0 && !l.burstLocked() {
+		_, err := l.w.Write(p)
 		l.mu.Unlock()
-		return
+		return err
 	}
-	l.pending = append(l.pending, p...)
-	l.appended++
-	mine := l.appended
-	if len(l.pending) >= groupMax {
+	g := l.group
+	g.buf = append(g.buf, p...)
+	if len(g.buf) >= groupMax {
 		l.flushLocked()
 		l.mu.Unlock()
-		return
+		return g.err
 	}
 	l.mu.Unlock()
 	// Let the other runnable goroutines of the burst add theirs. With
 	// nothing else to run this returns at once.
 	runtime.Gosched()
 	l.mu.Lock()
-	if l.written < mine {
+	if !g.done {
 		l.flushLocked()
 	}
+	err := g.err
 	l.mu.Unlock()
+	return err
 }
 
 // burstLocked reports whether a burst was read since the last gathering,
@@ -101,15 +114,17 @@ func (l *lockedWriter) burstLocked() bool {
 	return true
 }
 
-// flushLocked writes the records gathered, under mu. A failed write is
-// not retried: as with a record written alone, the log's failure is not
-// the caller's error.
+// flushLocked writes the records gathered, under mu, and starts the next
+// group with the same buffer. A failed write is not retried: each writer
+// of the group returns its error, and its call is refused.
 func (l *lockedWriter) flushLocked() {
-	l.w.Write(l.pending)
-	l.written = l.appended
-	if cap(l.pending) > 2*groupMax {
-		l.pending = nil
-	} else {
-		l.pending = l.pending[:0]
+	g := l.group
+	_, g.err = l.w.Write(g.buf)
+	g.done = true
+	next := &group{buf: g.buf[:0]}
+	if cap(next.buf) > 2*groupMax {
+		next.buf = nil
 	}
+	g.buf = nil // the waiters read done and err only
+	l.group = next
 }

@@ -90,8 +90,7 @@ func TestRecordsAloneAndOrderWithSlog(t *testing.T) {
 	// A record left pending (as while its writer yields) goes out before
 	// a slog line that follows it.
 	a.w.mu.Lock()
-	a.w.pending = append(a.w.pending, `{"decision_id":"pending"}`+"\n"...)
-	a.w.appended++
+	a.w.group.buf = append(a.w.group.buf, `{"decision_id":"pending"}`+"\n"...)
 	a.w.mu.Unlock()
 	a.Slog().Info("after", KeyEvent, EventOther)
 	out := w.buf.String()

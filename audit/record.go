@@ -73,18 +73,24 @@ func (r *record) int(key string, val int64) {
 	r.buf = strconv.AppendInt(r.buf, val, 10)
 }
 
-// end writes the record, in one write, and recycles it.
-func (a *Logger) end(r *record) {
+// end writes the record, in one write, and recycles it. It returns the
+// write's error: the fast path's writer's, or the handler's (slog.Logger
+// would drop it, so the record goes to the handler directly).
+func (a *Logger) end(r *record) error {
+	var err error
 	if r.fast {
 		r.buf = append(r.buf, "}\n"...)
-		a.w.record(r.buf) // as slog does, a failed write of the log is not the caller's error
+		err = a.w.record(r.buf)
 	} else {
-		a.l.LogAttrs(context.Background(), r.level, r.msg, r.attrs...)
+		rec := slog.NewRecord(time.Now(), r.level, r.msg, 0)
+		rec.AddAttrs(r.attrs...)
+		err = a.l.Handler().Handle(context.Background(), rec)
 		clear(r.attrs) // let the strings go
 	}
 	if cap(r.buf) <= 16<<10 {
 		records.Put(r)
 	}
+	return err
 }
 
 // appendJSONString appends s as a quoted JSON string, escaped exactly as

@@ -56,6 +56,7 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	sessionsTotal prometheus.Counter
 	guardRefusals *prometheus.CounterVec
+	auditFailures prometheus.Counter
 	reloads       *prometheus.CounterVec
 	reloadOK      prometheus.Gauge
 
@@ -126,6 +127,10 @@ func New(opts Options) *Metrics {
 		Namespace: Namespace, Name: "guard_refusals_total",
 		Help: "Result-guard findings that refused what an upstream sent, by server and finding kind (one per finding, as in the audit log).",
 	}, []string{"server", "kind"})
+	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "audit_write_failures_total",
+		Help: "Calls refused because their decision or approval record could not be written to the audit log.",
+	})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "policy_reloads_total",
 		Help: "Policy reloads by result: ok (a new revision is in force) or failed (an invalid or missing file; the last good policy stays).",
@@ -138,7 +143,7 @@ func New(opts Options) *Metrics {
 	for _, c := range []prometheus.Collector{
 		m.decisions, m.approvals, m.approvalWait, m.callLatency,
 		m.upStarts, m.upCrashes, m.upRestarts, m.sessions, m.sessionsTotal,
-		m.guardRefusals, m.reloads, m.reloadOK,
+		m.guardRefusals, m.auditFailures, m.reloads, m.reloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -235,6 +240,9 @@ func (m *Metrics) GuardRefused(server, kind string) {
 	}
 	c.Inc()
 }
+
+// AuditFailed counts a call refused for want of its audit record.
+func (m *Metrics) AuditFailed() { m.auditFailures.Inc() }
 
 // SessionStarted counts a host session in.
 func (m *Metrics) SessionStarted() {

@@ -35,6 +35,7 @@ func TestHooksReachTheExposition(t *testing.T) {
 	m.UpstreamExited("github", false)
 	m.PolicyReloaded(true)
 	m.PolicyReloaded(false)
+	m.AuditFailed()
 
 	for name, c := range map[string]struct {
 		got, want float64
@@ -52,6 +53,7 @@ func TestHooksReachTheExposition(t *testing.T) {
 		"reloads ok":  {testutil.ToFloat64(m.reloads.WithLabelValues("ok")), 1},
 		"reloads bad": {testutil.ToFloat64(m.reloads.WithLabelValues("failed")), 1},
 		"reload ok":   {testutil.ToFloat64(m.reloadOK), 0},
+		"audit":       {testutil.ToFloat64(m.auditFailures), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
@@ -67,6 +69,7 @@ func TestHooksReachTheExposition(t *testing.T) {
 		`mcp_gate_policy_info{revision="sha256:aaaaaaaaaaaa"} 1`,
 		`mcp_gate_build_info{version="v-test"} 1`,
 		`mcp_gate_sessions 1`,
+		`mcp_gate_audit_write_failures_total 1`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(body, want) {

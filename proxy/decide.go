@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -46,8 +47,8 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	call.User = g.policyUser()
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
-	logDecision := func(d policy.Decision, reason string, took time.Duration) {
-		g.audit.Decision(audit.Decision{
+	logDecision := func(d policy.Decision, reason string, took time.Duration) error {
+		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
 			Verdict: d.Verdict.String(), Rule: d.Rule, Reason: reason, Revision: d.Revision, ArgsDigest: digest,
 			Latency: took,
@@ -58,8 +59,13 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	// read, host requests in checkHostParams, an upstream's sampling request
 	// in resolveSampling. Walking them again would only cost a tools/call.
 	d := pol.Decide(call)
-	logDecision(d, d.Reason, time.Since(start))
+	err := logDecision(d, d.Reason, time.Since(start))
 	g.observeDecision(&call, &d)
+	if err != nil && d.Verdict != policy.Deny {
+		// Not on record, so not let through, and not put to a human
+		// either: what they answered could not be recorded.
+		return g.unaudited(call, "decision", d.Rule, d.Revision, err)
+	}
 	switch d.Verdict {
 	case policy.Allow:
 		return verdict{allow: true, letBy: "allow", revision: d.Revision}
@@ -67,12 +73,13 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]", d.Reason, d.Rule, d.Revision)}
 	}
 	// Ask.
-	record := func(a elicitation.Answer) {
-		g.audit.Approval(audit.Approval{
+	record := func(a elicitation.Answer) error {
+		err := g.audit.Approval(audit.Approval{
 			DecisionID: id, Session: g.session, Server: call.Server, Tool: call.Name, ArgsDigest: digest,
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
 		g.observeApproval(&a)
+		return err
 	}
 	// A session yes answers the question the human read, which names the
 	// rule and gives its reason: it covers later asks of this tool by the
@@ -81,7 +88,9 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	// tool that changed is not the one the human approved.
 	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule + "\x00def:" + g.defDigest(call.Kind, call.Server, call.Name)
 	if g.grants.Granted(d.Revision, call.Server, grantName) {
-		record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"})
+		if err := record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"}); err != nil {
+			return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+		}
 		return verdict{allow: true, letBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)), revision: d.Revision}
 	}
 	host := g.hostCaps()
@@ -110,7 +119,9 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		// is this decision taken again (era_ask.go).
 		var ir json.RawMessage
 		if a, ir = g.askModern(m, pol, call, d, req); ir != nil {
-			record(a)
+			if err := record(a); err != nil {
+				return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+			}
 			return verdict{reason: a.Detail, inputRequired: ir}
 		}
 	} else if m != nil {
@@ -126,7 +137,10 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	} else {
 		a = g.approver.Approve(ctx, req, pol.ApprovalTimeout())
 	}
-	record(a)
+	err = record(a)
+	if err != nil && a.Allowed() {
+		return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+	}
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
 	}
@@ -140,7 +154,9 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	cur := g.policy.Current()
 	start = time.Now()
 	d2 := cur.Decide(call)
-	logDecision(d2, "re-decided after the user approved: "+d2.Reason, time.Since(start))
+	if err := logDecision(d2, "re-decided after the user approved: "+d2.Reason, time.Since(start)); err != nil && d2.Verdict != policy.Deny {
+		return g.unaudited(call, "decision", d2.Rule, d2.Revision, err)
+	}
 	approvedSame := d2.Verdict == policy.Ask && d2.Rule == d.Rule && cur.RuleReason(d2.Rule) == req.Reason
 	if d2.Verdict != policy.Allow && !approvedSame {
 		what := "the decision changed while they were asked"
@@ -157,6 +173,23 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		return verdict{allow: true, letBy: "allow", revision: d2.Revision}
 	}
 	return verdict{allow: true, letBy: elicitation.ApprovedBy(d2.Rule, req.Reason), revision: d2.Revision}
+}
+
+// unaudited refuses a call whose decision or approval record did not
+// reach the audit log (a full disk, a failing device): every call the
+// gate lets through is on record before it is forwarded (design.md), so
+// one that cannot be recorded is not let through. The host reads why,
+// without the log's path; the operator's log has the whole error.
+func (g *Session) unaudited(call policy.Call, record, rule, revision string, err error) verdict {
+	g.log.Error("audit record not written; call refused", "server", call.Server, "kind", kindName(call.Kind),
+		"record", record, "error", err)
+	g.observeAuditFailure()
+	why := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err
+	}
+	return verdict{reason: fmt.Sprintf("mcp-gate could not write the audit record of this call's %s (%v), so it did not let the call through; calls are refused until the audit log can be written again [rule %s, policy %s]", record, why, rule, revision)}
 }
 
 func kindName(k policy.Kind) string {

@@ -94,14 +94,14 @@ type userAudit struct {
 	user string
 }
 
-func (a userAudit) Decision(d audit.Decision) {
+func (a userAudit) Decision(d audit.Decision) error {
 	d.User = a.user
-	a.Logger.Decision(d)
+	return a.Logger.Decision(d)
 }
 
-func (a userAudit) Approval(ap audit.Approval) {
+func (a userAudit) Approval(ap audit.Approval) error {
 	ap.User = a.user
-	a.Logger.Approval(ap)
+	return a.Logger.Approval(ap)
 }
 
 func (a userAudit) Guard(g audit.Guard) {

@@ -44,6 +44,9 @@ type Observer interface {
 	// UpstreamExited is a running child that ended; crashed says the gate
 	// did not stop it.
 	UpstreamExited(server string, crashed bool)
+	// AuditFailed is a call refused because its decision or approval
+	// record could not be written to the audit log.
+	AuditFailed()
 }
 
 // callSpan is the start of a forwarded request, when an observer wants it.
@@ -68,6 +71,13 @@ func (g *Gate) endCall(sp callSpan, server, method string, err error) {
 
 func (g *Gate) callDone(sp callSpan, server, method string, err error) {
 	g.opts.Observer.CallDone(server, method, time.Since(sp.start), err != nil)
+}
+
+// observeAuditFailure reports a call refused for want of its audit record.
+func (g *Gate) observeAuditFailure() {
+	if g.opts.Observer != nil {
+		g.opts.Observer.AuditFailed()
+	}
 }
 
 // observeDecision reports the policy's verdict on call.

@@ -95,8 +95,8 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	change := definitionChange(pin, def)
 	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
 	id := g.decisionID()
-	logDecision := func(v policy.Verdict, reason string) {
-		g.audit.Decision(audit.Decision{
+	logDecision := func(v policy.Verdict, reason string) error {
+		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(t.kind), Server: t.server, Tool: t.name, WireName: t.wire,
 			Verdict: v.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: audit.Digest(t.args),
 		})
@@ -112,14 +112,18 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	switch pol.PinAction(t.server) {
 	case policy.Allow:
-		logDecision(policy.Allow, what+"; the policy's pins setting allows changes of this server")
+		if err := logDecision(policy.Allow, what+"; the policy's pins setting allows changes of this server"); err != nil {
+			return g.unaudited(policy.Call{Kind: t.kind, Server: t.server, Name: t.name}, "decision", pinRule, pol.Revision(), err)
+		}
 		accept()
 		return verdict{allow: true}
 	case policy.Deny:
 		logDecision(policy.Deny, what+"; the policy's pins setting denies changes of this server")
 		return refuse("the policy's pins setting refuses changed definitions of this server until they are accepted")
 	}
-	logDecision(policy.Ask, what)
+	if err := logDecision(policy.Ask, what); err != nil {
+		return g.unaudited(policy.Call{Kind: t.kind, Server: t.server, Name: t.name}, "decision", pinRule, pol.Revision(), err)
+	}
 	req := elicitation.Request{
 		Server: t.server, Tool: defName, Title: g.itemTitle(t.kind, t.server, t.name),
 		Args: t.args, ArgsDigest: audit.Digest(t.args),
@@ -129,10 +133,13 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		Changed: change,
 	}
 	a := g.approver.Approve(ctx, req, pol.ApprovalTimeout())
-	g.audit.Approval(audit.Approval{
+	err = g.audit.Approval(audit.Approval{
 		DecisionID: id, Session: g.session, Server: t.server, Tool: t.name, ArgsDigest: req.ArgsDigest,
 		Outcome: string(a.Outcome), Detail: "definition change: " + a.Detail, Latency: a.Took,
 	})
+	if err != nil && a.Allowed() {
+		return g.unaudited(policy.Call{Kind: t.kind, Server: t.server, Name: t.name}, "approval", pinRule, pol.Revision(), err)
+	}
 	if !a.Allowed() {
 		return refuse("approval was required and " + a.Detail)
 	}

@@ -1,0 +1,130 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// failingWriter fails every write while fail is set, as a full disk does.
+type failingWriter struct {
+	mu     sync.Mutex
+	fail   bool
+	writes int
+	ok     countingWriter
+}
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if f.fail {
+		return 0, &os.PathError{Op: "write", Path: "audit.jsonl", Err: syscall.ENOSPC}
+	}
+	return f.ok.Write(p)
+}
+
+func (f *failingWriter) setFail(v bool) {
+	f.mu.Lock()
+	f.fail = v
+	f.mu.Unlock()
+}
+
+// A record that does not reach the OS is the caller's error, for every
+// record that lets a call through (Decision, Approval), alone or gathered
+// with a burst's: the caller refuses the call it records.
+func TestFailedRecordWriteIsReturned(t *testing.T) {
+	for _, burst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("burst=%v", burst), func(t *testing.T) {
+			old := burstSource.Load()
+			t.Cleanup(func() { burstSource.Store(old) })
+			burstSource.Store(nil)
+			if burst {
+				withBursts(t)
+			}
+			var w failingWriter
+			a := New(&w)
+			w.setFail(true)
+			if err := a.Decision(Decision{ID: "d1", Verdict: "allow"}); !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("Decision on a full disk returned %v, want ENOSPC", err)
+			}
+			if err := a.Approval(Approval{DecisionID: "d1", Outcome: "approved"}); !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("Approval on a full disk returned %v, want ENOSPC", err)
+			}
+			// The disk has room again: the next records are written and
+			// return nil; nothing of the failure sticks.
+			w.setFail(false)
+			if err := a.Decision(Decision{ID: "d2", Verdict: "allow"}); err != nil {
+				t.Errorf("Decision after the disk has room returned %v", err)
+			}
+			if err := a.Approval(Approval{DecisionID: "d2", Outcome: "approved"}); err != nil {
+				t.Errorf("Approval after the disk has room returned %v", err)
+			}
+			if !w.ok.has(`"decision_id":"d2"`) {
+				t.Errorf("the record after the failure is not in the log:\n%s", w.ok.buf.String())
+			}
+		})
+	}
+}
+
+// When one write carries a burst's records and fails, every writer of the
+// burst gets the error, not only the one that wrote: each of their calls
+// is unrecorded. Then a burst that is written returns nil to each.
+func TestFailedBurstWriteReachesEveryWriter(t *testing.T) {
+	withBursts(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: a burst runs while one yields
+	var w failingWriter
+	a := New(&w)
+	const n = 8
+	burst := func() []error {
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = a.Decision(Decision{ID: fmt.Sprintf("burst-%d", i), Verdict: "allow"})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return errs
+	}
+	w.setFail(true)
+	w.writes = 0
+	for i, err := range burst() {
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("writer %d of a burst whose write failed returned %v, want ENOSPC", i, err)
+		}
+	}
+	if w.writes >= n {
+		t.Logf("the burst was not gathered (%d writes for %d records): the test shows less than it should", w.writes, n)
+	}
+	w.setFail(false)
+	for i, err := range burst() {
+		if err != nil {
+			t.Errorf("writer %d of a burst that was written returned %v", i, err)
+		}
+	}
+}
+
+// A Logger over a handler returns the handler's error too (slog.Logger
+// would drop it).
+func TestHandlerErrorIsReturned(t *testing.T) {
+	var w failingWriter
+	w.setFail(true)
+	a := NewHandler(slog.NewJSONHandler(&w, nil))
+	if err := a.Decision(Decision{ID: "h1"}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Decision over a failing handler returned %v, want ENOSPC", err)
+	}
+	if err := Discard().Decision(Decision{ID: "h2"}); err != nil {
+		t.Errorf("Discard's Decision returned %v", err)
+	}
+}

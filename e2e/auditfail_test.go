@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An audit log that cannot be written (here /dev/full, whose every write
+// fails as a full disk's does) lets no call through: the real gate refuses
+// each call, saying why, and its real server never sees it; the operator's
+// log says what failed. Nothing is silently let through unrecorded.
+func TestFullAuditLogRefusesCalls(t *testing.T) {
+	needNode(t)
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	root := t.TempDir()
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	cmd := exec.Command(gateBin, "serve",
+		"--servers", writeServers(t, dir, map[string]server{"filesystem": filesystem(root)}),
+		"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--audit-log", "/dev/full")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	g := &gate{cmd: cmd, stderr: stderr}
+	sess := g.connect(t, nil)
+
+	target := filepath.Join(root, "unrecorded.txt")
+	res := call(t, sess, "filesystem__write_file", map[string]any{"path": target, "content": "x"})
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "could not write the audit record") || !strings.Contains(text, "no space left on device") {
+		t.Fatalf("a call the audit log cannot record was answered (isError=%v): %s", res.IsError, text)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the server ran a call the audit log does not record (stat: %v)", err)
+	}
+	if log := stderr.String(); !strings.Contains(log, "audit record not written; call refused") {
+		t.Errorf("the operator's log does not say the call was refused for its audit record:\n%s", log)
+	}
+}
