@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -105,7 +107,7 @@ func TestFailedBurstWriteReachesEveryWriter(t *testing.T) {
 		}
 	}
 	if w.writes >= n {
-		t.Logf("the burst was not gathered (%d writes for %d records): the test shows less than it should", w.writes, n)
+		t.Errorf("the burst was not gathered (%d writes for %d records): the test shows nothing", w.writes, n)
 	}
 	w.setFail(false)
 	for i, err := range burst() {
@@ -126,5 +128,75 @@ func TestHandlerErrorIsReturned(t *testing.T) {
 	}
 	if err := Discard().Decision(Decision{ID: "h2"}); err != nil {
 		t.Errorf("Discard's Decision returned %v", err)
+	}
+}
+
+// A record that fills the group (groupMax) is written at once, and its
+// writer gets that write's error too.
+func TestFailedFullGroupWriteIsReturned(t *testing.T) {
+	withBursts(t)
+	var w failingWriter
+	a := New(&w)
+	w.setFail(true)
+	big := strings.Repeat("x", groupMax)
+	if err := a.Decision(Decision{ID: "big", Reason: big}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a record over groupMax on a full disk returned %v, want ENOSPC", err)
+	}
+}
+
+// A group whose write a slog line forced (Write flushes what is pending
+// first) fails its records' writers too.
+func TestGroupFlushedBySlogLineFails(t *testing.T) {
+	var w failingWriter
+	a := New(&w)
+	w.setFail(true)
+	a.w.mu.Lock()
+	g := a.w.group
+	g.buf = append(g.buf, `{"decision_id":"pending"}`+"\n"...)
+	a.w.mu.Unlock()
+	a.Slog().Info("after", KeyEvent, EventOther)
+	a.w.mu.Lock()
+	done, err := g.done, g.err
+	a.w.mu.Unlock()
+	if !done || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the pending group flushed by a slog line: done=%v err=%v, want its write's ENOSPC", done, err)
+	}
+}
+
+// tearingWriter writes half of a write and then fails, once, as a disk
+// that fills in the middle of a line.
+type tearingWriter struct {
+	countingWriter
+	tear bool
+}
+
+func (t *tearingWriter) Write(p []byte) (int, error) {
+	if t.tear {
+		t.tear = false
+		n, _ := t.countingWriter.Write(p[:len(p)/2])
+		return n, &os.PathError{Op: "write", Path: "audit.jsonl", Err: syscall.ENOSPC}
+	}
+	return t.countingWriter.Write(p)
+}
+
+// After a write that failed part-way, the next record starts on a line
+// of its own: the torn line is lost, never the record after it.
+func TestTornWriteNextRecordOnItsOwnLine(t *testing.T) {
+	old := burstSource.Load()
+	t.Cleanup(func() { burstSource.Store(old) })
+	burstSource.Store(nil)
+	w := &tearingWriter{tear: true}
+	a := New(w)
+	if err := a.Decision(Decision{ID: "torn"}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a torn write returned %v, want ENOSPC", err)
+	}
+	if err := a.Decision(Decision{ID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(w.buf.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(last), &rec); err != nil || rec[KeyDecisionID] != "after" {
+		t.Fatalf("the record after a torn write is not a line of its own: %q (%v)", last, err)
 	}
 }

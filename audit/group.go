@@ -43,6 +43,10 @@ type lockedWriter struct {
 	w         io.Writer
 	group     *group // the records gathered, not yet written; never nil
 	burstSeen uint64 // the burst count at the last gathering
+	// torn is set when a write failed part-way (a disk that filled in
+	// the middle of a line): the next write starts a new line first, so
+	// that the records after the failure are lines of their own.
+	torn bool
 }
 
 // A group is the records of one burst, written together. Each writer of
@@ -66,7 +70,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	if len(l.group.buf) > 0 {
 		l.flushLocked()
 	}
-	return l.w.Write(p)
+	return l.write(p)
+}
+
+var newline = []byte{'\n'}
+
+// write writes p whole, under mu, after the newline a torn line needs.
+func (l *lockedWriter) write(p []byte) (int, error) {
+	if l.torn {
+		if _, err := l.w.Write(newline); err != nil {
+			return 0, err
+		}
+		l.torn = false
+	}
+	n, err := l.w.Write(p)
+	if err != nil && n > 0 && n < len(p) {
+		l.torn = true
+	}
+	return n, err
 }
 
 // record writes one record: at once, or, while a burst is under way,
@@ -75,7 +96,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func (l *lockedWriter) record(p []byte) error {
 	l.mu.Lock()
 	if len(l.group.buf) == 0 && !l.burstLocked() {
-		_, err := l.w.Write(p)
+		_, err := l.write(p)
 		l.mu.Unlock()
 		return err
 	}
@@ -83,8 +104,9 @@ func (l *lockedWriter) record(p []byte) error {
 	g.buf = append(g.buf, p...)
 	if len(g.buf) >= groupMax {
 		l.flushLocked()
+		err := g.err
 		l.mu.Unlock()
-		return g.err
+		return err
 	}
 	l.mu.Unlock()
 	// Let the other runnable goroutines of the burst add theirs. With
@@ -119,7 +141,7 @@ func (l *lockedWriter) burstLocked() bool {
 // of the group returns its error, and its call is refused.
 func (l *lockedWriter) flushLocked() {
 	g := l.group
-	_, g.err = l.w.Write(g.buf)
+	_, g.err = l.write(g.buf)
 	g.done = true
 	next := &group{buf: g.buf[:0]}
 	if cap(next.buf) > 2*groupMax {

@@ -75,7 +75,8 @@ func (r *record) int(key string, val int64) {
 
 // end writes the record, in one write, and recycles it. It returns the
 // write's error: the fast path's writer's, or the handler's (slog.Logger
-// would drop it, so the record goes to the handler directly).
+// would drop it, so the record goes to the handler directly, with no
+// caller PC: a handler with AddSource shows no source for these records).
 func (a *Logger) end(r *record) error {
 	var err error
 	if r.fast {

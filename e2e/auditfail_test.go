@@ -31,13 +31,13 @@ func TestFullAuditLogRefusesCalls(t *testing.T) {
 	target := filepath.Join(root, "unrecorded.txt")
 	res := call(t, sess, "filesystem__write_file", map[string]any{"path": target, "content": "x"})
 	text := resultText(res)
-	if !res.IsError || !strings.Contains(text, "could not write the audit record") || !strings.Contains(text, "no space left on device") {
+	if !res.IsError || !strings.Contains(text, "its audit record (the decision) could not be written") || !strings.Contains(text, "no space left on device") {
 		t.Fatalf("a call the audit log cannot record was answered (isError=%v): %s", res.IsError, text)
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("the server ran a call the audit log does not record (stat: %v)", err)
 	}
-	if log := stderr.String(); !strings.Contains(log, "audit record not written; call refused") {
+	if log := stderr.String(); !strings.Contains(log, "audit record not written") {
 		t.Errorf("the operator's log does not say the call was refused for its audit record:\n%s", log)
 	}
 }

@@ -129,7 +129,7 @@ func New(opts Options) *Metrics {
 	}, []string{"server", "kind"})
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "audit_write_failures_total",
-		Help: "Calls refused because their decision or approval record could not be written to the audit log.",
+		Help: "Decision and approval records that could not be written to the audit log; a call such a record would let through is refused.",
 	})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "policy_reloads_total",
@@ -241,7 +241,7 @@ func (m *Metrics) GuardRefused(server, kind string) {
 	c.Inc()
 }
 
-// AuditFailed counts a call refused for want of its audit record.
+// AuditFailed counts a decision or approval record not written.
 func (m *Metrics) AuditFailed() { m.auditFailures.Inc() }
 
 // SessionStarted counts a host session in.

@@ -77,15 +77,15 @@ func TestUnauditedCallRefused(t *testing.T) {
 		wantReason string
 	}{
 		{name: "allow, decision unrecorded", policy: "version: 1\nfallback: deny\nallow: [\"mcp:s:t\"]\n",
-			fail: isEvent("decision"), wantReason: "could not write the audit record of this call's decision (no space left on device)"},
+			fail: isEvent("decision"), wantReason: "its audit record (the decision) could not be written (no space left on device)"},
 		{name: "deny, decision unrecorded", policy: "version: 1\nfallback: deny\n",
-			fail: isEvent("decision"), wantReason: "[rule fallback"},
+			fail: isEvent("decision"), wantReason: "no rule matched"},
 		{name: "ask, decision unrecorded", policy: "version: 1\nfallback: deny\nask: [\"mcp:s:t\"]\n", outcome: elicitation.Approved,
-			fail: isEvent("decision"), wantReason: "could not write the audit record of this call's decision"},
+			fail: isEvent("decision"), wantReason: "its audit record (the decision) could not be written"},
 		{name: "ask, approval unrecorded", policy: "version: 1\nfallback: deny\nask: [\"mcp:s:t\"]\n", outcome: elicitation.Approved,
-			fail: isEvent("approval"), wantAsked: true, wantReason: "could not write the audit record of this call's approval"},
+			fail: isEvent("approval"), wantAsked: true, wantReason: "its audit record (the approval) could not be written"},
 		{name: "ask, re-decision unrecorded", policy: "version: 1\nfallback: deny\nask: [\"mcp:s:t\"]\n", outcome: elicitation.Approved,
-			fail: nthEvent("decision", 2), wantAsked: true, wantReason: "could not write the audit record of this call's decision"},
+			fail: nthEvent("decision", 2), wantAsked: true, wantReason: "its audit record (the decision) could not be written"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			up := newPipelineUpstream()
@@ -103,6 +103,9 @@ func TestUnauditedCallRefused(t *testing.T) {
 			if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, c.wantReason) {
 				t.Fatalf("an unrecorded call was answered %s; want a refusal saying %q", resp, c.wantReason)
 			}
+			if c.policy == "version: 1\nfallback: deny\n" && strings.Contains(resp, "could not be written") {
+				t.Errorf("a denial became an audit refusal; it is the policy's own: %s", resp)
+			}
 			if strings.Contains(resp, "/secret/") {
 				t.Errorf("the refusal shows the audit log's path: %s", resp)
 			}
@@ -118,8 +121,8 @@ func TestUnauditedCallRefused(t *testing.T) {
 			if disk.failures() == 0 {
 				t.Fatal("no audit write failed: the test shows nothing")
 			}
-			if c.policy != "version: 1\nfallback: deny\n" && !strings.Contains(strings.Join(ev.lines(), "\n"), "audit failed") {
-				t.Errorf("the observer did not count the refusal: %q", ev.lines())
+			if !strings.Contains(strings.Join(ev.lines(), "\n"), "audit failed") {
+				t.Errorf("the observer did not count the failed write: %q", ev.lines())
 			}
 
 			// The disk has room again: the same call runs (or is denied,
@@ -155,7 +158,7 @@ func TestUnauditedRememberedApprovalRefused(t *testing.T) {
 	}
 	disk.set(true, isEvent("approval"))
 	resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
-	if !strings.Contains(resp, "could not write the audit record of this call's approval") {
+	if !strings.Contains(resp, "its audit record (the approval) could not be written") {
 		t.Fatalf("a remembered approval that could not be recorded was answered %s", resp)
 	}
 	if n := up.calls(); n != 1 {
@@ -190,9 +193,9 @@ func TestUnauditedPinChangeRefused(t *testing.T) {
 		fail         func(string) bool
 		want         string
 	}{
-		{"pins allow, its decision unrecorded", pinsPolicy + "pins:\n  default: allow\n", nthEvent("decision", 1), "this call's decision"},
-		{"pins ask, its decision unrecorded", pinsPolicy, nthEvent("decision", 1), "this call's decision"},
-		{"pins ask, its approval unrecorded", pinsPolicy, isEvent("approval"), "this call's approval"},
+		{"pins allow, its decision unrecorded", pinsPolicy + "pins:\n  default: allow\n", nthEvent("decision", 1), "decision"},
+		{"pins ask, its decision unrecorded", pinsPolicy, nthEvent("decision", 1), "decision"},
+		{"pins ask, its approval unrecorded", pinsPolicy, isEvent("approval"), "approval"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -204,7 +207,7 @@ func TestUnauditedPinChangeRefused(t *testing.T) {
 			h := pinnedHost(t, u, dir, c.policy, func(o *Options) { o.Approver = yes; o.Audit = audit.New(disk) })
 			disk.set(true, c.fail)
 			resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
-			if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, "could not write the audit record of "+c.want) {
+			if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, "its audit record (the "+c.want+") could not be written") {
 				t.Fatalf("a changed definition whose record failed was answered %s", resp)
 			}
 			if n := u.ran.Load(); n != 0 {
@@ -219,5 +222,47 @@ func TestUnauditedPinChangeRefused(t *testing.T) {
 				t.Fatalf("a change whose acceptance was not recorded was pinned: %s", resp)
 			}
 		})
+	}
+}
+
+// A 2026-07-28 host whose question (an input-required result) cannot be
+// recorded gets the refusal as a complete result, not a question, and the
+// upstream never runs.
+func TestUnauditedModernQuestionIsACompleteRefusal(t *testing.T) {
+	up := newPipelineUpstream()
+	disk := &fullDisk{}
+	g := newScriptedGate(t, up.serve, "version: 1\nfallback: deny\nask: [\"mcp:s:t\"]\n", func(o *Options) { o.Audit = audit.New(disk) })
+	h := serveModernHost(t, g)
+	disk.set(true, isEvent("approval"))
+	res, err := h.call("tools/call", `{"name":"s__t","arguments":{}}`, formCaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(res)
+	if !strings.Contains(got, `"resultType":"complete"`) || !strings.Contains(got, `"isError":true`) ||
+		!strings.Contains(got, "its audit record (the approval) could not be written") || strings.Contains(got, "inputRequests") {
+		t.Fatalf("a question that could not be recorded was answered %s; want a complete isError result", got)
+	}
+	if n := up.calls(); n != 0 {
+		t.Fatalf("the upstream ran %d calls", n)
+	}
+}
+
+// A refusal where MCP has no result to carry it (prompts/get) is the
+// -32010 error, with the same reason.
+func TestUnauditedPromptIsADeniedError(t *testing.T) {
+	up := newPipelineUpstream()
+	disk := &fullDisk{}
+	h := startRawHost(t, map[string]scripted{"s": up.serve}, func(o *Options) {
+		o.Policy = static(t, "version: 1\nfallback: deny\nallow: [\"prompt:s:*\", \"mcp:s:*\"]\n")
+		o.Audit = audit.New(disk)
+	})
+	disk.set(true, isEvent("decision"))
+	resp := string(h.call("prompts/get", `{"name":"s__p","arguments":{}}`))
+	if !strings.Contains(resp, `"code":-32010`) || !strings.Contains(resp, "its audit record (the decision) could not be written") {
+		t.Fatalf("prompts/get whose decision could not be recorded was answered %s", resp)
+	}
+	if up.got("prompts/get") {
+		t.Fatal("the upstream got a prompts/get its audit log does not record")
 	}
 }

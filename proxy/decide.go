@@ -48,11 +48,13 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) error {
-		return g.audit.Decision(audit.Decision{
+		err := g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
 			Verdict: d.Verdict.String(), Rule: d.Rule, Reason: reason, Revision: d.Revision, ArgsDigest: digest,
 			Latency: took,
 		})
+		g.noteAuditWrite(call, "decision", err)
+		return err
 	}
 	// The arguments are unambiguous here (no key twice, as written or under
 	// case folding): every caller checked the whole message where it was
@@ -78,6 +80,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 			DecisionID: id, Session: g.session, Server: call.Server, Tool: call.Name, ArgsDigest: digest,
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
+		g.noteAuditWrite(call, "approval", err)
 		g.observeApproval(&a)
 		return err
 	}
@@ -120,6 +123,9 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		var ir json.RawMessage
 		if a, ir = g.askModern(m, pol, call, d, req); ir != nil {
 			if err := record(a); err != nil {
+				// Not asked after all: the answer is the refusal, a
+				// complete result (era.go stamps it so).
+				m.asked.Store(false)
 				return g.unaudited(call, "approval", d.Rule, d.Revision, err)
 			}
 			return verdict{reason: a.Detail, inputRequired: ir}
@@ -177,19 +183,31 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 
 // unaudited refuses a call whose decision or approval record did not
 // reach the audit log (a full disk, a failing device): every call the
-// gate lets through is on record before it is forwarded (design.md), so
-// one that cannot be recorded is not let through. The host reads why,
-// without the log's path; the operator's log has the whole error.
+// gate lets through is on record before it is forwarded (README, "The
+// audit log"), so one that cannot be recorded is not let through. The
+// text names the errno, not the log's path, and not the gate: a relay's
+// refuse adds its own prefix, and an upstream often hands a sampling
+// refusal back in its result, where a text naming the gate with approval
+// vocabulary is what the guard refuses.
 func (g *Session) unaudited(call policy.Call, record, rule, revision string, err error) verdict {
-	g.log.Error("audit record not written; call refused", "server", call.Server, "kind", kindName(call.Kind),
-		"record", record, "error", err)
-	g.observeAuditFailure()
 	why := err
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		why = pe.Err
 	}
-	return verdict{reason: fmt.Sprintf("mcp-gate could not write the audit record of this call's %s (%v), so it did not let the call through; calls are refused until the audit log can be written again [rule %s, policy %s]", record, why, rule, revision)}
+	return verdict{reason: fmt.Sprintf("its audit record (the %s) could not be written (%v), so it was not let through; requests are refused until the audit log can be written again [rule %s, policy %s]", record, why, rule, revision)}
+}
+
+// noteAuditWrite logs and counts a decision or approval record that did
+// not reach the audit log, whatever the verdict: a disk that fills while
+// only denials flow is seen too.
+func (g *Session) noteAuditWrite(call policy.Call, record string, err error) {
+	if err == nil {
+		return
+	}
+	g.log.Error("audit record not written", "session", g.session, "server", call.Server, "kind", kindName(call.Kind),
+		"record", record, "error", audit.Redact(err.Error()))
+	g.observeAuditFailure()
 }
 
 func kindName(k policy.Kind) string {

@@ -44,8 +44,9 @@ type Observer interface {
 	// UpstreamExited is a running child that ended; crashed says the gate
 	// did not stop it.
 	UpstreamExited(server string, crashed bool)
-	// AuditFailed is a call refused because its decision or approval
-	// record could not be written to the audit log.
+	// AuditFailed is a decision or approval record that could not be
+	// written to the audit log (a call it would have let through is
+	// refused; a denial stands).
 	AuditFailed()
 }
 
@@ -73,7 +74,7 @@ func (g *Gate) callDone(sp callSpan, server, method string, err error) {
 	g.opts.Observer.CallDone(server, method, time.Since(sp.start), err != nil)
 }
 
-// observeAuditFailure reports a call refused for want of its audit record.
+// observeAuditFailure reports a decision or approval record not written.
 func (g *Gate) observeAuditFailure() {
 	if g.opts.Observer != nil {
 		g.opts.Observer.AuditFailed()
