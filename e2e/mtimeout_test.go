@@ -213,19 +213,7 @@ func TestMtimeoutParked(t *testing.T) {
 	t.Run("timed out while parked", func(t *testing.T) {
 		g, events := mtimeoutGate(t, "slow", oldEra, "1s")
 		h := startModern(t, g, formCaps)
-		_, st := parkedQuestion(t, h.request("tools/call", mtimeoutArgs("slow", "askhang", "p")), "elicitation/create")
-		id := startedID(t, events, "askhang", "p")
-		wantCancelledForTimeout(t, events, id)
-		waitEvent(t, events, "answered askhang p "+id+` {"error":`, 10*time.Second)
-		if ev := readEvents(t, events); !strings.Contains(ev, "the call it was asked in ended") {
-			t.Fatalf("the upstream's question was not answered with why:\n%s", ev)
-		}
-		wantTimeoutError(t, h.request("tools/call", mtimeoutArgs("slow", "askhang", "p")+","+parkAnswer(acceptStaging, st)), "slow", "1s")
-		if ev := readEvents(t, events); strings.Contains(ev, "staging") {
-			t.Fatalf("the host's answer reached the upstream after its call was cancelled:\n%s", ev)
-		}
-		// Nothing stays parked: the next question is the only one.
-		parkedQuestion(t, h.request("tools/call", mtimeoutArgs("slow", "askhang", "next")), "elicitation/create")
+		timedOutWhileParked(t, func(method, _, members string) string { return h.request(method, members) }, events)
 	})
 
 	// The same against a go-sdk server, which withdraws its own question
@@ -245,6 +233,47 @@ func TestMtimeoutParked(t *testing.T) {
 			t.Fatal("the answer reached the upstream after its call was cancelled")
 		}
 	})
+}
+
+// timedOutWhileParked is the "timed out while parked" scenario on a
+// transport: call sends a request and returns the response.
+func timedOutWhileParked(t *testing.T, call modernCall, events string) {
+	t.Helper()
+	askhang := func(tag, extra string) string {
+		members := mtimeoutArgs("slow", "askhang", tag)
+		if extra != "" {
+			members += "," + extra
+		}
+		return call("tools/call", "slow__askhang", members)
+	}
+	_, st := parkedQuestion(t, askhang("p", ""), "elicitation/create")
+	id := startedID(t, events, "askhang", "p")
+	wantCancelledForTimeout(t, events, id)
+	waitEvent(t, events, "answered askhang p "+id+` {"error":`, 10*time.Second)
+	if ev := readEvents(t, events); !strings.Contains(ev, "the call it was asked in ended") {
+		t.Fatalf("the upstream's question was not answered with why:\n%s", ev)
+	}
+	wantTimeoutError(t, askhang("p", parkAnswer(acceptStaging, st)), "slow", "1s")
+	if ev := readEvents(t, events); strings.Contains(ev, "staging") {
+		t.Fatalf("the host's answer reached the upstream after its call was cancelled:\n%s", ev)
+	}
+	// Nothing stays parked: the next question is the only one.
+	parkedQuestion(t, askhang("next", ""), "elicitation/create")
+}
+
+// Over HTTP, where every request is a POST of its own (a proxy Session
+// each): a call that never answers, and a call timed out while parked
+// whose retry comes in another POST.
+func TestMtimeoutModernHostHTTP(t *testing.T) {
+	g, events := mtimeoutGate(t, "slow", oldEra, "1s")
+	c := &modernHTTP{t: t, url: g.serveHTTP(t), caps: formCaps}
+	call := func(method, name, members string) string {
+		_, b := c.request(method, name, members)
+		return b
+	}
+	wantTimeoutError(t, call("tools/call", "slow__never", mtimeoutArgs("slow", "never", "h")), "slow", "1s")
+	wantCancelledForTimeout(t, events, startedID(t, events, "never", "h"))
+	timedOutWhileParked(t, call, events)
 }
 
 // A 2025-11-25 host (a go-sdk client), where life_test.go does not cover
