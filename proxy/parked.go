@@ -42,7 +42,13 @@ import (
 // when its state's time runs out (the policy's approval timeout), when a
 // retry carrying its state is refused for any reason (a denial, another
 // call's arguments, a bad answer), and when the host withdraws the request
-// waiting on it. The table is bounded: so many calls may wait on their
+// waiting on it. Its forward is bounded by the server's callTimeout from
+// the forward, across all its rounds (Session.forward, under the call's
+// own context): when that runs out while a question is with the host, the
+// upstream is cancelled then, its question is answered with an error at
+// once (finish), the host's answer is no longer delivered, and the retry
+// that comes gets the call's outcome, the timeout error (claim), as it
+// would have waiting. The table is bounded: so many calls may wait on their
 // hosts at once, per principal and in all, and a question beyond that is
 // refused.
 //
@@ -185,6 +191,10 @@ type question struct {
 var (
 	errParkedExpired   = errors.New("the host did not answer the upstream's question within the approval timeout")
 	errParkedWithdrawn = errors.New("the host withdrew the request waiting on the call")
+	// errParkedFinished ends a question still with the host when the
+	// forward ends without its answer (its callTimeout, say): it cannot
+	// be answered any more.
+	errParkedFinished = errors.New("the call it was asked in ended")
 )
 
 func (t *parkedTable) bounds() (int, int) {
@@ -269,6 +279,12 @@ func (t *parkedTable) finish(pc *parkedCall, res json.RawMessage, err error) {
 		pc.releaseHold() // nobody will take it
 	}
 	t.mu.Unlock()
+	// A question still with the host is moot: the upstream's request is
+	// answered now (ask) rather than held until the question expires, and
+	// the host's answer is not delivered (answer). The call stays in the
+	// table, counted, until a retry takes its outcome (claim) or its state
+	// expires.
+	pc.cancel(errParkedFinished)
 	pc.poke()
 }
 
@@ -392,7 +408,10 @@ func (t *parkedTable) ask(ctx context.Context, pc *parkedCall, q *question) (jso
 	case ans := <-q.reply:
 		return ans, nil
 	case <-pc.ctx.Done():
-		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the call it was asked in was cancelled: %v", q.method, context.Cause(pc.ctx))
+		if cause := context.Cause(pc.ctx); cause != errParkedFinished {
+			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the call it was asked in was cancelled: %v", q.method, cause)
+		}
+		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v before the host answered", q.method, errParkedFinished)
 	case <-ctx.Done():
 		t.mu.Lock()
 		if pc.pending == q {
@@ -421,7 +440,8 @@ func (t *parkedTable) wait(ctx context.Context, pc *parkedCall, ttl time.Duratio
 		select {
 		case <-pc.wake:
 		case <-pc.ctx.Done():
-			// Only the table cancels it (a withdrawal returns below).
+			// The table cancels it (a withdrawal returns below), or the
+			// forward's finish, whose outcome is then ready.
 			pc.poke() // read the outcome the forward will record
 			select {
 			case <-pc.wake:
@@ -484,7 +504,10 @@ func (t *parkedTable) claim(id, principal string, round int, caps hostInfo) (*pa
 	if pc == nil || pc.principal != principal {
 		return nil, errors.New("the call that asked is no longer waiting (it expired, was cancelled, or ended)")
 	}
-	if !pc.parked || pc.round != round || pc.pending == nil || pc.pending != pc.asked {
+	// A call whose forward ended while parked (its callTimeout ran out, or
+	// it answered without the answer) has its outcome for this retry, even
+	// if the upstream withdrew its question as it ended.
+	if !pc.parked || pc.round != round || !pc.done && (pc.pending == nil || pc.pending != pc.asked) {
 		return nil, errors.New("no question of that call is waiting on this requestState")
 	}
 	pc.parked = false
@@ -502,7 +525,9 @@ func (t *parkedTable) claim(id, principal string, round int, caps hostInfo) (*pa
 func (t *parkedTable) answer(pc *parkedCall, ans json.RawMessage) {
 	t.mu.Lock()
 	q := pc.pending
-	if q == nil || q != pc.asked {
+	if q == nil || q != pc.asked || pc.done {
+		// Withdrawn, or the call ended: its upstream request was answered
+		// already (finish).
 		t.mu.Unlock()
 		return
 	}

@@ -77,6 +77,10 @@ func main() {
 		err = runStray(ev)
 	case "modern-only":
 		err = runModernOnly(ev)
+	case "mtimeout":
+		err = runRaw(mtimeoutHandlers(), ev)
+	case "mtimeout-modern":
+		err = runMtimeoutModern(ev)
 	case "preinit-silent", "preinit-exit":
 		err = runPreinit(ev, (*mode)[len("preinit-"):])
 	case "exit":
