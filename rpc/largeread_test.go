@@ -165,22 +165,25 @@ func TestStreamDirectReadInterrupted(t *testing.T) {
 func TestStreamDirectReadStall(t *testing.T) {
 	forPipes(t, func(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
 		big := `{"jsonrpc":"2.0","method":"big","params":{"t":"` + strings.Repeat("w", 300<<10) + `"}}` + "\n"
-		t.Run("whole then silence", func(t *testing.T) {
+		// The peer has written everything before the Stream reads: a
+		// writer goroutine paused mid-message by a busy machine would be
+		// a stall, rightly reported (seen under load). The bytes are in
+		// the pipe, or ahead of it for io.Pipe, which holds none; silence
+		// follows either way.
+		wrote := func(t *testing.T, data string) io.Reader {
 			connR, peerW := pipe(t)
-			defer peerW.Close()
-			// The peer has written both messages before the Stream reads:
-			// a writer goroutine paused mid-message by a busy machine
-			// would be a stall, rightly reported (seen under load). The
-			// bytes are in the pipe, or ahead of it for io.Pipe, which
-			// holds none; silence follows either way.
-			var r io.Reader = connR
-			if f, ok := peerW.(*os.File); !ok || !prefillPipe(t, f, big+big) {
-				if ok {
-					go io.WriteString(peerW, big+big) // the pipe could not be sized
-				} else {
-					r = io.MultiReader(strings.NewReader(big+big), connR)
-				}
+			t.Cleanup(func() { peerW.Close() })
+			f, ok := peerW.(*os.File)
+			switch {
+			case !ok:
+				return io.MultiReader(strings.NewReader(data), connR)
+			case !prefillPipe(t, f, data):
+				go io.WriteString(peerW, data) // the pipe could not be sized
 			}
+			return connR
+		}
+		t.Run("whole then silence", func(t *testing.T) {
+			r := wrote(t, big+big)
 			s := NewStream(r, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
@@ -195,11 +198,8 @@ func TestStreamDirectReadStall(t *testing.T) {
 			}
 		})
 		t.Run("partial then silence", func(t *testing.T) {
-			connR, peerW := pipe(t)
-			defer peerW.Close()
-			s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
+			s := NewStream(wrote(t, big+big[:200<<10]), io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
 			defer s.Close()
-			go io.WriteString(peerW, big+big[:200<<10])
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if m, err := s.Read(ctx); err != nil || m.Method != "big" {
