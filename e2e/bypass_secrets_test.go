@@ -218,8 +218,17 @@ rules:
 // Issue 8: the gate's own audit log beside the policy, written at every
 // call, kept every reload from happening: an emergency deny never applied
 // while calls kept coming. Here a host calls without a pause, the audit log
-// sits beside the policy, and an in-place edit to deny must apply within a
-// second.
+// sits beside the policy, and an in-place edit to deny must apply within
+// the watcher's own latency (policyReloadLatency), with slack for a busy
+// machine.
+//
+// The time is measured from the edit to the gate's policy_reload audit
+// record, not to the host's first denied call: the calls in flight around
+// the swap are the host's and the machine's time, not the watcher's. The
+// slack (10x the designed 500 ms) cannot hide the regression this test is
+// for: a watcher that lets the neighbour's events postpone the reload
+// never reloads while the host keeps calling (the calls go on until the
+// deny shows or the 30 s hang bound), however long it is given.
 func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
@@ -228,17 +237,19 @@ func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
 	}
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")},
 		"--policy", pol, "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	g.audit = filepath.Join(dir, "audit.jsonl")
 	sess := g.connect(t, nil)
 	if got := resultText(call(t, sess, "honest__echo", map[string]any{"text": "a"})); got != "a" {
 		t.Fatalf("before the edit: %q", got)
 	}
 	stop := make(chan struct{})
-	denied := make(chan time.Time, 1)
+	denied := make(chan struct{})
+	busy := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-stop:
 				return
@@ -250,29 +261,42 @@ func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
 				return
 			}
 			if res.IsError {
-				denied <- time.Now()
+				close(denied)
 				return
+			}
+			if n == 20 {
+				close(busy)
 			}
 		}
 	}()
 	defer func() { close(stop); wg.Wait() }()
-	time.Sleep(500 * time.Millisecond) // the audit log is busy before the edit
+	// The audit log is busy before the edit: twenty calls audited.
+	select {
+	case <-busy:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the host's calls did not get going")
+	}
 	edited := time.Now()
 	if err := os.WriteFile(pol, []byte("version: 1\nfallback: deny\ndeny: [mcp:honest:echo]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case at := <-denied:
-		if took := at.Sub(edited); took > time.Second {
-			t.Errorf("the deny applied %s after the edit; want within 1s", took)
-		}
-	case <-time.After(10 * time.Second):
+	case <-denied:
+	case <-time.After(30 * time.Second):
 		t.Fatal("the deny never applied while the audit log beside the policy was busy")
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "audit.jsonl")); err != nil || fi.Size() == 0 {
+	reloaded, ok := firstAuditTime(t, g, "policy_reload", func(l map[string]any) bool { return l["ok"] == true })
+	if !ok {
+		t.Fatal("the deny applied with no policy_reload audit record")
+	}
+	took, bound := reloaded.Sub(edited), 10*policyReloadLatency
+	t.Logf("the deny applied %s after the edit", took)
+	if took > bound {
+		t.Errorf("the deny applied %s after the edit; want within %s (the watcher needs %s)", took, bound, policyReloadLatency)
+	}
+	if fi, err := os.Stat(g.audit); err != nil || fi.Size() == 0 {
 		t.Fatalf("the audit log beside the policy was not written: %v", err)
 	}
-	g.audit = filepath.Join(dir, "audit.jsonl")
 	assertEveryAuditLineHasEvent(t, g, "policy_load", "policy_reload", "decision")
 }
 

@@ -449,9 +449,21 @@ func startWatchAt(t *testing.T, path string, debounce time.Duration, onChange fu
 
 // Issue 8: a file beside the policy written more often than the debounce
 // (the gate's own audit log) kept every reload from happening, so an
-// emergency deny never applied. A valid edit must apply within a second
-// however busy the directory is.
+// emergency deny never applied. A valid edit must apply within the
+// watcher's own latency (the debounce, then the settle time), with slack
+// for a busy machine, however busy the directory is.
+//
+// The slack (10x, where a second was 2x and failed under load) cannot
+// hide the regression: a watcher that lets the neighbour's events
+// postpone the reload does not reload at all while the neighbour writes
+// every 20 ms, and waitFor gives up after 20 s.
 func TestWatchBusyNeighbour(t *testing.T) {
+	// What the docs promise (a new policy applies within a second of being
+	// seen, docs/deploy.md) is checked on the design, exactly, and the
+	// running watcher against it with slack below.
+	if latency := reloadDebounce + settleFactor*reloadDebounce; latency >= time.Second {
+		t.Fatalf("the watcher waits %s before applying an edit; the docs promise less than a second", latency)
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.yaml")
 	writeInPlace(t, path, genPolicyText(0))
@@ -490,8 +502,9 @@ func TestWatchBusyNeighbour(t *testing.T) {
 		}
 		want := fmt.Sprintf("gen-%d", gen)
 		waitFor(t, want, func() bool { return probe(s.Current()) == want })
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("edit %d applied after %s beside a busy file; want within 1s", gen, took)
+		latency := reloadDebounce + settleFactor*reloadDebounce
+		if took := time.Since(start); took > 10*latency {
+			t.Errorf("edit %d applied after %s beside a busy file; want within %s (the watcher needs %s)", gen, took, 10*latency, latency)
 		}
 	}
 }

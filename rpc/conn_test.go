@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -1378,7 +1379,19 @@ func TestWriteTimeoutClosesConn(t *testing.T) {
 // A peer that reads slowly but steadily is not taken for one that stopped,
 // even when a sender waits longer than WriteTimeout: a large message takes
 // many writes, each of which is progress.
+//
+// It runs in a synctest bubble: the reader's pace and the stall timer are
+// on the bubble's clock, so a machine too busy to run the reader every
+// 10 ms cannot make a steady reader look stalled (on the real clock a
+// descheduled feeder did, now and then, under load). What is checked is
+// unchanged: each read comes 10 ms after the last, the sender waits twice
+// the timeout, and a Conn that measured the sender's wait, or counted only
+// whole messages as progress, closes.
 func TestWriteTimeoutSparesSteadyReader(t *testing.T) {
+	synctest.Test(t, testWriteTimeoutSparesSteadyReader)
+}
+
+func testWriteTimeoutSparesSteadyReader(t *testing.T) {
 	connR, peerW := io.Pipe()
 	defer peerW.Close()
 	w := newGatedWriter()
@@ -1400,6 +1413,7 @@ func TestWriteTimeoutSparesSteadyReader(t *testing.T) {
 	// The queue is full behind the big message: this one waits for the
 	// whole of it, far longer than the timeout.
 	last := make(chan error, 1)
+	began := time.Now()
 	go func() { last <- c.Notify(context.Background(), "last", nil) }()
 	// The peer reads a chunk every 10 ms: 40 chunks, twice the timeout.
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -1423,6 +1437,11 @@ feed:
 	}
 	if err != nil {
 		t.Fatalf("Notify behind a slow but steady reader = %v; want it queued", err)
+	}
+	// On the bubble's clock this is exact: a sender that did not wait past
+	// the timeout would prove nothing.
+	if waited := time.Since(began); waited <= timeout {
+		t.Fatalf("the last Notify waited %s, not more than the timeout %s: the test proves nothing", waited, timeout)
 	}
 	select {
 	case <-c.Done():

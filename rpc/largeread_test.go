@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -164,31 +165,50 @@ func TestStreamDirectReadInterrupted(t *testing.T) {
 func TestStreamDirectReadStall(t *testing.T) {
 	forPipes(t, func(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.WriteCloser)) {
 		big := `{"jsonrpc":"2.0","method":"big","params":{"t":"` + strings.Repeat("w", 300<<10) + `"}}` + "\n"
-		t.Run("whole then silence", func(t *testing.T) {
+		// The watch is armed around every read of the large messages, and
+		// a reader descheduled inside one for the whole stall would see a
+		// stall (at a load average of 17 on two cores, 50 ms did, once in
+		// a hundred runs; the gate's is 10 s).
+		const stall = 250 * time.Millisecond
+		// The peer has written everything before the Stream reads: a
+		// writer goroutine paused mid-message by a busy machine would be
+		// a stall, rightly reported (seen under load). The bytes are in
+		// the pipe, or ahead of it for io.Pipe, which holds none; silence
+		// follows either way.
+		wrote := func(t *testing.T, data string) io.Reader {
 			connR, peerW := pipe(t)
-			defer peerW.Close()
-			s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
+			t.Cleanup(func() { peerW.Close() })
+			f, ok := peerW.(*os.File)
+			switch {
+			case !ok:
+				return io.MultiReader(strings.NewReader(data), connR)
+			case !prefillPipe(t, f, data):
+				go io.WriteString(peerW, data) // the pipe could not be sized
+			}
+			return connR
+		}
+		t.Run("whole then silence", func(t *testing.T) {
+			r := wrote(t, big+big)
+			s := NewStream(r, io.Discard, nil, Limits{ReadStall: stall})
 			defer s.Close()
-			go io.WriteString(peerW, big+big)
-			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-			defer cancel()
 			for range 2 {
-				if m, err := s.Read(ctx); err != nil || m.Method != "big" {
+				if m, err := s.Read(readCtx(t)); err != nil || m.Method != "big" {
 					t.Fatalf("Read = %v, %v", m, err)
 				}
 			}
+			// Four times the stall: a watch still armed fires well within
+			// it. (Its own end is the expected outcome, which a busy
+			// machine only delays.)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*stall)
+			defer cancel()
 			if _, err := s.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Read of an idle peer after large messages = %v; want it still waiting", err)
 			}
 		})
 		t.Run("partial then silence", func(t *testing.T) {
-			connR, peerW := pipe(t)
-			defer peerW.Close()
-			s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
+			s := NewStream(wrote(t, big+big[:200<<10]), io.Discard, nil, Limits{ReadStall: stall})
 			defer s.Close()
-			go io.WriteString(peerW, big+big[:200<<10])
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
+			ctx := readCtx(t)
 			if m, err := s.Read(ctx); err != nil || m.Method != "big" {
 				t.Fatalf("Read = %v, %v", m, err)
 			}

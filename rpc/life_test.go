@@ -201,11 +201,13 @@ func testFramingErrors(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.Wr
 		s := NewStream(connR, io.Discard, nil, Limits{ReadStall: 50 * time.Millisecond})
 		defer s.Close()
 		go io.WriteString(peerW, `{"jsonrpc":"2.0","method":"whole"}`+"\n")
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		if _, err := s.Read(ctx); err != nil {
+		if _, err := s.Read(readCtx(t)); err != nil {
 			t.Fatal(err)
 		}
+		// Six times the stall; its end is the expected outcome, which a
+		// busy machine only delays.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
 		// Silence after whole messages is an idle peer, not a stall.
 		if _, err := s.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Read of an idle peer = %v; want it still waiting", err)

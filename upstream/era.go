@@ -76,7 +76,10 @@ const ProtocolAuto = "auto"
 // server of the older era may never answer a request before initialize.
 // Servers that answer (with method not found, "before initialize", or any
 // other error) are classified at once; only a silent one waits this long,
-// and only once, since the result is remembered.
+// and only once, since the result is remembered. Where the gate can see
+// the child's unread input (Linux), it is counted from when the server
+// read the probe, so that a slow start is not taken for silence
+// (probeContext).
 var ProbeTimeout = 5 * time.Second
 
 // startEra is the era to open cfg's child of key in: the entry's pin; for
@@ -188,7 +191,7 @@ func (s *Session) handshake(ctx context.Context, era string, initParams json.Raw
 // revision the gate speaks is an error saying so.
 func (s *Session) probe(ctx context.Context, initParams json.RawMessage, lenient bool) error {
 	s.probing.Store(true)
-	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	pctx, cancel := s.probeContext(ctx) // ProbeTimeout from when the server read it
 	err := s.discover(pctx, initParams)
 	cancel()
 	if err != nil {
