@@ -1,3 +1,8 @@
+//go:build linux
+
+// Linux only: the host's descriptors are made with Linux calls
+// (SOCK_CLOEXEC, pipe2).
+
 package e2e
 
 import (

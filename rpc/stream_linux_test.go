@@ -92,15 +92,6 @@ func TestPipeGrowsForLargeMessages(t *testing.T) {
 	}
 }
 
-type multiCloser []io.Closer
-
-func (m multiCloser) Close() error {
-	for _, c := range m {
-		c.Close()
-	}
-	return nil
-}
-
 // A descriptor that is blocking (here made so by Fd, as another process
 // sharing the description could) is read and written through the Stream's
 // goroutines, never raw on Read's goroutine, where nothing could end a
