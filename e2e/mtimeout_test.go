@@ -132,6 +132,7 @@ func wantTimeoutError(t *testing.T, resp, srv, d string) {
 // forwarded beside the host request); the second runs with the era known
 // (a 2026-07-28 child's call then runs in the host request).
 func TestMtimeoutModernHostNever(t *testing.T) {
+	t.Parallel() // waits on timeouts; its servers, files and gates are its own
 	for _, era := range []string{oldEra, modernEra} {
 		t.Run(era+" upstream", func(t *testing.T) {
 			g, events := mtimeoutGate(t, "slow", era, "1s")
@@ -157,6 +158,7 @@ func TestMtimeoutModernHostNever(t *testing.T) {
 // answers the relayed round, and the upstream never answers the retry.
 // Each round is a request of its own upstream, bounded on its own.
 func TestMtimeoutModernHostRelayedRound(t *testing.T) {
+	t.Parallel() // waits on timeouts; its servers, files and gates are its own
 	g, events := mtimeoutGate(t, "slow", modernEra, "1s")
 	h := startModern(t, g, formCaps)
 	// Started, so that the era is known and the call runs in its request.
@@ -188,6 +190,7 @@ func TestMtimeoutModernHostRelayedRound(t *testing.T) {
 // host's time to answer counts, as it does for a 2025-11-25 host whose
 // call is asked mid-way.
 func TestMtimeoutParked(t *testing.T) {
+	t.Parallel() // waits on timeouts; its servers, files and gates are its own
 	// Answered at once; the upstream then never answers: the retry ends
 	// with the timeout error, and the upstream got the answer, then
 	// notifications/cancelled.
@@ -265,6 +268,7 @@ func timedOutWhileParked(t *testing.T, call modernCall, events string) {
 // each): a call that never answers, and a call timed out while parked
 // whose retry comes in another POST.
 func TestMtimeoutModernHostHTTP(t *testing.T) {
+	t.Parallel() // waits on timeouts; its servers, files and gates are its own
 	g, events := mtimeoutGate(t, "slow", oldEra, "1s")
 	c := &modernHTTP{t: t, url: g.serveHTTP(t), caps: formCaps}
 	call := func(method, name, members string) string {
@@ -281,6 +285,7 @@ func TestMtimeoutModernHostHTTP(t *testing.T) {
 // host's answer; and a 2026-07-28 upstream that never answers, directly or
 // after a relayed round.
 func TestMtimeoutLegacyHost(t *testing.T) {
+	t.Parallel() // waits on timeouts; its servers, files and gates are its own
 	asker := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"env": "staging"}}, nil
 	}
