@@ -48,13 +48,11 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	id := g.decisionID()
 	digest := audit.Digest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) error {
-		err := g.audit.Decision(audit.Decision{
+		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
 			Verdict: d.Verdict.String(), Rule: d.Rule, Reason: reason, Revision: d.Revision, ArgsDigest: digest,
 			Latency: took,
 		})
-		g.noteAuditWrite(call, "decision", err)
-		return err
 	}
 	// The arguments are unambiguous here (no key twice, as written or under
 	// case folding): every caller checked the whole message where it was
@@ -66,7 +64,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	if err != nil && d.Verdict != policy.Deny {
 		// Not on record, so not let through, and not put to a human
 		// either: what they answered could not be recorded.
-		return g.unaudited(call, "decision", d.Rule, d.Revision, err)
+		return unaudited("decision", d.Rule, d.Revision, err)
 	}
 	switch d.Verdict {
 	case policy.Allow:
@@ -80,7 +78,6 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 			DecisionID: id, Session: g.session, Server: call.Server, Tool: call.Name, ArgsDigest: digest,
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
-		g.noteAuditWrite(call, "approval", err)
 		g.observeApproval(&a)
 		return err
 	}
@@ -92,7 +89,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	grantName := call.Kind.String() + ":" + call.Name + "\x00rule:" + d.Rule + "\x00def:" + g.defDigest(call.Kind, call.Server, call.Name)
 	if g.grants.Granted(d.Revision, call.Server, grantName) {
 		if err := record(elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved earlier in this session"}); err != nil {
-			return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+			return unaudited("approval", d.Rule, d.Revision, err)
 		}
 		return verdict{allow: true, letBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)), revision: d.Revision}
 	}
@@ -126,7 +123,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 				// Not asked after all: the answer is the refusal, a
 				// complete result (era.go stamps it so).
 				m.asked.Store(false)
-				return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+				return unaudited("approval", d.Rule, d.Revision, err)
 			}
 			return verdict{reason: a.Detail, inputRequired: ir}
 		}
@@ -145,7 +142,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	}
 	err = record(a)
 	if err != nil && a.Allowed() {
-		return g.unaudited(call, "approval", d.Rule, d.Revision, err)
+		return unaudited("approval", d.Rule, d.Revision, err)
 	}
 	if !a.Allowed() {
 		return verdict{reason: fmt.Sprintf("%s [rule %s, policy %s]; approval was required and %s", d.Reason, d.Rule, d.Revision, a.Detail)}
@@ -161,7 +158,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	start = time.Now()
 	d2 := cur.Decide(call)
 	if err := logDecision(d2, "re-decided after the user approved: "+d2.Reason, time.Since(start)); err != nil && d2.Verdict != policy.Deny {
-		return g.unaudited(call, "decision", d2.Rule, d2.Revision, err)
+		return unaudited("decision", d2.Rule, d2.Revision, err)
 	}
 	approvedSame := d2.Verdict == policy.Ask && d2.Rule == d.Rule && cur.RuleReason(d2.Rule) == req.Reason
 	if d2.Verdict != policy.Allow && !approvedSame {
@@ -189,7 +186,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 // refuse adds its own prefix, and an upstream often hands a sampling
 // refusal back in its result, where a text naming the gate with approval
 // vocabulary is what the guard refuses.
-func (g *Session) unaudited(call policy.Call, record, rule, revision string, err error) verdict {
+func unaudited(record, rule, revision string, err error) verdict {
 	why := err
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -198,14 +195,10 @@ func (g *Session) unaudited(call policy.Call, record, rule, revision string, err
 	return verdict{reason: fmt.Sprintf("its audit record (the %s) could not be written (%v), so it was not let through; requests are refused until the audit log can be written again [rule %s, policy %s]", record, why, rule, revision)}
 }
 
-// noteAuditWrite logs and counts a decision or approval record that did
-// not reach the audit log, whatever the verdict: a disk that fills while
-// only denials flow is seen too.
-func (g *Session) noteAuditWrite(call policy.Call, record string, err error) {
-	if err == nil {
-		return
-	}
-	g.log.Error("audit record not written", "session", g.session, "server", call.Server, "kind", kindName(call.Kind),
+// auditFailed is told of every decision or approval record of the session
+// that did not reach the audit log (userAudit).
+func (g *Session) auditFailed(record, server string, err error) {
+	g.log.Error("audit record not written", "session", g.session, "server", server,
 		"record", record, "error", audit.Redact(err.Error()))
 	g.observeAuditFailure()
 }

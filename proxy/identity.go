@@ -89,19 +89,33 @@ func (s *Session) policyUser() policy.User {
 // names the user the session acts for. It shadows the Gate's logger in the
 // session's methods, so that no record of a session can leave the user
 // out, whoever adds one.
+//
+// It is also where a decision or approval record that did not reach the
+// log is noticed (failed: logged and counted, whatever the verdict, so
+// that a disk filling while only denials flow is seen too); what the call
+// then gets is its caller's to decide (unaudited).
 type userAudit struct {
 	*audit.Logger
-	user string
+	user   string
+	failed func(record, server string, err error)
 }
 
 func (a userAudit) Decision(d audit.Decision) error {
 	d.User = a.user
-	return a.Logger.Decision(d)
+	err := a.Logger.Decision(d)
+	if err != nil {
+		a.failed("decision", d.Server, err)
+	}
+	return err
 }
 
 func (a userAudit) Approval(ap audit.Approval) error {
 	ap.User = a.user
-	return a.Logger.Approval(ap)
+	err := a.Logger.Approval(ap)
+	if err != nil {
+		a.failed("approval", ap.Server, err)
+	}
+	return err
 }
 
 func (a userAudit) Guard(g audit.Guard) {

@@ -95,14 +95,11 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	change := definitionChange(pin, def)
 	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
 	id := g.decisionID()
-	call := policy.Call{Kind: t.kind, Server: t.server, Name: t.name}
 	logDecision := func(v policy.Verdict, reason string) error {
-		err := g.audit.Decision(audit.Decision{
+		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(t.kind), Server: t.server, Tool: t.name, WireName: t.wire,
 			Verdict: v.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: audit.Digest(t.args),
 		})
-		g.noteAuditWrite(call, "decision", err)
-		return err
 	}
 	accept := func() {
 		if err := store.Accept(t.server, pinKey, def.raw, def.digest); err != nil {
@@ -116,18 +113,18 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	switch pol.PinAction(t.server) {
 	case policy.Allow:
 		if err := logDecision(policy.Allow, what+"; the policy's pins setting allows changes of this server"); err != nil {
-			return g.unaudited(call, "decision", pinRule, pol.Revision(), err)
+			return unaudited("decision", pinRule, pol.Revision(), err)
 		}
 		accept()
 		return verdict{allow: true}
 	case policy.Deny:
 		// A denial stands whether or not its record was written
-		// (noteAuditWrite logged and counted a failure).
+		// (userAudit logged and counted a failure).
 		_ = logDecision(policy.Deny, what+"; the policy's pins setting denies changes of this server")
 		return refuse("the policy's pins setting refuses changed definitions of this server until they are accepted")
 	}
 	if err := logDecision(policy.Ask, what); err != nil {
-		return g.unaudited(call, "decision", pinRule, pol.Revision(), err)
+		return unaudited("decision", pinRule, pol.Revision(), err)
 	}
 	req := elicitation.Request{
 		Server: t.server, Tool: defName, Title: g.itemTitle(t.kind, t.server, t.name),
@@ -142,9 +139,8 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		DecisionID: id, Session: g.session, Server: t.server, Tool: t.name, ArgsDigest: req.ArgsDigest,
 		Outcome: string(a.Outcome), Detail: "definition change: " + a.Detail, Latency: a.Took,
 	})
-	g.noteAuditWrite(call, "approval", err)
 	if err != nil && a.Allowed() {
-		return g.unaudited(call, "approval", pinRule, pol.Revision(), err)
+		return unaudited("approval", pinRule, pol.Revision(), err)
 	}
 	if !a.Allowed() {
 		return refuse("approval was required and " + a.Detail)

@@ -66,7 +66,7 @@ func (g *Gate) NewSession(opts ...SessionOption) *Session {
 	for _, o := range opts {
 		o(s)
 	}
-	s.audit = userAudit{Logger: g.audit, user: s.identity.Subject}
+	s.audit = userAudit{Logger: g.audit, user: s.identity.Subject, failed: s.auditFailed}
 	s.principal = s.identity.Key()
 	return s
 }
