@@ -66,6 +66,7 @@ func (c *modernHTTP) ok(method, name, members string) string {
 }
 
 func TestModernHostHTTP(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, eraPolicy))
 	url := g.serveHTTP(t)
@@ -225,6 +226,7 @@ func TestModernHostHTTP(t *testing.T) {
 // Closing the response of a 2026-07-28 call cancels it: the upstream gets
 // the cancellation.
 func TestModernHTTPCloseCancels(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow:\n  - mcp:honest:*\n"))
 	url := g.serveHTTP(t)
@@ -258,6 +260,7 @@ func TestModernHTTPCloseCancels(t *testing.T) {
 // upstream processes, and a requestState minted for one user's call does
 // not redeem for the other's identical call.
 func TestModernHTTPPrincipals(t *testing.T) {
+	t.Parallel()
 	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens.yaml")
 	if err := os.WriteFile(file, []byte(aliceTok+": {sub: alice}\n"+bobTok+": {sub: bob}\n"), 0o600); err != nil {

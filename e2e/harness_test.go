@@ -2,6 +2,18 @@
 // go-sdk's) against real upstream servers: the official reference servers,
 // pinned in package.json, and small Go servers for hostile or broken
 // behaviour (testserver/). The binaries are built once per test run.
+//
+// Tests run in parallel (t.Parallel, -parallel in test.sh): most of their
+// time is waiting (process starts, timeouts, a human's simulated delay), not
+// CPU. A parallel test shares nothing with another: its files are under
+// t.TempDir, its ports are :0, each gate has its own catalog cache and pins
+// (userDirs), each local approval surface its own XDG_RUNTIME_DIR, each
+// host CLI its own HOME, and no test changes the test process's
+// environment or directory (t.Setenv would panic in one). A test stays
+// sequential, saying why on its first line, when it measures memory, CPU
+// or latency, or is heavy on both CPUs itself (the real hosts, the
+// conformance suite, Chromium): Go runs the sequential tests first, alone,
+// then the parallel ones together.
 package e2e
 
 import (
@@ -49,7 +61,12 @@ func run(m *testing.M) int {
 	testserverBin = filepath.Join(dir, "testserver")
 	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
 		args := []string{"build", "-o", out}
-		if raceEnabled {
+		// The test servers are fixtures, not the code under test, and
+		// they are started through the gate, which passes them only its
+		// allowlisted environment (no GORACE): built with -race, each
+		// would sleep a second as it exits (see GORACE below), and a gate
+		// stopping waits for its children.
+		if raceEnabled && out == gateBin {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
@@ -72,6 +89,14 @@ func run(m *testing.M) int {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
+	// A program built with -race sleeps a second before it exits (the race
+	// runtime's atexit_sleep_ms, 1000 by default), and the test waits for
+	// every gate it stops: a second of nothing per gate, over a hundred
+	// times a run. Race reports are written as the race happens, so the
+	// sleep buys this suite nothing. Children inherit it.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	return m.Run()
 }
 
@@ -169,14 +194,35 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	g.cmd = exec.Command(gateBin, args...)
 	// The catalog cache and the pins are per user: each gate of a test
 	// has its own, unless the test shares them on purpose (lazy_test.go).
-	g.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	// A test that sets more of the gate's environment appends to this.
+	g.cmd.Env = append(os.Environ(), userDirs(dir)...)
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
+		// Cleanups run last first: the session's, which waits for the
+		// gate to exit, has run. A race the gate reported fails the test
+		// even when the race did no visible harm this time.
+		if raceEnabled && strings.Contains(g.stderr.String(), "WARNING: DATA RACE") {
+			t.Error("the gate reported a data race (its stderr follows)")
+		}
 		if t.Failed() {
 			t.Logf("gate stderr:\n%s", g.stderr.String())
 		}
 	})
 	return g
+}
+
+// userDirs is the environment that gives a gate a user's catalog cache and
+// pins of its own, under dir: a warm cache or a pin left by another test
+// (the directories TestMain sets are shared by the whole run, and tests
+// run in parallel) would change what the gate starts and lists.
+func userDirs(dir string) []string {
+	return []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "state")}
+}
+
+// ownUserEnv is the test process's environment with userDirs of the test's
+// own, for a gate a test starts without gateCommand.
+func ownUserEnv(t *testing.T) []string {
+	return append(os.Environ(), userDirs(t.TempDir())...)
 }
 
 // connect starts the gate and connects a go-sdk client to it.

@@ -14,6 +14,7 @@ import (
 // the host as an input request; and the host cancelling its call cancels
 // the server's.
 func TestModernCallToModernUpstreamUnparked(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	srv := testserver("mfast-stray", "--events", events)
 	srv.Protocol = "2026-07-28"
