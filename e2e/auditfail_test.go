@@ -39,7 +39,7 @@ func TestFullAuditLogRefusesCalls(t *testing.T) {
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("the server ran a call the audit log does not record (stat: %v)", err)
 	}
-	if log := stderr.String(); !strings.Contains(log, "audit record not written") {
-		t.Errorf("the operator's log does not say the call was refused for its audit record:\n%s", log)
+	if !waitStderr(stderr, "audit record not written", 1) {
+		t.Errorf("the operator's log does not say the call was refused for its audit record:\n%s", stderr.String())
 	}
 }

@@ -42,6 +42,7 @@ func envNames(t *testing.T, entry server, extra ...string) []string {
 	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
 	// A proxy variable with credentials is withheld with a log line that
 	// names it and never shows its value.
+	waitStderr(g.stderr, "variable=HTTPS_PROXY", 1)
 	logs := g.stderr.String()
 	if !strings.Contains(logs, "variable=HTTPS_PROXY") || strings.Contains(logs, "user:pw") {
 		t.Errorf("want a log line naming HTTPS_PROXY without its value:\n%s", logs)
@@ -130,7 +131,7 @@ func envNamesInherit(t *testing.T, entry server, inherit string) []string {
 	g.cmd.Env = append(withoutProxies(g.cmd.Env), leakingEnv...)
 	sess := g.connect(t, nil)
 	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
-	if inherit == "true" && !strings.Contains(g.stderr.String(), `inherits the gate's whole environment`) {
+	if inherit == "true" && !waitStderr(g.stderr, `inherits the gate's whole environment`, 1) {
 		t.Errorf("no warning for inheritEnv true:\n%s", g.stderr.String())
 	}
 	return names
@@ -195,6 +196,7 @@ rules:
 	}
 	h.send("300", `{"jsonrpc":"2.0","id":300,"method":"ping"}`)
 
+	waitStderr(g.stderr, "bad message", 1)
 	logs := g.stderr.String()
 	data, err := os.ReadFile(g.audit)
 	if err != nil {

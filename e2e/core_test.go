@@ -46,7 +46,7 @@ func TestReferenceServersThroughGate(t *testing.T) {
 			t.Errorf("tool %q is over the host's 64-character limit with its prefix", name)
 		}
 	}
-	if !strings.Contains(g.stderr.String(), "missing API key") {
+	if !waitStderr(g.stderr, "missing API key", 1) {
 		t.Errorf("the gate did not log the exiting server's stderr tail:\n%s", g.stderr.String())
 	}
 
@@ -154,6 +154,7 @@ func TestConcurrentFirstCallsStartOnce(t *testing.T) {
 	if bad.Load() > 0 {
 		t.Fatalf("%d of 10 concurrent calls failed", bad.Load())
 	}
+	waitStderr(g.stderr, `msg="upstream started" server=honest`, 1)
 	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
 		t.Fatalf("the server was started %d times, want 1", n)
 	}

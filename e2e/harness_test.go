@@ -351,6 +351,23 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
+// waitStderr waits up to 10 s until buf holds s at least n times, and
+// reports whether it did. What a child writes to its stderr reaches buf
+// through a pipe that another goroutine copies, so a line the gate logged
+// before it answered can still be on its way when the test has the answer
+// (more so with tests running in parallel); and a gate may log an event
+// just after acting on it. A test checks for a log line after waiting here.
+func waitStderr(buf *syncBuffer, s string, n int) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(buf.String(), s) < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 // syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
 type syncBuffer struct {
 	mu sync.Mutex

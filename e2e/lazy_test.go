@@ -224,7 +224,7 @@ func TestLazyCorruptCacheIgnored(t *testing.T) {
 	if u.starts("alpha") != 2 {
 		t.Fatal("a corrupt cache entry was used instead of listing live")
 	}
-	if !strings.Contains(g.stderr.String(), "catalog cache entry ignored") {
+	if !waitStderr(g.stderr, "catalog cache entry ignored", 1) {
 		t.Errorf("no warning about the corrupt cache entry:\n%s", g.stderr.String())
 	}
 	sess.Close()

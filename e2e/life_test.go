@@ -130,6 +130,7 @@ func TestLifeStderrLongLine(t *testing.T) {
 			t.Fatalf("call %d = %s", i, msg)
 		}
 	}
+	waitStderr(g.stderr, "more bytes of this line not kept", 1)
 	logs := g.stderr.String()
 	if strings.Contains(logs, "upstream exited") {
 		t.Errorf("the server died:\n%s", logs)

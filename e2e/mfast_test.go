@@ -34,7 +34,7 @@ func TestModernCallToModernUpstreamUnparked(t *testing.T) {
 	if text, isErr := toolText(t, resp); isErr || text != "stray:refused" {
 		t.Fatalf("the server's request mid-call: %q isError=%v, want it refused", text, isErr)
 	}
-	if !strings.Contains(g.stderr.String(), "which has no server-to-client requests; it asks for input in its result") {
+	if !waitStderr(g.stderr, "which has no server-to-client requests; it asks for input in its result", 1) {
 		t.Errorf("the gate did not log why it refused the server's request:\n%s", g.stderr.String())
 	}
 

@@ -248,7 +248,7 @@ func TestParkedExpiryCancels(t *testing.T) {
 	if took := time.Since(start); took < 3*time.Second {
 		t.Fatalf("cancelled after %s, before the 5s timeout", took)
 	}
-	if !strings.Contains(g.stderr.String(), "did not answer the upstream's question within the approval timeout") {
+	if !waitStderr(g.stderr, "did not answer the upstream's question within the approval timeout", 1) {
 		t.Errorf("the gate did not log why the call was cancelled")
 	}
 }

@@ -138,7 +138,7 @@ func TestSelfNestingRefused(t *testing.T) {
 			t.Logf("gate stderr:\n%s", stderr.String())
 		}
 	})
-	if !strings.Contains(stderr.String(), "runs this gate on its own servers file") {
+	if !waitStderr(stderr, "runs this gate on its own servers file", 1) {
 		t.Errorf("stderr does not say why the entry was refused")
 	}
 	waitFor(t, "the gate to log why the indirectly nested gate serves nothing", 30*time.Second, func() bool {
@@ -297,11 +297,12 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
 		waitFor(t, "the host log to report "+k, 10*time.Second, func() bool { return logs.has(k) })
 	}
 	for _, k := range []string{"alwaysAllow", "autoApprove", "disabledTools", "timeout", "description", "transportType", "disabled"} {
+		waitStderr(stderr, `\"`+k+`\" is another host's key`, 1)
 		if n := strings.Count(stderr.String(), `\"`+k+`\" is another host's key`); n != 1 {
 			t.Errorf("%d warnings for %q; want one\n%s", n, k, stderr.String())
 		}
 	}
-	if !strings.Contains(stderr.String(), `server disabled in the servers file`) || !strings.Contains(stderr.String(), "server=off") {
+	if !waitStderr(stderr, `server disabled in the servers file`, 1) || !strings.Contains(stderr.String(), "server=off") {
 		t.Errorf("no word about the disabled server:\n%s", stderr.String())
 	}
 }
