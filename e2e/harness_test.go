@@ -148,6 +148,15 @@ type gate struct {
 	stderr *syncBuffer
 	audit  string
 	dir    string
+	// own is set by gateCommand, whose cleanup checks the gate's stderr
+	// for race reports; connectClient checks the gates it does not own.
+	own bool
+}
+
+// raced reports whether the gate's stderr holds a race report: it fails
+// the test even when the race did no visible harm this time.
+func (g *gate) raced() bool {
+	return raceEnabled && g.stderr != nil && strings.Contains(g.stderr.String(), "WARNING: DATA RACE")
 }
 
 func writeServers(t *testing.T, dir string, servers map[string]server) string {
@@ -177,7 +186,7 @@ func writePolicy(t *testing.T, text string) string {
 func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate {
 	t.Helper()
 	dir := t.TempDir()
-	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir}
+	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir, own: true}
 	args := []string{"serve", "--servers", writeServers(t, dir, servers), "--audit-log", g.audit,
 		"--start-timeout", "60s", "--log-level", "debug"}
 	if !slices.Contains(flags, "--policy") {
@@ -199,9 +208,8 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
 		// Cleanups run last first: the session's, which waits for the
-		// gate to exit, has run. A race the gate reported fails the test
-		// even when the race did no visible harm this time.
-		if raceEnabled && strings.Contains(g.stderr.String(), "WARNING: DATA RACE") {
+		// gate to exit, has run.
+		if g.raced() {
 			t.Error("the gate reported a data race (its stderr follows)")
 		}
 		if t.Failed() {
@@ -244,7 +252,12 @@ func (g *gate) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSessio
 	if err != nil {
 		t.Fatalf("connecting to the gate: %v\n%s", err, g.stderr.String())
 	}
-	t.Cleanup(func() { sess.Close() })
+	t.Cleanup(func() {
+		sess.Close() // waits for the gate to exit
+		if !g.own && g.raced() {
+			t.Errorf("the gate reported a data race:\n%s", g.stderr.String())
+		}
+	})
 	return sess
 }
 
