@@ -12,9 +12,10 @@ cd "$(dirname "$0")"
 # -parallel 4: the end-to-end tests mostly wait (on processes, timeouts,
 # simulated humans), so four at a time on two cores (the default is
 # GOMAXPROCS) shortens the package: measured with the sequential tests
-# skipped, the parallel ones took 78 s with 2, 48 s with 4, 36 s with 8,
-# where 8 at once on two cores also starved a goroutine long enough to
-# expose a latent race (e2e/harness_test.go, waitStderr).
+# skipped, the parallel ones took 78 s with 2, 46-48 s with 4, 30-36 s
+# with 8. Eight at once first exposed a latent race (e2e/harness_test.go,
+# waitStderr) and pass since, but would save 15 s for twice the load
+# beside the tests' time bounds.
 go test -race -count=1 -timeout 14m -parallel 4 ./... "$@"
 # The Kubernetes manifests and the Dockerfile, checked in a module of their
 # own so that the main module does not depend on k8s.io/api.
