@@ -55,6 +55,7 @@ func reply(action string, content map[string]any) func(context.Context, *mcp.Eli
 // Issue #4: every outcome of asking, through the real binary and a real
 // client that answers elicitations.
 func TestApprovalOutcomes(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, askEchoPolicy))
 	a := &asker{}
@@ -130,6 +131,7 @@ func TestApprovalOutcomes(t *testing.T) {
 // Issue #4: a host without form elicitation gets a refusal that says how to
 // proceed, and no question.
 func TestApprovalHostCannotAsk(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, askEchoPolicy))
 	sess := g.connect(t, nil) // no ElicitationHandler: no elicitation capability
 	res := call(t, sess, "honest__echo", map[string]any{"text": "x"})
@@ -141,6 +143,7 @@ func TestApprovalHostCannotAsk(t *testing.T) {
 // Issue #4: "this session" covers that tool for this session only, and is
 // forgotten when the policy changes.
 func TestApprovalSessionScope(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, askEchoPolicy)
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol)
 	a := &asker{}
@@ -178,6 +181,7 @@ func TestApprovalSessionScope(t *testing.T) {
 // the question, and nothing reaches the upstream. Other calls keep flowing
 // meanwhile.
 func TestApprovalWithdrawn(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	pol := writePolicy(t, "version: 1\nfallback: deny\napproval:\n  timeout: 1m\nask: [mcp:honest:slow]\nallow: [mcp:honest:echo]\n")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", pol)

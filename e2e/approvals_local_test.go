@@ -25,7 +25,7 @@ func localGate(t *testing.T, policyText string) (*gate, string) {
 	t.Helper()
 	rt := runtimeDir(t)
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, policyText), "--local-approvals")
-	g.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	g.cmd.Env = append(g.cmd.Env, "XDG_RUNTIME_DIR="+rt)
 	return g, rt
 }
 
@@ -144,6 +144,7 @@ ask:
 // its session, or in a session of its own) is refused and sees no id; the
 // same command from outside runs the call.
 func TestLocalApprovalApproveFromOutsideOnly(t *testing.T) {
+	t.Parallel()
 	g, rt := localGate(t, localAskPolicy)
 	sess := g.connect(t, nil) // no elicitation
 	res := callAsync(t, sess, "honest__echo", map[string]any{"text": "local-yes"})
@@ -206,6 +207,7 @@ func TestLocalApprovalApproveFromOutsideOnly(t *testing.T) {
 // Deny refuses; the refusal the model reads carries neither the id nor the
 // command that answers.
 func TestLocalApprovalDeny(t *testing.T) {
+	t.Parallel()
 	g, rt := localGate(t, localAskPolicy)
 	sess := g.connect(t, nil)
 	res := callAsync(t, sess, "honest__echo", map[string]any{"text": "local-no"})
@@ -225,6 +227,7 @@ func TestLocalApprovalDeny(t *testing.T) {
 
 // Nobody answers: refused at the approval timeout.
 func TestLocalApprovalTimeout(t *testing.T) {
+	t.Parallel()
 	g, rt := localGate(t, strings.Replace(localAskPolicy, "30s", "2s", 1))
 	sess := g.connect(t, nil)
 	start := time.Now()
@@ -242,10 +245,11 @@ func TestLocalApprovalTimeout(t *testing.T) {
 
 // A yes given after the policy changed to deny is refused (decided again).
 func TestLocalApprovalRecheckedAgainstNewPolicy(t *testing.T) {
+	t.Parallel()
 	rt := runtimeDir(t)
 	pol := writePolicy(t, localAskPolicy)
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol, "--local-approvals")
-	g.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	g.cmd.Env = append(g.cmd.Env, "XDG_RUNTIME_DIR="+rt)
 	sess := g.connect(t, nil)
 	res := callAsync(t, sess, "honest__echo", map[string]any{"text": "changed"})
 	id, _ := waitQuestion(t, rt)
@@ -266,6 +270,7 @@ func TestLocalApprovalRecheckedAgainstNewPolicy(t *testing.T) {
 // local surface when approval.hosts says so, and the elicitation-only
 // channel refuses a host that cannot ask without waiting.
 func TestLocalApprovalViaPolicy(t *testing.T) {
+	t.Parallel()
 	t.Run("hosts entry sends an eliciting host to local", func(t *testing.T) {
 		g, rt := localGate(t, strings.Replace(localAskPolicy, "  timeout: 30s\n", "  timeout: 30s\n  hosts:\n    e2e-host: {via: [local]}\n", 1))
 		a := &asker{}
@@ -313,6 +318,7 @@ func TestLocalApprovalViaPolicy(t *testing.T) {
 // watch prompts in a terminal (script(1) gives it one) and a "y" there
 // runs the waiting call; without a terminal it refuses to start.
 func TestLocalApprovalWatch(t *testing.T) {
+	// Not parallel (see harness_test.go): types into watch's terminal at fixed times.
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script(1) from util-linux is needed to give watch a terminal")
 	}
@@ -353,6 +359,7 @@ func TestLocalApprovalWatch(t *testing.T) {
 // too: the model's process descends from the host, not from the wrapper,
 // and a setsid of its own does not get it out.
 func TestLocalApprovalHostBehindWrapper(t *testing.T) {
+	t.Parallel()
 	g, rt := localGate(t, localAskPolicy)
 	g.cmd.Args = append([]string{"sh", "-c", `"$0" "$@"; exit $?`, gateBin}, g.cmd.Args[1:]...)
 	g.cmd.Path = "/bin/sh"

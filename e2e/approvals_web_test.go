@@ -82,6 +82,7 @@ func browser(t *testing.T) context.Context {
 // The web page in real Chromium: a question appears, approve runs the
 // call, deny refuses it, and a page from another origin cannot answer.
 func TestLocalApprovalWebPage(t *testing.T) {
+	// Not parallel (see harness_test.go): headless Chromium is heavy on both CPUs.
 	ctx := browser(t)
 	g, rt := localGate(t, localAskPolicy)
 	sess := g.connect(t, nil)

@@ -12,6 +12,7 @@ import (
 // with the server, the tool and the kind named and an audit line; real CLI
 // prompts pass unchanged.
 func TestHostDialogImitationsRefused(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"evil": testserver("dialogs")})
 	sess := g.connect(t, nil)
 	dialogs := []string{"claude_text", "codex_json_text", "gemini_structured", "answered_meta"}

@@ -20,6 +20,7 @@ const guard2Benign = "Total:\u00a0100\u00a0€ (ｔａｘ\u3000included); 1.\u00
 // a later line reaches the host with the real label in front of every
 // line.
 func TestUnicodeSpacesAndForgedLabels(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var asked *mcp.ElicitParams
 	g := gateCommand(t, map[string]server{"guard2": testserver("guard2")})

@@ -25,6 +25,7 @@ rules:
 // for every name with a colon: the calls reached the upstream, and the
 // unconditional deny left those tools listed.
 func TestBypassColonToolNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	shellEvents, hideEvents := filepath.Join(dir, "shell-events"), filepath.Join(dir, "hide-events")
 	g := gateCommand(t, map[string]server{
@@ -63,6 +64,7 @@ func TestBypassColonToolNames(t *testing.T) {
 // characters of a name escaped, so that the printed name is a glob that
 // matches exactly that tool.
 func TestBypassExplainColonNames(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, colonPolicy)
 	for _, tc := range []struct{ in, tool, verdict string }{
 		{"mcp:shell:a:b", `"tool":"mcp:shell:a:b"`, `"verdict":"deny"`},
@@ -82,6 +84,7 @@ func TestBypassExplainColonNames(t *testing.T) {
 // load error, and an unquoted *glob is reported at its line and column with
 // the fix.
 func TestBypassPatternsThatNeverMatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ policy, want string }{
 		{"version: 1\nfallback: ask\ndeny: [\"mcp:shell:\\u200brm\"]\n", `policy.yaml:3:19: the glob "mcp:shell:\u200brm" has an invisible character (U+200B)`},
 		{"version: 1\nfallback: ask\ndeny:\n  - \"mcp:shell:rm \"\n", `policy.yaml:4:18: the glob "mcp:shell:rm " has whitespace (U+0020)`},
@@ -112,6 +115,7 @@ func shippedServers(t *testing.T) string {
 // The shipped policies pass check --strict with their case files: every
 // glob over the filesystem server names a tool it really lists.
 func TestShippedPoliciesCheckStrict(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	servers := shippedServers(t)
 	for _, name := range []string{"default", "read-only", "developer", "locked-down"} {
@@ -134,6 +138,7 @@ func TestShippedPoliciesCheckStrict(t *testing.T) {
 // check --strict fails on a glob naming a tool the server does not list,
 // naming the nearest real one, and on a server the servers file lacks.
 func TestCheckStrictFailsOnWarnings(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	servers := shippedServers(t)
 	data, err := os.ReadFile(filepath.Join("..", "policies", "developer.yaml"))

@@ -20,6 +20,7 @@ import (
 const neutralShown = "x[U+0008][U+000C][U+00AD][U+00AD][U+202E][U+202D][U+0085][U+009B][U+2066][U+200B]y 👨\u200d👩\u200d👧 ❤\ufe0f 日本語"
 
 func TestNeutralisationThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var logs []*mcp.LoggingMessageParams
 	var asked *mcp.ElicitParams

@@ -64,6 +64,7 @@ func realTempDir(t *testing.T) string {
 // both readings and refuses it, so nothing reaches the upstream's disk. The
 // secrets rule holds for `.env/`, ~/.ssh itself and a symlink into ~/.ssh.
 func TestBypassPathsDeveloperPolicy(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	root := realTempDir(t)
 	makeTree(t, root, map[string]string{
@@ -126,6 +127,7 @@ func TestBypassPathsDeveloperPolicy(t *testing.T) {
 // <dir>/<file-symlink>/../<name>, which the kernel resolves elsewhere and
 // the server opens inside the directory.
 func TestBypassPathsDenyThroughFileSymlink(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	root := realTempDir(t)
 	makeTree(t, root, map[string]string{
@@ -157,6 +159,7 @@ rules:
 // denied tree; the upstream, which decodes and cleans file: URIs, never
 // reads any of them.
 func TestBypassPathsResourceURIForms(t *testing.T) {
+	t.Parallel()
 	root := realTempDir(t)
 	makeTree(t, root, map[string]string{
 		"etc/passwd":    "root:x:0:0:secret-entry",

@@ -30,6 +30,7 @@ func readEvents(t *testing.T, path string) string {
 // the user says yes. The gate decides again, refuses, says what changed,
 // and the upstream never sees the call.
 func TestBypassApprovalRedecidedAfterAnswer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
 	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
@@ -99,6 +100,7 @@ rules:
 // URIs itself and a narrower template under it. Neither trick captures a
 // URI: each is refused as ambiguous, and evil receives no read.
 func TestBypassResourceCaptureByTemplate(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{
 		"files": testserver("resources", "--events", events, "--", "files", "list:file:///work/readme", "template:file:///work/{name}"),
@@ -129,6 +131,7 @@ func TestBypassResourceCaptureByTemplate(t *testing.T) {
 // completion/complete with the same key twice or a case variant are refused
 // with -32602 naming the key and where it is; the upstream reads nothing.
 func TestBypassDuplicateKeysOnResources(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{
 		"files": testserver("resources", "--events", events, "--", "files", "list:file:///work/readme", "template:file:///work/{name}"),
@@ -157,6 +160,7 @@ func TestBypassDuplicateKeysOnResources(t *testing.T) {
 // The question a real host shows: a hostile argument cannot add or fake a
 // line, and an answer with "approve" and "APPROVE" is a no.
 func TestBypassApprovalQuestionAndAmbiguousAnswer(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, askEchoPolicy))
 	a := &asker{}

@@ -19,6 +19,7 @@ import (
 // spelling reads the secret through the real binary; the exact spelling of
 // an ordinary file still works.
 func TestBypassCaseVariantMembers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ssh := filepath.Join(dir, ".ssh")
 	if err := os.MkdirAll(ssh, 0o700); err != nil {
@@ -72,6 +73,7 @@ rules:
 // used as a map key, a value used as a pattern) reaches the audit log only
 // as a size and digest, through the real binary.
 func TestBypassConditionErrorsCarryNoArgument(t *testing.T) {
+	t.Parallel()
 	const canary = "CANARYcond9Kq"
 	pol := `version: 1
 fallback: deny
@@ -118,6 +120,7 @@ rules:
 // through the real binary and a real go-sdk host, a later call of the tool
 // that another rule asks about is asked again.
 func TestBypassSessionApprovalOtherRule(t *testing.T) {
+	t.Parallel()
 	pol := `version: 1
 fallback: deny
 approval:

@@ -37,11 +37,12 @@ var leakingEnv = []string{
 func envNames(t *testing.T, entry server, extra ...string) []string {
 	t.Helper()
 	g := gateCommand(t, map[string]server{"sec": entry})
-	g.cmd.Env = append(withoutProxies(os.Environ()), extra...)
+	g.cmd.Env = append(withoutProxies(g.cmd.Env), extra...)
 	sess := g.connect(t, nil)
 	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
 	// A proxy variable with credentials is withheld with a log line that
 	// names it and never shows its value.
+	waitStderr(g.stderr, "variable=HTTPS_PROXY", 1)
 	logs := g.stderr.String()
 	if !strings.Contains(logs, "variable=HTTPS_PROXY") || strings.Contains(logs, "user:pw") {
 		t.Errorf("want a log line naming HTTPS_PROXY without its value:\n%s", logs)
@@ -59,6 +60,7 @@ func withoutProxies(env []string) []string {
 }
 
 func TestSecretsNeverReachServers(t *testing.T) {
+	t.Parallel()
 	names := envNames(t, testserver("secrets"), append(slices.Clone(leakingEnv), "NO_PROXY=localhost", "LC_TIME=C", "XDG_DATA_HOME=/x")...)
 	for _, kv := range leakingEnv {
 		name, _, _ := strings.Cut(kv, "=")
@@ -84,6 +86,7 @@ func TestSecretsNeverReachServers(t *testing.T) {
 }
 
 func TestInheritEnv(t *testing.T) {
+	t.Parallel()
 	t.Run("globs and names", func(t *testing.T) {
 		names := envNamesInherit(t, testserver("secrets"), `["AWS_*", "KUBECONFIG"]`)
 		for _, want := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "KUBECONFIG", "PATH"} {
@@ -125,10 +128,10 @@ func envNamesInherit(t *testing.T, entry server, inherit string) []string {
 	if err := os.WriteFile(servers, []byte(patched), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g.cmd.Env = append(withoutProxies(os.Environ()), leakingEnv...)
+	g.cmd.Env = append(withoutProxies(g.cmd.Env), leakingEnv...)
 	sess := g.connect(t, nil)
 	names := strings.Split(resultText(call(t, sess, "sec__env", map[string]any{})), "\n")
-	if inherit == "true" && !strings.Contains(g.stderr.String(), `inherits the gate's whole environment`) {
+	if inherit == "true" && !waitStderr(g.stderr, `inherits the gate's whole environment`, 1) {
 		t.Errorf("no warning for inheritEnv true:\n%s", g.stderr.String())
 	}
 	return names
@@ -139,6 +142,7 @@ func envNamesInherit(t *testing.T, entry server, inherit string) []string {
 // hostile upstream sends here carries a canary; the gate runs at debug
 // level with an audit log, and neither stream may contain it.
 func TestNoMessageBytesInLogs(t *testing.T) {
+	t.Parallel()
 	const canary = "CANARYq8Zx3v"
 	const num = "73194628105537" // for number literals, which cannot hold letters
 	leaky := testserver("leaky")
@@ -192,6 +196,7 @@ rules:
 	}
 	h.send("300", `{"jsonrpc":"2.0","id":300,"method":"ping"}`)
 
+	waitStderr(g.stderr, "bad message", 1)
 	logs := g.stderr.String()
 	data, err := os.ReadFile(g.audit)
 	if err != nil {
@@ -230,6 +235,7 @@ rules:
 // never reloads while the host keeps calling (the calls go on until the
 // deny shows or the 30 s hang bound), however long it is given.
 func TestEmergencyDenyBesideBusyAuditLog(t *testing.T) {
+	// Not parallel (see harness_test.go): bounds the policy reload's latency in wall-clock time.
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(pol, []byte("version: 1\nfallback: deny\nallow: [mcp:honest:echo]\n"), 0o600); err != nil {
@@ -323,9 +329,10 @@ func assertEveryAuditLineHasEvent(t *testing.T, g *gate, kinds ...string) {
 // started the way the README's quick start starts it sees none of the
 // secrets, and still runs.
 func TestSecretsNeverReachReferenceServer(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	g := gateCommand(t, map[string]server{"everything": everything()})
-	g.cmd.Env = append(withoutProxies(os.Environ()), leakingEnv...)
+	g.cmd.Env = append(withoutProxies(g.cmd.Env), leakingEnv...)
 	sess := g.connect(t, nil)
 	env := resultText(call(t, sess, "everything__get-env", map[string]any{}))
 	if !strings.Contains(env, `"PATH"`) || !strings.Contains(env, `"GZIP_ALLOWED_DOMAINS"`) {

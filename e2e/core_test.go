@@ -19,6 +19,7 @@ import (
 // each, a resource read and a prompt get, and a third server that exits at
 // once hiding neither.
 func TestReferenceServersThroughGate(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from disk"), 0o600); err != nil {
@@ -45,7 +46,7 @@ func TestReferenceServersThroughGate(t *testing.T) {
 			t.Errorf("tool %q is over the host's 64-character limit with its prefix", name)
 		}
 	}
-	if !strings.Contains(g.stderr.String(), "missing API key") {
+	if !waitStderr(g.stderr, "missing API key", 1) {
 		t.Errorf("the gate did not log the exiting server's stderr tail:\n%s", g.stderr.String())
 	}
 
@@ -112,6 +113,7 @@ func TestReferenceServersThroughGate(t *testing.T) {
 
 // Issue #2: no child process exists before the first request that needs one.
 func TestNoChildBeforeFirstRequest(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest"), "other": testserver("honest")})
 	sess := g.connect(t, nil)
 	if err := sess.Ping(ctxT(t, 10*time.Second), nil); err != nil {
@@ -131,6 +133,7 @@ func TestNoChildBeforeFirstRequest(t *testing.T) {
 
 // Issue #2: ten concurrent first calls start a server once.
 func TestConcurrentFirstCallsStartOnce(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	sess := g.connect(t, nil)
 	// The host may call a tool it has not listed in this session (hosts cache
@@ -151,6 +154,7 @@ func TestConcurrentFirstCallsStartOnce(t *testing.T) {
 	if bad.Load() > 0 {
 		t.Fatalf("%d of 10 concurrent calls failed", bad.Load())
 	}
+	waitStderr(g.stderr, `msg="upstream started" server=honest`, 1)
 	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
 		t.Fatalf("the server was started %d times, want 1", n)
 	}
@@ -159,6 +163,7 @@ func TestConcurrentFirstCallsStartOnce(t *testing.T) {
 // Issue #2: progress flows back with the host's own token; cancelling a call
 // reaches the upstream.
 func TestProgressAndCancellation(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"everything": everything(), "honest": testserver("honest", "--events", events)})
@@ -223,6 +228,7 @@ func TestProgressAndCancellation(t *testing.T) {
 // Issue #2: an upstream's elicitation, sampling and roots requests reach the
 // host and its answers go back; the elicitation names the server.
 func TestUpstreamRequestsRelayed(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	// server-everything's elicitation tool echoes the user's answer,
 	// {"action":"accept","content":...}, into its result: an elicitation
@@ -275,6 +281,7 @@ func TestUpstreamRequestsRelayed(t *testing.T) {
 // Issue #2: list_changed from an upstream reaches the host, and the new list
 // has the new tool.
 func TestListChangedRelayed(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	changed := make(chan struct{}, 10)
 	sess := g.connect(t, &mcp.ClientOptions{
@@ -300,6 +307,7 @@ func TestListChangedRelayed(t *testing.T) {
 // Issue #2: a server that crashes mid-call fails that call with a clear
 // error; the next call starts it again.
 func TestCrashedUpstream(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest"), "other": testserver("honest")})
 	sess := g.connect(t, nil)
 	toolNames(t, sess)

@@ -15,6 +15,7 @@ import (
 // in the audit file; k arrivals with fewer than k lines is a call
 // forwarded ahead of its record.
 func TestAuditBurstWrittenBeforeForwarding(t *testing.T) {
+	// Not parallel (see harness_test.go): pins the gate to one CPU (taskset) and needs that CPU.
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
 		t.Skip("taskset is not installed: the gate cannot be put on one CPU")

@@ -21,6 +21,7 @@ import (
 // Streamable HTTP front end and lists its tools without opening a
 // 2025-11-25 session. No API key: `claude mcp list` connects and lists.
 func TestClaudeCodeModernHTTP(t *testing.T) {
+	// Not parallel (see harness_test.go): a real host: Claude Code is heavy on both CPUs.
 	claude := filepath.Join(nodeModules, ".bin", "claude")
 	if _, err := os.Stat(claude); err != nil {
 		t.Fatalf("the pinned Claude Code is not installed (npm ci in e2e/): %v", err)

@@ -15,6 +15,7 @@ import (
 // and, per stdio server, CODEX_MCP_PROTOCOL_VERSION=2026-07-28 in the
 // server's env table. With the flag alone Codex opens with initialize.
 func TestCodexModern(t *testing.T) {
+	// Not parallel (see harness_test.go): a real host: Codex is heavy on both CPUs.
 	codex := hostBin(t, "codex")
 	h := newHostHome(t)
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, eraPolicy))

@@ -66,6 +66,7 @@ func (c *modernHTTP) ok(method, name, members string) string {
 }
 
 func TestModernHostHTTP(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, eraPolicy))
 	url := g.serveHTTP(t)
@@ -208,6 +209,7 @@ func TestModernHostHTTP(t *testing.T) {
 	// The upstream was started once for all those requests.
 	// (The 2025 session declared what the gate declares upstream for
 	// 2026-07-28 requests, so it shares the principal's children too.)
+	waitStderr(g.stderr, `msg="upstream started" server=honest`, 1)
 	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
 		t.Errorf("upstream started %d times, want once:\n%s", n, g.stderr.String())
 	}
@@ -225,6 +227,7 @@ func TestModernHostHTTP(t *testing.T) {
 // Closing the response of a 2026-07-28 call cancels it: the upstream gets
 // the cancellation.
 func TestModernHTTPCloseCancels(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow:\n  - mcp:honest:*\n"))
 	url := g.serveHTTP(t)
@@ -258,6 +261,7 @@ func TestModernHTTPCloseCancels(t *testing.T) {
 // upstream processes, and a requestState minted for one user's call does
 // not redeem for the other's identical call.
 func TestModernHTTPPrincipals(t *testing.T) {
+	t.Parallel()
 	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens.yaml")
 	if err := os.WriteFile(file, []byte(aliceTok+": {sub: alice}\n"+bobTok+": {sub: bob}\n"), 0o600); err != nil {
@@ -300,6 +304,7 @@ func TestModernHTTPPrincipals(t *testing.T) {
 	if text, isErr := toolText(t, as(aliceTok, "tools/call", "honest__echo", retry)); isErr || text != "alice's" {
 		t.Fatalf("alice's own retry: %q isError=%v", text, isErr)
 	}
+	waitStderr(g.stderr, `msg="upstream started" server=honest`, 2)
 	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 2 {
 		t.Errorf("upstream started %d times, want once per user", n)
 	}

@@ -18,6 +18,7 @@ import (
 // of the same user, and one that exits on the probe is started again at
 // the older protocol.
 func TestUpstreamEraProbeRemembered(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	silentEvents := filepath.Join(home, "silent.events")
 	exitEvents := filepath.Join(home, "exit.events")

@@ -16,6 +16,7 @@ import (
 // (tee on both sides of the gate) shows what it sent and what it got, and
 // its debug log the era it settled on.
 func TestClaudeCodeModernStdio(t *testing.T) {
+	// Not parallel (see harness_test.go): a real host: Claude Code is heavy on both CPUs.
 	claude := filepath.Join(nodeModules, ".bin", "claude")
 	if _, err := os.Stat(claude); err != nil {
 		t.Fatalf("the pinned Claude Code is not installed (npm ci in e2e/): %v", err)

@@ -140,6 +140,7 @@ func echoCall(text string) string {
 }
 
 func TestModernHostStdio(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, eraPolicy))
 	h := startModern(t, g, formCaps)
@@ -276,6 +277,7 @@ func TestModernHostStdio(t *testing.T) {
 // tools/list is the same for every connection of one principal, whatever
 // capabilities each declares, and in a stable order.
 func TestModernListSameForPrincipal(t *testing.T) {
+	t.Parallel()
 	servers := map[string]server{"honest": testserver("honest"), "other": testserver("honest")}
 	list := func(caps string) string {
 		g := gateCommand(t, servers, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow:\n  - mcp:*:*\n"))
@@ -295,6 +297,7 @@ func TestModernListSameForPrincipal(t *testing.T) {
 // even to rules that still ask the same question, the old answer is
 // refused, and a new round asks again.
 func TestModernApprovalPolicyChanged(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	pol := writePolicy(t, eraPolicy)
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", pol)
@@ -332,6 +335,7 @@ func TestModernApprovalPolicyChanged(t *testing.T) {
 // A host that pipelines its first requests: every one is served by the
 // 2026-07-28 rules, however they race the first.
 func TestModernPipelinedOpening(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	h := startModern(t, g, formCaps)
 	var lines strings.Builder

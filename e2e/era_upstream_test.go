@@ -26,6 +26,7 @@ func eraServer(protocol string) server {
 // 2026-07-28 host, each with an upstream pinned to 2026-07-28 and one
 // spoken to at 2025-11-25 (the same server, unpinned).
 func TestModernUpstreams(t *testing.T) {
+	t.Parallel()
 	servers := map[string]server{"modern": eraServer("2026-07-28"), "legacy": eraServer("2025-11-25")}
 
 	t.Run("2025 host", func(t *testing.T) {
@@ -65,6 +66,7 @@ func TestModernUpstreams(t *testing.T) {
 // name, and the answer goes back to the upstream with its requestState
 // echoed; a 2026-07-28 host gets it as an input-required result.
 func TestModernUpstreamAsksLegacyHost(t *testing.T) {
+	t.Parallel()
 	servers := map[string]server{"modern": eraServer("2026-07-28")}
 	g := gateCommand(t, servers)
 	var asked []string
@@ -110,6 +112,7 @@ func TestModernUpstreamAsksLegacyHost(t *testing.T) {
 // found modern, the go-sdk test server (2025-11-25 only) legacy, and both
 // serve their tools.
 func TestUpstreamEraProbe(t *testing.T) {
+	t.Parallel()
 	honest := testserver("honest")
 	honest.Protocol = "auto"
 	g := gateCommand(t, map[string]server{"modern": eraServer("auto"), "honest": honest})

@@ -18,6 +18,7 @@ import (
 // refused; the refusal names the server, the tool and what was found; the
 // audit log has it.
 func TestForgedApprovalsRefused(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"evil": testserver("hostile")})
 	sess := g.connect(t, nil)
 	cases := []struct{ tool, kind string }{
@@ -58,6 +59,7 @@ func TestForgedApprovalsRefused(t *testing.T) {
 
 // Issue #5: log-only is a policy setting per server, and it logs.
 func TestGuardLogOnly(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\"]\nguard:\n  log_only: [evil]\n")
 	g := gateCommand(t, map[string]server{"evil": testserver("hostile")}, "--policy", pol)
 	sess := g.connect(t, nil)
@@ -78,6 +80,7 @@ func TestGuardLogOnly(t *testing.T) {
 // carrying approval markers, is declined and the host never sees it; an
 // honest one is relayed with the server's name in front.
 func TestUpstreamElicitationsGuarded(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"evil": testserver("hostile", "--events", events)})
 	var seen atomic.Value
@@ -119,6 +122,7 @@ func TestUpstreamElicitationsGuarded(t *testing.T) {
 // Issue #5: escape sequences and invisible characters in tool definitions
 // and text results are made visible, not dropped, and counted in the audit.
 func TestHiddenCharactersNeutralised(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"evil": testserver("hostile")})
 	sess := g.connect(t, nil)
 	tool := toolNames(t, sess)["evil__escapes"]
@@ -154,6 +158,7 @@ func TestHiddenCharactersNeutralised(t *testing.T) {
 // the gate's answer carries exactly the result server-everything gives a
 // direct client.
 func TestReferenceResultUnchanged(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	const call = `"method":"tools/call","params":{"name":"%s","arguments":{"message":"h\u00e9llo w\u00f6rld \u2014 42, approve later"}}}`
 	ev := everything()
@@ -178,6 +183,7 @@ func TestReferenceResultUnchanged(t *testing.T) {
 // Issue #5: an upstream's sampling request is decided by the policy, denied
 // unless it is allowed, and asked about when the policy says ask.
 func TestSamplingPolicy(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, policy string
 		asked        bool

@@ -2,6 +2,18 @@
 // go-sdk's) against real upstream servers: the official reference servers,
 // pinned in package.json, and small Go servers for hostile or broken
 // behaviour (testserver/). The binaries are built once per test run.
+//
+// Tests run in parallel (t.Parallel, -parallel in test.sh): most of their
+// time is waiting (process starts, timeouts, a human's simulated delay), not
+// CPU. A parallel test shares nothing with another: its files are under
+// t.TempDir, its ports are :0, each gate has its own catalog cache and pins
+// (userDirs), each local approval surface its own XDG_RUNTIME_DIR, each
+// host CLI its own HOME, and no test changes the test process's
+// environment or directory (t.Setenv would panic in one). A test stays
+// sequential, saying why on its first line, when it measures memory, CPU
+// or latency, or is heavy on both CPUs itself (the real hosts, the
+// conformance suite, Chromium): Go runs the sequential tests first, alone,
+// then the parallel ones together.
 package e2e
 
 import (
@@ -49,7 +61,12 @@ func run(m *testing.M) int {
 	testserverBin = filepath.Join(dir, "testserver")
 	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
 		args := []string{"build", "-o", out}
-		if raceEnabled {
+		// The test servers are fixtures, not the code under test, and
+		// they are started through the gate, which passes them only its
+		// allowlisted environment (no GORACE): built with -race, each
+		// would sleep a second as it exits (see GORACE below), and a gate
+		// stopping waits for its children.
+		if raceEnabled && out == gateBin {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
@@ -72,6 +89,14 @@ func run(m *testing.M) int {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg-cache"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
+	// A program built with -race sleeps a second before it exits (the race
+	// runtime's atexit_sleep_ms, 1000 by default), and the test waits for
+	// every gate it stops: a second of nothing per gate, over a hundred
+	// times a run. Race reports are written as the race happens, so the
+	// sleep buys this suite nothing. Children inherit it.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	return m.Run()
 }
 
@@ -123,6 +148,15 @@ type gate struct {
 	stderr *syncBuffer
 	audit  string
 	dir    string
+	// own is set by gateCommand, whose cleanup checks the gate's stderr
+	// for race reports; connectClient checks the gates it does not own.
+	own bool
+}
+
+// raced reports whether the gate's stderr holds a race report: it fails
+// the test even when the race did no visible harm this time.
+func (g *gate) raced() bool {
+	return raceEnabled && g.stderr != nil && strings.Contains(g.stderr.String(), "WARNING: DATA RACE")
 }
 
 func writeServers(t *testing.T, dir string, servers map[string]server) string {
@@ -152,7 +186,7 @@ func writePolicy(t *testing.T, text string) string {
 func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate {
 	t.Helper()
 	dir := t.TempDir()
-	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir}
+	g := &gate{stderr: &syncBuffer{}, audit: filepath.Join(dir, "audit.jsonl"), dir: dir, own: true}
 	args := []string{"serve", "--servers", writeServers(t, dir, servers), "--audit-log", g.audit,
 		"--start-timeout", "60s", "--log-level", "debug"}
 	if !slices.Contains(flags, "--policy") {
@@ -169,14 +203,34 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	g.cmd = exec.Command(gateBin, args...)
 	// The catalog cache and the pins are per user: each gate of a test
 	// has its own, unless the test shares them on purpose (lazy_test.go).
-	g.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	// A test that sets more of the gate's environment appends to this.
+	g.cmd.Env = append(os.Environ(), userDirs(dir)...)
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
+		// Cleanups run last first: the session's, which waits for the
+		// gate to exit, has run.
+		if g.raced() {
+			t.Error("the gate reported a data race (its stderr follows)")
+		}
 		if t.Failed() {
 			t.Logf("gate stderr:\n%s", g.stderr.String())
 		}
 	})
 	return g
+}
+
+// userDirs is the environment that gives a gate a user's catalog cache and
+// pins of its own, under dir: a warm cache or a pin left by another test
+// (the directories TestMain sets are shared by the whole run, and tests
+// run in parallel) would change what the gate starts and lists.
+func userDirs(dir string) []string {
+	return []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "state")}
+}
+
+// ownUserEnv is the test process's environment with userDirs of the test's
+// own, for a gate a test starts without gateCommand.
+func ownUserEnv(t *testing.T) []string {
+	return append(os.Environ(), userDirs(t.TempDir())...)
 }
 
 // connect starts the gate and connects a go-sdk client to it.
@@ -198,7 +252,12 @@ func (g *gate) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSessio
 	if err != nil {
 		t.Fatalf("connecting to the gate: %v\n%s", err, g.stderr.String())
 	}
-	t.Cleanup(func() { sess.Close() })
+	t.Cleanup(func() {
+		sess.Close() // waits for the gate to exit
+		if !g.own && g.raced() {
+			t.Errorf("the gate reported a data race:\n%s", g.stderr.String())
+		}
+	})
 	return sess
 }
 
@@ -303,6 +362,23 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitStderr waits up to 10 s until buf holds s at least n times, and
+// reports whether it did. What a child writes to its stderr reaches buf
+// through a pipe that another goroutine copies, so a line the gate logged
+// before it answered can still be on its way when the test has the answer
+// (more so with tests running in parallel); and a gate may log an event
+// just after acting on it. A test checks for a log line after waiting here.
+func waitStderr(buf *syncBuffer, s string, n int) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(buf.String(), s) < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writing while a test reads.

@@ -118,6 +118,7 @@ const audience = "https://gate.test/mcp"
 // (a condition on user.groups), separate upstream processes, and their own
 // names in the audit log.
 func TestHTTPOIDC(t *testing.T) {
+	t.Parallel()
 	iss := newIssuer(t)
 	k1, k2, stranger := newSigningKey(t, "k1"), newSigningKey(t, "k2"), newSigningKey(t, "k1")
 	iss.publish(k1)
@@ -220,6 +221,7 @@ func TestHTTPOIDC(t *testing.T) {
 // the TypeScript client with a bearer token, revocation by editing the
 // file (no restart), and a broken edit that keeps the last good tokens.
 func TestHTTPTokenFile(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	sum := sha256.Sum256([]byte(bobTok))
@@ -270,6 +272,7 @@ func TestHTTPTokenFile(t *testing.T) {
 // call it is, never to another user's, with both connected and able to
 // answer.
 func TestHTTPApprovalGoesToTheCaller(t *testing.T) {
+	t.Parallel()
 	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens.yaml")
 	os.WriteFile(file, []byte(aliceTok+": {sub: alice}\n"+bobTok+": {sub: bob}\n"), 0o600)
@@ -307,6 +310,7 @@ func TestHTTPApprovalGoesToTheCaller(t *testing.T) {
 // a shared server has one process for every user (of the same host
 // capabilities), and each user's calls to it are still decided for them.
 func TestHTTPSharedUpstream(t *testing.T) {
+	t.Parallel()
 	aliceTok, bobTok := "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens.yaml")
 	os.WriteFile(file, []byte(aliceTok+": {sub: alice, groups: [dev]}\n"+bobTok+": {sub: bob, groups: [ops]}\n"), 0o600)
@@ -360,6 +364,7 @@ rules:
 	if n := len(children(t, g.cmd.Process.Pid)); n != 2 {
 		t.Errorf("after alice left: %d upstream processes, want 2 (bob's own and the shared one, still running)", n)
 	}
+	waitStderr(g.stderr, `msg="upstream started" server=common`, 1)
 	if strings.Count(g.stderr.String(), `msg="upstream started" server=common`) != 1 {
 		t.Errorf("the shared server was started more than once:\n%s", g.stderr.String())
 	}

@@ -12,6 +12,7 @@ import (
 // pod address, without a token), and the metrics count the HTTP sessions'
 // decisions.
 func TestHTTPServesOpsEndpoints(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	url := g.serveHTTP(t)
 	base := strings.TrimSuffix(url, "/mcp")

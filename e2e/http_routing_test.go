@@ -58,6 +58,7 @@ func sseData(resp *http.Response) <-chan string {
 // same server, stdio MCP does not say which one a question is for; it
 // then goes to the GET stream.)
 func TestHTTPUpstreamQuestionFindsItsCall(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest"), "other": testserver("honest")})
 	url := g.serveHTTP(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

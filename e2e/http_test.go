@@ -112,6 +112,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // with server-everything behind it: list, call, and a session that ends on
 // DELETE (the client's Close) and is unknown afterwards.
 func TestHTTPGoSDKClient(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	g := gateCommand(t, map[string]server{"everything": everything()})
 	url := g.serveHTTP(t)
@@ -149,6 +150,7 @@ func TestHTTPGoSDKClient(t *testing.T) {
 // call it is about. The client opens no GET stream, so the call's own
 // stream is the only way the question can reach it.
 func TestHTTPApprovalOnTheCallsStream(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, askEchoPolicy))
 	url := g.serveHTTP(t)
@@ -173,6 +175,7 @@ func TestHTTPApprovalOnTheCallsStream(t *testing.T) {
 // Issue 12: an upstream's own elicitation, relayed by the gate during a
 // call, reaches an HTTP client that has no GET stream.
 func TestHTTPUpstreamElicitation(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	url := g.serveHTTP(t)
 	a := &asker{}
@@ -190,6 +193,7 @@ func TestHTTPUpstreamElicitation(t *testing.T) {
 
 // Issue 12: the TypeScript SDK's client over Streamable HTTP.
 func TestHTTPTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	g := gateCommand(t, map[string]server{"everything": everything()})
 	url := g.serveHTTP(t)
@@ -228,6 +232,7 @@ func lastLine(s string) string {
 // Issue 12: DNS rebinding. A foreign Host or Origin gets 403 with the
 // reason; loopback ones are served.
 func TestHTTPForeignOriginAndHost(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	url := g.serveHTTP(t)
 	for _, c := range []struct {
@@ -251,6 +256,7 @@ func TestHTTPForeignOriginAndHost(t *testing.T) {
 // Issue 12: without authentication, the gate does not serve beyond
 // loopback.
 func TestHTTPNonLoopbackNeedsAuth(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--http", "0.0.0.0:0")
 	err := g.cmd.Run()
 	if err == nil || !strings.Contains(g.stderr.String(), "refusing to serve a non-loopback address without authentication") {
@@ -261,6 +267,7 @@ func TestHTTPNonLoopbackNeedsAuth(t *testing.T) {
 // Issue 12: SIGTERM drains: a call in flight finishes and is answered, the
 // gate exits 0, and no new connection is accepted meanwhile.
 func TestHTTPDrainOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	url := g.serveHTTP(t)
 	sess := connectHTTP(t, url, nil, nil, false)
@@ -294,6 +301,7 @@ func TestHTTPDrainOnSIGTERM(t *testing.T) {
 // which the gate prefixes with the server's name) are expected to fail and
 // are listed in docs; every other scenario must pass.
 func TestHTTPConformance(t *testing.T) {
+	// Not parallel (see harness_test.go): the conformance suite is heavy on both CPUs.
 	if os.Getenv("CI") != "true" {
 		t.Skip("the conformance suite takes a minute; it runs when CI=true (CI=true go test -run TestHTTPConformance ./e2e/)")
 	}

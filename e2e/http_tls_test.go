@@ -21,6 +21,7 @@ import (
 // Issue 12: --tls-cert/--tls-key serve HTTPS, and the Protected Resource
 // Metadata names an https resource.
 func TestHTTPTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -71,6 +72,7 @@ func TestHTTPTLS(t *testing.T) {
 // Issue 12: in stdio mode a condition's user is the OS user running the
 // gate (uid:N, no groups), and the audit log names it.
 func TestStdioUserIsTheOSUser(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, `version: 1
 fallback: deny
 rules:

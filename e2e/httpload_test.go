@@ -22,6 +22,7 @@ const perSessionBoundKB = 64
 // and releases their connections. A correctness test: the figures are
 // httpbench's.
 func TestHTTPHeldSessionsMemory(t *testing.T) {
+	// Not parallel (see harness_test.go): measures the gate's RSS and descriptors per session.
 	const sessions, identities = 200, 10
 	var toks []string
 	var file []byte

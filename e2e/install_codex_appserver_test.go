@@ -128,6 +128,7 @@ func (a *appServer) call(method string, params any) json.RawMessage {
 // them, and an ask call is answered through its elicitation request: yes
 // runs the call, no refuses it.
 func TestInstallCodexAppServer(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Codex app server, heavy on both CPUs.
 	needNode(t)
 	codex := hostBin(t, "codex")
 	h := newHostHome(t)

@@ -18,6 +18,7 @@ import (
 // entry it registers starts a gate that serves the moved server's tools,
 // and uninstall gives the file back byte for byte.
 func TestInstallClaudeDesktopLayouts(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	for _, tc := range []struct {
 		os, rel string
@@ -103,6 +104,7 @@ func TestInstallClaudeDesktopLayouts(t *testing.T) {
 // (the bypass) and a server that does not start, each with its fix, and
 // exits 1; on a clean install it exits 0.
 func TestDoctor(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI, heavy on both CPUs.
 	needNode(t)
 	claude := hostBin(t, "claude")
 	h := newHostHome(t)

@@ -30,6 +30,9 @@ func newHostHome(t *testing.T) *hostHome {
 		"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"CODEX_HOME=" + filepath.Join(dir, ".codex"), "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TMPDIR=" + os.TempDir(),
+		// The gates the host starts exit without the race runtime's
+		// second of sleep (TestMain).
+		"GORACE=" + os.Getenv("GORACE"),
 		// Any model request goes to a closed loopback port: tests touch
 		// loopback only, and none of them needs a model.
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",
@@ -90,6 +93,7 @@ func hostBin(t *testing.T, name string) string {
 // Issue 13: install moves Claude Code's servers behind the gate, and the
 // real CLI then sees only the gate, connected, with only mcp__gate__ tools.
 func TestInstallClaudeCode(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI, heavy on both CPUs.
 	needNode(t)
 	claude := hostBin(t, "claude")
 	h := newHostHome(t)
@@ -213,6 +217,7 @@ func claudeInitTools(t *testing.T, h *hostHome, claude string) []string {
 // keeping the rest of config.toml as written, and the real CLI lists only
 // the gate.
 func TestInstallCodex(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Codex CLI, heavy on both CPUs.
 	needNode(t)
 	codex := hostBin(t, "codex")
 	h := newHostHome(t)
@@ -265,6 +270,7 @@ func TestInstallCodex(t *testing.T) {
 // so the names the host builds (mcp__NAME__…) are the ones the gate fits
 // to 64 characters.
 func TestInstallClaudeCodeName(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI, heavy on both CPUs.
 	needNode(t)
 	claude := hostBin(t, "claude")
 	h := newHostHome(t)

@@ -41,6 +41,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 // once its queue is full, and drops what cannot wait; once the host reads
 // again, every request gets its answer or a clear error, never nothing.
 func TestLifeHostStopsReading(t *testing.T) {
+	// Not parallel (see harness_test.go): measures the gate's peak RSS and moves 300 MiB through it.
 	const calls = 300
 	path := lifeServers(t, map[string]map[string]any{"big": lifeEntry(nil, "--big-bytes", fmt.Sprint(1<<20))})
 	g := gateCommand(t, nil, "--servers", path, "--log-level", "info")

@@ -62,6 +62,7 @@ func callErr(ctx context.Context, sess *mcp.ClientSession, name string) (string,
 // with an error naming the server and the timeout, and the server is told
 // with notifications/cancelled; the server keeps serving.
 func TestLifeCallTimeout(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	path := lifeServers(t, map[string]map[string]any{
 		"slow": lifeEntry(map[string]any{"callTimeout": "1s"}, "--events", events),
@@ -83,6 +84,7 @@ func TestLifeCallTimeout(t *testing.T) {
 
 // A bad callTimeout is refused with the file, the server and the key.
 func TestLifeCallTimeoutInvalid(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []any{"10 minutes", "-1s", 600, "0s"} {
 		path := lifeServers(t, map[string]map[string]any{"slow": lifeEntry(map[string]any{"callTimeout": bad})})
 		out, err := runCmd(gateBin, "check", "--servers", path)
@@ -96,6 +98,7 @@ func TestLifeCallTimeoutInvalid(t *testing.T) {
 // the restart backoff within their callTimeout and succeed, instead of
 // being refused ("next start attempt in ...") as they were.
 func TestLifeRestartBackoffWaits(t *testing.T) {
+	t.Parallel()
 	path := lifeServers(t, map[string]map[string]any{
 		"flaky": lifeEntry(map[string]any{"callTimeout": "60s"}, "--die-every", "4"),
 	})
@@ -118,6 +121,7 @@ func TestLifeRestartBackoffWaits(t *testing.T) {
 // An upstream that writes a 1 MiB stderr line keeps being drained: it is
 // not killed by SIGPIPE on its next stderr write, and its calls succeed.
 func TestLifeStderrLongLine(t *testing.T) {
+	t.Parallel()
 	path := lifeServers(t, map[string]map[string]any{"noisy": lifeEntry(nil, "--stderr-line", fmt.Sprint(1<<20))})
 	g := gateCommand(t, nil, "--servers", path)
 	sess := g.connect(t, nil)
@@ -126,6 +130,7 @@ func TestLifeStderrLongLine(t *testing.T) {
 			t.Fatalf("call %d = %s", i, msg)
 		}
 	}
+	waitStderr(g.stderr, "more bytes of this line not kept", 1)
 	logs := g.stderr.String()
 	if strings.Contains(logs, "upstream exited") {
 		t.Errorf("the server died:\n%s", logs)
@@ -178,10 +183,12 @@ func lifeBroken(t *testing.T, tool, want string, flags ...string) {
 }
 
 func TestLifeEndlessLine(t *testing.T) {
+	t.Parallel()
 	lifeBroken(t, "endless", "taken as an endless line", "--max-message-bytes", "65536")
 }
 
 func TestLifePartialMessageStall(t *testing.T) {
+	t.Parallel()
 	lifeBroken(t, "partial", "and then nothing for 1s", "--upstream-stall", "1s")
 }
 
@@ -189,6 +196,7 @@ func TestLifePartialMessageStall(t *testing.T) {
 // asked about for longer than the server's callTimeout still runs, under
 // its own timeout once forwarded.
 func TestLifeCallTimeoutExcludesApproval(t *testing.T) {
+	t.Parallel()
 	path := lifeServers(t, map[string]map[string]any{
 		"slow": lifeEntry(map[string]any{"callTimeout": "1s"}),
 	})

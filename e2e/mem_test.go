@@ -16,6 +16,7 @@ import (
 // memory stays within ten times issue 9's bound of 25 MB (the benchmark,
 // e2e/bench, measures it; this only catches a runaway).
 func TestLargeResultsPaced(t *testing.T) {
+	// Not parallel (see harness_test.go): measures the gate's peak RSS under large results.
 	g := gateCommand(t, map[string]server{"up": testserver("honest")}, "--log-level", "info")
 	sess := g.connect(t, nil)
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 // the host as an input request; and the host cancelling its call cancels
 // the server's.
 func TestModernCallToModernUpstreamUnparked(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	srv := testserver("mfast-stray", "--events", events)
 	srv.Protocol = "2026-07-28"
@@ -33,7 +34,7 @@ func TestModernCallToModernUpstreamUnparked(t *testing.T) {
 	if text, isErr := toolText(t, resp); isErr || text != "stray:refused" {
 		t.Fatalf("the server's request mid-call: %q isError=%v, want it refused", text, isErr)
 	}
-	if !strings.Contains(g.stderr.String(), "which has no server-to-client requests; it asks for input in its result") {
+	if !waitStderr(g.stderr, "which has no server-to-client requests; it asks for input in its result", 1) {
 		t.Errorf("the gate did not log why it refused the server's request:\n%s", g.stderr.String())
 	}
 

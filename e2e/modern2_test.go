@@ -125,6 +125,7 @@ func modern2Scenario(t *testing.T, call, bare modernCall) {
 }
 
 func TestModernUpstreamAsksModernHostStdio(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"modern": eraServer("2026-07-28")}, "--policy", writePolicy(t, modern2Policy))
 	h := startModern(t, g, formCaps)
 	bare := &modernHost{rawHost: h.rawHost, caps: `{}`}
@@ -135,6 +136,7 @@ func TestModernUpstreamAsksModernHostStdio(t *testing.T) {
 }
 
 func TestModernUpstreamAsksModernHostHTTP(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"modern": eraServer("2026-07-28")}, "--policy", writePolicy(t, modern2Policy))
 	url := g.serveHTTP(t)
 	c := &modernHTTP{t: t, url: url, caps: formCaps}

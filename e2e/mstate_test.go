@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,11 +15,12 @@ import (
 // asked again. A retry that re-targets the state at other arguments is
 // refused at once, with no question either.
 func TestParkedRetryUnderViaLocal(t *testing.T) {
+	t.Parallel()
 	rt := runtimeDir(t)
 	events := filepath.Join(t.TempDir(), "events")
 	const pol = "version: 1\nfallback: deny\napproval:\n  timeout: 60s\nrules:\n  - name: deploys\n    match: mcp:park:deploy\n    action: ask\n    via: [local]\n"
 	g := gateCommand(t, map[string]server{"park": testserver("park", "--events", events)}, "--policy", writePolicy(t, pol), "--local-approvals")
-	g.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	g.cmd.Env = append(g.cmd.Env, "XDG_RUNTIME_DIR="+rt)
 	h := startModern(t, g, formCaps)
 	call := func(tag, extra string) <-chan string {
 		ch := make(chan string, 1)

@@ -122,6 +122,7 @@ func serversJSON(t *testing.T, servers map[string]server) string {
 // kubelet's `..data` swap) changes the verdict with no restart. The
 // metrics follow: the reload, the revision in force, and the decisions.
 func TestConfigMapMountAndDataSwap(t *testing.T) {
+	t.Parallel()
 	allowPolicy := "version: 1\nfallback: deny\nallow: [mcp:honest:echo]\n"
 	denyPolicy := "version: 1\nfallback: deny\ndeny: [mcp:honest:echo]\n"
 	cfg := newConfigMapDir(t, map[string]string{
@@ -212,6 +213,7 @@ func TestConfigMapMountAndDataSwap(t *testing.T) {
 // Issue #12: an allowed and a denied call, a guard refusal, and an
 // upstream crash and restart each show in /metrics with their labels.
 func TestMetricsOverOpsAddr(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:honest:echo, mcp:honest:crash]\ndeny: [mcp:honest:blob]\n")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol, "--ops-addr", "127.0.0.1:0")
 	sess := g.connect(t, nil)
@@ -274,6 +276,7 @@ func grepLines(s, sub string) string {
 // mounts it, is a policy and a servers file the binary accepts: `mcp-gate
 // check` reads them through the `..data` links, as serve will in the pod.
 func TestShippedConfigMapChecks(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "kubernetes", "configmap.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // 2026-07-28, which is remembered in the catalog cache, so that the next
 // gate of the same user opens it with discover; a pin is obeyed as is.
 func TestUpstreamEraFoundByDefault(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	events := filepath.Join(home, "park.events")
 	onlyEvents := filepath.Join(home, "only.events")

@@ -189,6 +189,7 @@ func parkScenario(t *testing.T, call modernCall, bare modernCall, events string)
 }
 
 func TestParkedQuestionsStdio(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"park": testserver("park", "--events", events)}, "--policy", writePolicy(t, parkPolicy))
 	h := startModern(t, g, formCaps)
@@ -237,6 +238,7 @@ func TestParkedQuestionsStdio(t *testing.T) {
 // The host never coming back: the parked call is cancelled when the
 // approval timeout runs out, and the upstream hears of it.
 func TestParkedExpiryCancels(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"park": testserver("park", "--events", events)}, "--policy", writePolicy(t, parkPolicy))
 	h := startModern(t, g, formCaps)
@@ -246,7 +248,7 @@ func TestParkedExpiryCancels(t *testing.T) {
 	if took := time.Since(start); took < 3*time.Second {
 		t.Fatalf("cancelled after %s, before the 5s timeout", took)
 	}
-	if !strings.Contains(g.stderr.String(), "did not answer the upstream's question within the approval timeout") {
+	if !waitStderr(g.stderr, "did not answer the upstream's question within the approval timeout", 1) {
 		t.Errorf("the gate did not log why the call was cancelled")
 	}
 }
@@ -255,6 +257,7 @@ func TestParkedExpiryCancels(t *testing.T) {
 // policy in force and the parked call is cancelled at once, not at its
 // timeout.
 func TestParkedPolicyDenyCancels(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	long := strings.Replace(parkPolicy, "timeout: 5s", "timeout: 120s", 1)
 	pol := writePolicy(t, long)
@@ -294,6 +297,7 @@ func TestParkedPolicyDenyCancels(t *testing.T) {
 // question cannot be told from the first's, and is refused as ambiguous;
 // the first still completes.
 func TestParkedAmbiguousRefused(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"park": testserver("park", "--events", events)}, "--policy", writePolicy(t, strings.Replace(parkPolicy, "timeout: 5s", "timeout: 120s", 1)))
 	h := startModern(t, g, formCaps)
@@ -310,6 +314,7 @@ func TestParkedAmbiguousRefused(t *testing.T) {
 // Over HTTP every request is a POST of its own (a proxy Session each): the
 // question is asked while serving one POST and answered by another.
 func TestParkedQuestionsHTTP(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"park": testserver("park", "--events", events)}, "--policy", writePolicy(t, parkPolicy))
 	url := g.serveHTTP(t)

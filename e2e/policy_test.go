@@ -28,6 +28,7 @@ allow:
 // Issue #3: deny (with a reason the model reads), hidden tools, allow, and
 // the upstream never sees a denied call.
 func TestPolicyEnforced(t *testing.T) {
+	t.Parallel()
 	events := filepath.Join(t.TempDir(), "events")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, denyEchoPolicy))
 	sess := g.connect(t, nil)
@@ -87,6 +88,7 @@ func TestPolicyEnforced(t *testing.T) {
 // Issue #3: a hot reload flips a verdict with no restart and tells the host
 // that the tool list changed; an invalid edit changes nothing.
 func TestPolicyHotReload(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:honest:echo]\n")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol)
 	changed := make(chan struct{}, 10)
@@ -153,6 +155,7 @@ func TestPolicyHotReload(t *testing.T) {
 
 // Issue #3: a broken policy at start-up is a refusal to start, with file:line.
 func TestBrokenPolicyRefusesToStart(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, "version: 1\nfallback: ask\ndeny: [mcp:github:delete_*]\nallwo: [mcp:docs:*]\n")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol)
 	err := g.cmd.Run()
@@ -167,6 +170,7 @@ func TestBrokenPolicyRefusesToStart(t *testing.T) {
 
 // Issue #3: check and explain through the real binary.
 func TestCheckAndExplain(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, denyEchoPolicy)
 	cases := filepath.Join(t.TempDir(), "cases.yaml")
 	os.WriteFile(cases, []byte(`cases:

@@ -42,11 +42,13 @@ func openPTY(t *testing.T) (ptmx, pts *os.File) {
 // configuration error to but the person at it: the gate exits 1 at once,
 // every problem listed, as before.
 func TestConfigErrorOnTerminalExits1(t *testing.T) {
+	t.Parallel()
 	_, pts := openPTY(t)
 	dir := t.TempDir()
 	pol := writePolicy(t, "version: 1\nfallback: ask\nallwo: [mcp:honest:*]\n")
 	cmd := exec.Command(gateBin, "serve", "--servers", writeServers(t, dir, map[string]server{"honest": testserver("honest")}), "--policy", pol)
 	cmd.Stdin = pts
+	cmd.Env = ownUserEnv(t)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -44,6 +44,7 @@ func descendants(t *testing.T, pid int) []int {
 // Issue 10: SIGHUP (the terminal closed) is a clean shutdown: the gate
 // stops its children, even one that ignores EOF and SIGTERM, and exits 0.
 func TestSIGHUPStopsChildren(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest"), "stubborn": testserver("stubborn")})
 	sess := g.connect(t, nil)
 	if tools := toolNames(t, sess); tools["stubborn__echo"] == nil || tools["honest__echo"] == nil {
@@ -80,6 +81,7 @@ func TestSIGHUPStopsChildren(t *testing.T) {
 // Issue 10: a SIGKILLed gate leaves no child behind, not even one that
 // ignores EOF and SIGTERM (Linux: the parent-death signal).
 func TestSIGKILLedGateLeavesNoChild(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"stubborn": testserver("stubborn")})
 	sess := g.connect(t, nil)
 	toolNames(t, sess)
@@ -99,6 +101,7 @@ func TestSIGKILLedGateLeavesNoChild(t *testing.T) {
 // started indirectly (through a shell) on the same file finds the marker
 // its parent set and serves nothing. Either way no chain of gates grows.
 func TestSelfNestingRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "servers.json")
 	servers := map[string]server{
@@ -112,6 +115,7 @@ func TestSelfNestingRefused(t *testing.T) {
 	}
 	wd, _ := os.Getwd()
 	cmd := exec.Command(gateBin, "serve", "--servers", path, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
+	cmd.Env = ownUserEnv(t)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	g := &gate{cmd: cmd, stderr: stderr}
@@ -134,7 +138,7 @@ func TestSelfNestingRefused(t *testing.T) {
 			t.Logf("gate stderr:\n%s", stderr.String())
 		}
 	})
-	if !strings.Contains(stderr.String(), "runs this gate on its own servers file") {
+	if !waitStderr(stderr, "runs this gate on its own servers file", 1) {
 		t.Errorf("stderr does not say why the entry was refused")
 	}
 	waitFor(t, "the gate to log why the indirectly nested gate serves nothing", 30*time.Second, func() bool {
@@ -191,6 +195,7 @@ func listErr(t *testing.T, sess *mcp.ClientSession) *jsonrpc.Error {
 // nothing, and says why where hosts show it (the tools/list error); fixing
 // the file brings the tools back through the watcher, with list_changed.
 func TestBrokenPolicyKeepsSessionUpFailClosed(t *testing.T) {
+	t.Parallel()
 	pol := writePolicy(t, "version: 1\nfallback: ask\nallwo: [mcp:honest:*]\n")
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", pol)
 	changed := make(chan struct{}, 10)
@@ -222,6 +227,7 @@ func TestBrokenPolicyKeepsSessionUpFailClosed(t *testing.T) {
 // up with the error as the answer to tools/list; with /dev/null on stdin
 // (no host) the gate exits 1 as before, saying why.
 func TestUnreadableServersFileShownToHost(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{"missing": "", "bad JSON": `{"mcpServers": {"a": {"command": "x",}}}`} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -233,6 +239,7 @@ func TestUnreadableServersFileShownToHost(t *testing.T) {
 			}
 			wd, _ := os.Getwd()
 			cmd := exec.Command(gateBin, "serve", "--servers", path, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
+			cmd.Env = ownUserEnv(t)
 			stderr := &syncBuffer{}
 			cmd.Stderr = stderr
 			g := &gate{cmd: cmd, stderr: stderr}
@@ -253,6 +260,7 @@ func TestUnreadableServersFileShownToHost(t *testing.T) {
 // "disabled" leaves the server out; every unknown key of every entry is
 // reported, and only the entries with one are left out.
 func TestServersFileOtherHostsKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "servers.json")
 	ts := testserverBin
@@ -266,6 +274,7 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
 }}`), 0o600)
 	wd, _ := os.Getwd()
 	cmd := exec.Command(gateBin, "serve", "--servers", path, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
+	cmd.Env = ownUserEnv(t)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	g := &gate{cmd: cmd, stderr: stderr}
@@ -288,11 +297,12 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
 		waitFor(t, "the host log to report "+k, 10*time.Second, func() bool { return logs.has(k) })
 	}
 	for _, k := range []string{"alwaysAllow", "autoApprove", "disabledTools", "timeout", "description", "transportType", "disabled"} {
+		waitStderr(stderr, `\"`+k+`\" is another host's key`, 1)
 		if n := strings.Count(stderr.String(), `\"`+k+`\" is another host's key`); n != 1 {
 			t.Errorf("%d warnings for %q; want one\n%s", n, k, stderr.String())
 		}
 	}
-	if !strings.Contains(stderr.String(), `server disabled in the servers file`) || !strings.Contains(stderr.String(), "server=off") {
+	if !waitStderr(stderr, `server disabled in the servers file`, 1) || !strings.Contains(stderr.String(), "server=off") {
 		t.Errorf("no word about the disabled server:\n%s", stderr.String())
 	}
 }
@@ -301,6 +311,7 @@ func TestServersFileOtherHostsKeys(t *testing.T) {
 // its own last stderr lines: alone, as the tools/list error; beside a
 // working one, as a log notification while the other's tools are listed.
 func TestUpstreamStartFailureShownToHost(t *testing.T) {
+	t.Parallel()
 	t.Run("alone", func(t *testing.T) {
 		g := gateCommand(t, map[string]server{"broken": testserver("exit")})
 		sess := g.connect(t, nil)
@@ -323,12 +334,14 @@ func TestUpstreamStartFailureShownToHost(t *testing.T) {
 // audit, which goes to stderr in that format when there is no
 // --audit-log.
 func TestLogFormatAndAuditOnStderr(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"json", "text"} {
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
 			wd, _ := os.Getwd()
 			cmd := exec.Command(gateBin, "serve", "--servers", writeServers(t, dir, map[string]server{"honest": testserver("honest")}),
 				"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--log-format", format, "--log-level", "error")
+			cmd.Env = ownUserEnv(t)
 			stderr := &syncBuffer{}
 			cmd.Stderr = stderr
 			g := &gate{cmd: cmd, stderr: stderr}
@@ -370,11 +383,13 @@ func TestLogFormatAndAuditOnStderr(t *testing.T) {
 // forwarded: the upstream, reading the audit file when the call reaches
 // it, finds the call's own decision line already there.
 func TestAuditWrittenBeforeForwarding(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	wd, _ := os.Getwd()
 	cmd := exec.Command(gateBin, "serve", "--servers", writeServers(t, dir, map[string]server{"a": testserver("auditcheck", auditPath)}),
 		"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--audit-log", auditPath)
+	cmd.Env = ownUserEnv(t)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	g := &gate{cmd: cmd, stderr: stderr}
@@ -388,6 +403,7 @@ func TestAuditWrittenBeforeForwarding(t *testing.T) {
 
 // Issue 10: serve --help is a success; version names the commit.
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, c := range []string{"serve", "check", "explain"} {
 		out, err := exec.Command(gateBin, c, "--help").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--") {
@@ -419,6 +435,7 @@ func TestHelpAndVersion(t *testing.T) {
 // (no API key needed) shows the gate's tools/list error, so a broken
 // policy reads as the policy's problem, not "Connection closed".
 func TestClaudeMcpListShowsConfigError(t *testing.T) {
+	// Not parallel (see harness_test.go): a real host: Claude Code is heavy on both CPUs.
 	claude := filepath.Join(nodeModules, ".bin", "claude")
 	if _, err := os.Stat(claude); err != nil {
 		t.Fatalf("the pinned claude CLI is not installed (npm ci in e2e/): %v", err)
@@ -454,6 +471,7 @@ func TestClaudeMcpListShowsConfigError(t *testing.T) {
 // mcpServer/startupStatus/updated, what its TUI prints), so a missing
 // servers file reads as that, not "connection closed".
 func TestCodexStartupShowsConfigError(t *testing.T) {
+	// Not parallel (see harness_test.go): a real host: Codex is heavy on both CPUs.
 	codex := filepath.Join(nodeModules, ".bin", "codex")
 	if _, err := os.Stat(codex); err != nil {
 		t.Fatalf("the pinned codex CLI is not installed (npm ci in e2e/): %v", err)

@@ -156,6 +156,7 @@ func rawResult(t *testing.T, resp string) json.RawMessage {
 // Issue #2, the fidelity test: definitions, results and errors reach the
 // host byte for byte, apart from the tool name.
 func TestFidelity(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"fid": testserver("fidelity")})
 	h := startRaw(t, g)
 	h.initialize()
@@ -193,6 +194,7 @@ const (
 // Issue #2, bad input: garbage from the host or an upstream gets an error
 // for that message only; nothing hangs, nothing is answered twice.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	events := t.TempDir() + "/events"
 	g := gateCommand(t, map[string]server{"junk": testserver("garbage", "--events", events), "ok": testserver("honest")},
 		"--max-message-bytes", fmt.Sprint(1<<20))
@@ -257,6 +259,7 @@ func TestBadInput(t *testing.T) {
 // waiting (a script, a pipe), gets every one answered in order; and a host
 // that closes its input right after still gets its answers.
 func TestPipelinedSession(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"ok": testserver("honest")})
 	stdin := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
@@ -284,6 +287,7 @@ func TestPipelinedSession(t *testing.T) {
 // SIGTERM stops the gate and its upstreams even while the host keeps its
 // end of stdin open (a review finding: the read loop used to block).
 func TestSignalStopsGate(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"ok": testserver("honest")})
 	h := startRaw(t, g)
 	h.initialize()

@@ -27,6 +27,7 @@ import (
 // suite's tools-call-error and tools-call-simple-text call such tools (they
 // are written for the suite's own server) and count the error as failure.
 func TestRelayConformance(t *testing.T) {
+	// Not parallel (see harness_test.go): the conformance suite is heavy on both CPUs.
 	needNode(t)
 	node := filepath.Join(nodeModules, ".bin", "node")
 	suite := filepath.Join(nodeModules, "@modelcontextprotocol", "conformance", "dist", "index.js")

@@ -39,6 +39,7 @@ func errorMember(t *testing.T, line string) string {
 // params byte for byte; the host's cancellation reaches the upstream with
 // its reason and extra members, only the request id being the gate's.
 func TestRelayErrorsAndNotifications(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	directEvents, gateEvents := dir+"/direct", dir+"/gate"
 	dcmd := exec.Command(testserverBin, "--mode", "relayfid", "--events", directEvents)

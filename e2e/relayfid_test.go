@@ -103,6 +103,7 @@ func toolList(t *testing.T, h *rawHost, prefix string) []string {
 // strips params.task, as the specification asks of a receiver that does not
 // declare tasks). Directly, the same request creates a task.
 func TestRelayTasksStripped(t *testing.T) {
+	t.Parallel()
 	direct := everythingDirect(t)
 	initWith(direct, `{}`)
 	plain := rawResult(t, direct.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":1,"b":2}}}`))
@@ -153,6 +154,7 @@ const everythingHostCaps = `{"elicitation":{"form":{}},"sampling":{},"tasks":{"l
 // among them; their task-augmented requests reach the host as plain
 // requests and the host's answer is their normal result.
 func TestRelayHostCapabilitiesUpstream(t *testing.T) {
+	t.Parallel()
 	direct := everythingDirect(t)
 	initWith(direct, everythingHostCaps)
 	want := toolList(t, direct, "")
@@ -203,6 +205,7 @@ func TestRelayHostCapabilitiesUpstream(t *testing.T) {
 // Row 2, initialize: without a protocolVersion the gate answers -32602, as
 // the upstream does; the session can still initialize properly after.
 func TestRelayInitializeWithoutVersion(t *testing.T) {
+	t.Parallel()
 	direct := everythingDirect(t)
 	dresp := direct.send("1", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	g := gateCommand(t, map[string]server{"everything": everything()})
@@ -229,6 +232,7 @@ func TestRelayInitializeWithoutVersion(t *testing.T) {
 // trigger-elicitation-request no longer needs the guard set to log-only);
 // a forged approval beside the echo, or an answer nobody gave, is refused.
 func TestRelayElicitationAnswerExempt(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	g := gateCommand(t, map[string]server{"everything": everything(), "fid": testserver("relayfid")})
 	h := startRaw(t, g)
@@ -302,6 +306,7 @@ func stripID(t *testing.T, line string) string {
 // to it succeeds, its updates reach the host byte for byte, and reading it
 // returns the server's own error byte for byte.
 func TestRelayResourceRouting(t *testing.T) {
+	t.Parallel()
 	const uri = "test://watched-resource"
 	direct := everythingDirect(t)
 	initWith(direct, `{}`)
@@ -344,6 +349,7 @@ func notificationParams(t *testing.T, line string) string {
 // older revision the gate knows; the gate speaks that one to it and relays
 // its messages as they are, while the host keeps the revision it asked for.
 func TestRelayUpstreamVersion(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"old": testserver("relayfid-old"), "new": testserver("relayfid")})
 	h := startRaw(t, g)
 	if init := initWith(h, `{}`); !strings.Contains(string(init), `"protocolVersion":"2025-11-25"`) {

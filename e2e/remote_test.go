@@ -39,7 +39,7 @@ func remoteGate(t *testing.T, entries map[string]any, flags ...string) *gate {
 		args = append(args, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
 	}
 	g.cmd = exec.Command(gateBin, append(args, flags...)...)
-	g.cmd.Env = append(os.Environ(), "REMOTE_TOKEN="+remoteToken)
+	g.cmd.Env = append(os.Environ(), append(userDirs(dir), "REMOTE_TOKEN="+remoteToken)...)
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -114,6 +114,7 @@ allow:
 // legacy SSE, through the real binary: its tools listed and called, the
 // policy deciding, the header's secret kept out of every log.
 func TestRemoteEverything(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, typ, path string }{
 		{"streamableHttp", "http", "/mcp"},
 		{"sse", "sse", "/sse"},
@@ -198,6 +199,7 @@ func remoteCallErr(t *testing.T, sess *mcp.ClientSession, name string) (text str
 // misbehaviour, never a hang or a crash, and the policy, the guard and the
 // secrecy of the headers hold as for stdio servers.
 func TestRemoteHostile(t *testing.T) {
+	t.Parallel()
 	base, events := startRemoteHostile(t, "--huge", "3000000")
 	g := remoteGate(t, map[string]any{
 		"hostile":  map[string]any{"type": "http", "url": base + "/mcp?k=${REMOTE_TOKEN}", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
@@ -262,6 +264,7 @@ func TestRemoteHostile(t *testing.T) {
 // Streamable HTTP they come on the call's reply stream and are answered by
 // POSTs; over legacy SSE they come on the session's stream.
 func TestRemoteUpstreamRequests(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, typ, path string }{
 		{"streamableHttp", "http", "/mcp"},
 		{"sse", "sse", "/sse"},

@@ -21,6 +21,7 @@ import (
 // of the descriptions the host shares; a call goes through, and closing
 // the host's end ends the gate normally.
 func TestGateOverHostStdioKinds(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"socketpair", "pipe"} {
 		t.Run(kind, func(t *testing.T) {
 			var childIn, childOut, hostW, hostR *os.File
