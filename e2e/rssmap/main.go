@@ -268,6 +268,7 @@ type span struct {
 
 type attributor struct {
 	modules  []string // the main module and its dependencies, from the build info
+	regions  []span   // the parts of .gopclntab, reported as sections of their own
 	sections []*elf.Section
 	spans    map[string][]span // by section name, sorted by lo
 	bySec    map[string]int    // resident bytes by section
@@ -406,6 +407,10 @@ func (a *attributor) pclntab(f *elf.File, symbols []elf.Symbol) error {
 			a.spans[".gopclntab"] = append(a.spans[".gopclntab"], span{base + lo, base + hi, name})
 		}
 	}
+	for _, r := range []span{{0, funcname, "header"}, {funcname, cu, "funcnametab"}, {cu, filetab, "cutab"},
+		{filetab, pctab, "filetab"}, {pctab, pcln, "pctab"}} {
+		a.regions = append(a.regions, span{base + r.lo, base + r.hi, ".gopclntab " + r.name})
+	}
 	add(0, funcname, "pclntab:header")
 	add(cu, filetab, "pclntab:cutab")
 	add(filetab, pctab, "pclntab:filetab")
@@ -450,6 +455,12 @@ func (a *attributor) pclntab(f *elf.File, symbols []elf.Symbol) error {
 				funcdata = append(funcdata, fd{gofunc + uint64(off), name})
 			}
 		}
+	}
+	end := base + sec.Size
+	if gofunc > base+pcln && gofunc < end {
+		a.regions = append(a.regions, span{base + pcln, gofunc, ".gopclntab functab, _func"}, span{gofunc, end, ".gopclntab go:func.* (funcdata)"})
+	} else {
+		a.regions = append(a.regions, span{base + pcln, end, ".gopclntab functab, _func"})
 	}
 	slices.SortFunc(funcdata, func(x, y fd) int { return cmp.Compare(x.off, y.off) })
 	funcdata = slices.CompactFunc(funcdata, func(x, y fd) bool { return x.off == y.off })
@@ -527,6 +538,11 @@ func (a *attributor) page(addr uint64) {
 		}
 		end := min(hi, sec.Addr+sec.Size)
 		a.bySec[sec.Name] += int(end - lo)
+		for _, r := range a.regions {
+			if r.lo < end && r.hi > lo {
+				a.bySec[r.name] += int(min(r.hi, end) - max(r.lo, lo))
+			}
+		}
 		spans := a.spans[sec.Name]
 		i := sort.Search(len(spans), func(i int) bool { return spans[i].hi > lo })
 		covered := uint64(0)
