@@ -16,7 +16,15 @@
 //
 // The kernel maps file pages around a fault (fault-around), so a page is
 // resident because something near it was touched, not necessarily itself;
-// the attribution is of what is resident, which is what VmHWM counts.
+// the attribution is of what is resident, which is what VmHWM counts. Who
+// touched each 64 KB window first is what the gate's page faults say: with
+// fault-around each window faults once, so
+//
+//	perf record -e page-faults -c 1 -d -g -- go run ./e2e/rssmap -gate BIN
+//	perf script -F comm,addr,ip,sym --comm BIN's name
+//
+// lists the faulting data address and the call chain of every window's
+// first touch (a package's init, runtime.itabsinit, a stack copy, ...).
 //
 // Usage (Linux only):
 //
@@ -63,10 +71,18 @@ func main() {
 	calls := flag.Int("calls", 50, "echo calls in state idle")
 	top := flag.Int("top", 40, "packages to list")
 	symTop := flag.Int("symbols", 0, "also list this many symbols with the most resident bytes")
+	where := flag.String("where", "", "only name the owners of these comma-separated hex addresses (with -gate for the symbols) and exit")
 	hold := flag.Duration("hold", 0, "keep the gate running this long after the report (to inspect it by hand)")
 	flag.BoolVar(&gateStderr, "stderr", false, "pass the gate's stderr through (its log; GODEBUG=gctrace=1 and the like)")
 	flag.Parse()
 	holdFor = *hold
+	if *where != "" {
+		if err := whereIs(cmp.Or(*syms, *gate), *where); err != nil {
+			fmt.Fprintln(os.Stderr, "rssmap:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*gate, *syms, *echo, *pid, *state, *calls, *top, *symTop); err != nil {
 		fmt.Fprintln(os.Stderr, "rssmap:", err)
 		os.Exit(1)
@@ -561,6 +577,41 @@ func (a *attributor) page(addr uint64) {
 		}
 		lo = end
 	}
+}
+
+// whereIs prints the section and the owner (symbol, function's pclntab
+// part, type) of each address in list.
+func whereIs(bin, list string) error {
+	a, err := newAttributor(bin)
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Split(list, ",") {
+		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(f), "0x"), 16, 64)
+		if err != nil {
+			return fmt.Errorf("address %q: %w", f, err)
+		}
+		sec := a.section(addr)
+		if sec == nil {
+			fmt.Printf("%#x  (no section)\n", addr)
+			continue
+		}
+		owner := "?"
+		for _, s := range a.spans[sec.Name] {
+			if s.lo <= addr && addr < s.hi {
+				owner = s.name
+				break
+			}
+		}
+		region := sec.Name
+		for _, r := range a.regions {
+			if r.lo <= addr && addr < r.hi {
+				region = r.name
+			}
+		}
+		fmt.Printf("%#x  %s  %s\n", addr, region, owner)
+	}
+	return nil
 }
 
 // pkgOf is the package a symbol belongs to: what precedes the first dot
