@@ -20,11 +20,12 @@
 // touched each 64 KB window first is what the gate's page faults say: with
 // fault-around each window faults once, so
 //
-//	perf record -e page-faults -c 1 -d -g -- go run ./e2e/rssmap -gate BIN
-//	perf script -F comm,addr,ip,sym --comm BIN's name
+//	perf record -e page-faults -c 1 -d -g -o pf.data -- rssmap -gate BIN
+//	perf script -i pf.data -F comm,addr,ip,sym --comm NAME >pf.txt
+//	rssmap -gate BIN -faults pf.txt
 //
-// lists the faulting data address and the call chain of every window's
-// first touch (a package's init, runtime.itabsinit, a stack copy, ...).
+// counts every window's first touch by cause (a package's initialiser,
+// runtime.itabsinit, a stack copy, the serve path below main.run).
 //
 // Usage (Linux only):
 //
@@ -71,11 +72,19 @@ func main() {
 	calls := flag.Int("calls", 50, "echo calls in state idle")
 	top := flag.Int("top", 40, "packages to list")
 	symTop := flag.Int("symbols", 0, "also list this many symbols with the most resident bytes")
+	faults := flag.String("faults", "", "instead of reading a process, read `perf script -F comm,addr,ip,sym` output of the gate's page faults from this file (- for stdin) and say who touched each window first")
 	where := flag.String("where", "", "only name the owners of these comma-separated hex addresses (with -gate for the symbols) and exit")
 	hold := flag.Duration("hold", 0, "keep the gate running this long after the report (to inspect it by hand)")
 	flag.BoolVar(&gateStderr, "stderr", false, "pass the gate's stderr through (its log; GODEBUG=gctrace=1 and the like)")
 	flag.Parse()
 	holdFor = *hold
+	if *faults != "" {
+		if err := firstTouches(cmp.Or(*syms, *gate), *faults, *top); err != nil {
+			fmt.Fprintln(os.Stderr, "rssmap:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *where != "" {
 		if err := whereIs(cmp.Or(*syms, *gate), *where); err != nil {
 			fmt.Fprintln(os.Stderr, "rssmap:", err)
@@ -577,6 +586,122 @@ func (a *attributor) page(addr uint64) {
 		}
 		lo = end
 	}
+}
+
+// firstTouches reads perf's page-fault samples of a gate (perf record -e
+// page-faults -c 1 -d -g; perf script -F comm,addr,ip,sym --comm NAME) and
+// counts the faults on the binary's read-only sections by cause: the
+// package whose initialiser ran, the call below main.run, or the root of
+// the runtime's own work (runtime.schedinit, a stack copy). With
+// fault-around each fault maps a 64 KB window, so a cause's count is the
+// windows it touched first.
+func firstTouches(bin, path string, top int) error {
+	a, err := newAttributor(bin)
+	if err != nil {
+		return err
+	}
+	in := os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return err
+	}
+	type sample struct {
+		addr  uint64
+		chain []string // leaf first
+	}
+	var samples []sample
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if !strings.HasPrefix(line, "\t") && !strings.HasPrefix(line, " ") {
+			if len(f) < 2 {
+				continue
+			}
+			addr, err := strconv.ParseUint(f[1], 16, 64)
+			if err != nil {
+				return fmt.Errorf("perf script line %q: want comm and addr first: %w", line, err)
+			}
+			samples = append(samples, sample{addr: addr})
+			continue
+		}
+		if len(samples) > 0 && len(f) >= 2 {
+			samples[len(samples)-1].chain = append(samples[len(samples)-1].chain, f[1])
+		}
+	}
+	counts := map[string]int{}
+	bySec := map[string]int{}
+	for _, s := range samples {
+		sec := a.section(s.addr)
+		if sec == nil || sec.Flags&elf.SHF_WRITE != 0 {
+			continue // anonymous memory, or the data segment
+		}
+		bySec[sec.Name]++
+		counts[faultCause(s.chain)]++
+	}
+	fmt.Println("faults on the binary's read-only pages (each a 64 KB window):")
+	for _, kv := range sorted(bySec) {
+		fmt.Printf("%6d  %s\n", kv.v, kv.k)
+	}
+	kinds := map[string]int{}
+	for c, n := range counts {
+		k, _, _ := strings.Cut(c, " ")
+		switch {
+		case strings.Contains(c, "runtime.copystack"):
+			k = "stack copies"
+		case strings.Contains(c, "runtime.rt0_go"):
+			k = "the runtime's start (schedinit: itabs, moduledata)"
+		case k == "init":
+			k = "package initialisers"
+		case k == "main:":
+			k = "main (serve)"
+		case k == "root:":
+			k = "other goroutines"
+		}
+		kinds[k] += n
+	}
+	fmt.Println("in short:")
+	for _, kv := range sorted(kinds) {
+		fmt.Printf("%6d  %s\n", kv.v, kv.k)
+	}
+	fmt.Println("by who touched the window first:")
+	for i, kv := range sorted(counts) {
+		if i == top {
+			break
+		}
+		fmt.Printf("%6d  %s\n", kv.v, kv.k)
+	}
+	return nil
+}
+
+// faultCause names what a fault's call chain (leaf first) was doing. A
+// fault on a function's first instruction loses that function's caller
+// (it has no frame yet), so the chain is read from its root.
+func faultCause(chain []string) string {
+	root := slices.Clone(chain)
+	slices.Reverse(root)
+	if i := slices.Index(root, "runtime.main"); i >= 0 {
+		rest := slices.DeleteFunc(root[i+1:], func(f string) bool { return strings.HasPrefix(f, "runtime.doInit") })
+		switch {
+		case len(rest) == 0:
+			return "runtime.main"
+		case rest[0] == "main.main":
+			return "main: " + strings.Join(rest[1:min(len(rest), 4)], " > ")
+		case strings.Contains(rest[0], ".init"):
+			return "init " + pkgOf(rest[0])
+		}
+		return "runtime.main > " + rest[0]
+	}
+	return "root: " + strings.Join(root[:min(len(root), 3)], " > ")
 }
 
 // whereIs prints the section and the owner (symbol, function's pclntab

@@ -107,3 +107,23 @@ func TestPkgOf(t *testing.T) {
 		}
 	}
 }
+
+// A fault's cause is read from the root of its chain: the package whose
+// initialiser ran (even when the fault on its first instruction lost the
+// doInit frame), the call below main.main, or the runtime's own root.
+func TestFaultCause(t *testing.T) {
+	for _, c := range []struct {
+		chain []string // leaf first, as perf prints it
+		want  string
+	}{
+		{[]string{"net/http.parsePattern", "net/http.HandleFunc", "expvar.init.0", "runtime.doInit1", "runtime.main", "runtime.goexit.abi0"}, "init expvar"},
+		{[]string{"crypto/internal/fips140deps/cpu.init", "runtime.main", "runtime.goexit.abi0"}, "init crypto/internal/fips140deps/cpu"},
+		{[]string{"policy.readDocument", "main.openPolicy", "main.serve", "main.run", "main.main", "runtime.main", "runtime.goexit.abi0"}, "main: main.run > main.serve > main.openPolicy"},
+		{[]string{"runtime.(*stkframe).getStackMap", "runtime.adjustframe", "runtime.copystack", "runtime.newstack", "runtime.morestack.abi0"}, "root: runtime.morestack.abi0 > runtime.newstack > runtime.copystack"},
+		{nil, "root: "},
+	} {
+		if got := faultCause(c.chain); got != c.want {
+			t.Errorf("faultCause(%q) = %q, want %q", c.chain, got, c.want)
+		}
+	}
+}
