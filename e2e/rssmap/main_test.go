@@ -19,7 +19,7 @@ func TestAttributesAGatesPages(t *testing.T) {
 	}
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "mcp-gate")
-	build := exec.Command("go", "build", "-o", gate, "../../cmd/mcp-gate")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", gate, "../../cmd/mcp-gate")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the gate: %v\n%s", err, out)
