@@ -52,6 +52,22 @@ func Listen(dir string, log *slog.Logger) (*Surface, error) {
 	return listen(dir, log, newGuardian())
 }
 
+// Ancestry is the gate's process ancestry as the surface protects it (see
+// guardian), recorded when it was taken.
+type Ancestry struct{ g guardian }
+
+// TakeAncestry records the gate's ancestry now. A gate that opens its
+// surface only when it first needs it takes its ancestry at its start, so
+// that what is refused is decided on the process tree the host started,
+// not on one that has changed since (a wrapper between the host and the
+// gate that has exited, leaving the gate to init).
+func TakeAncestry() Ancestry { return Ancestry{newGuardian()} }
+
+// Listen is the package's Listen with the ancestry taken earlier.
+func (a Ancestry) Listen(dir string, log *slog.Logger) (*Surface, error) {
+	return listen(dir, log, a.g)
+}
+
 func listen(dir string, log *slog.Logger, guard guardian) (*Surface, error) {
 	if !peerChecks {
 		return nil, errNoPeerCredCheck

@@ -10,11 +10,12 @@ import (
 // startCPUProfile writes a CPU profile of the whole run to the file named by
 // MCP_GATE_CPUPROFILE, and an execution trace to the one named by
 // MCP_GATE_TRACE (go tool trace -pprof=sched or =syscall shows where the
-// wall-clock time goes that a CPU profile does not), and a heap profile at
-// the end of the run to the one named by MCP_GATE_MEMPROFILE, for the benchmark's
-// profiling (e2e/bench -profile). They are deliberately not flags: they are
-// developer's tools, not part of the command's interface. The returned
-// function stops both.
+// wall-clock time goes that a CPU profile does not), for the benchmark's
+// profiling (e2e/bench -profile), and, in a binary built with -tags
+// memprofile, a heap profile at the end of the run to the one named by
+// MCP_GATE_MEMPROFILE (memprofile_on.go). They are deliberately not flags:
+// they are developer's tools, not part of the command's interface. The
+// returned function stops them all.
 func startCPUProfile() func() {
 	var stops []func()
 	if path := os.Getenv("MCP_GATE_CPUPROFILE"); path != "" {
@@ -37,20 +38,8 @@ func startCPUProfile() func() {
 			stops = append(stops, func() { trace.Stop(); f.Close() })
 		}
 	}
-	if path := os.Getenv("MCP_GATE_MEMPROFILE"); path != "" {
-		// Written at the end of the run: its alloc_space view names what
-		// allocated the bytes the collector had to reclaim.
-		stops = append(stops, func() {
-			f, err := os.Create(path)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "mcp-gate: MCP_GATE_MEMPROFILE: %v\n", err)
-				return
-			}
-			defer f.Close()
-			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-				fmt.Fprintf(os.Stderr, "mcp-gate: MCP_GATE_MEMPROFILE: %v\n", err)
-			}
-		})
+	if stop := startMemProfile(); stop != nil {
+		stops = append(stops, stop)
 	}
 	return func() {
 		for _, stop := range stops {

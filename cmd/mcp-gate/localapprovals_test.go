@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-gate/mcp-gate/elicitation"
 )
 
-// The local approval surface opens beside the start: it is there once
+// The local approval surface opens when first needed: it is there once
 // Available says so, its socket goes with Close, and one that cannot open
 // is not available and refuses what reaches it.
 func TestLocalSurfaceOpensBesideTheStart(t *testing.T) {
