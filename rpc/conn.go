@@ -520,12 +520,12 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			return // MCP: no response to a cancelled request.
 		}
 		resp := &Message{ID: req.ID}
-		var werr *Error
 		switch {
-		case err != nil && errors.As(err, &werr):
-			resp.Error = werr
 		case err != nil:
-			resp.Error = Errorf(CodeInternalError, "%s", err.Error())
+			// asError's target escapes to errors.As: declared here, it
+			// would be allocated for every call, answered with an error
+			// or not.
+			resp.Error = asError(err)
 		case result == nil:
 			resp.Result = json.RawMessage("{}")
 		default:
