@@ -105,9 +105,9 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 		// and ends when its forward does: its own context carries the
 		// bound (backpressure.go), without a context layer per call.
 		cause := &callTimeoutError{server: server, timeout: d}
-		if stop, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
+		if bound, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
 			res, err := g.forwardWithin(deadlineCtx{ctx, time.Now().Add(d)}, key, server, method, params)
-			if !stop() && err == nil {
+			if !bound.Stop() && err == nil {
 				// The bound fired as the answer came. The request is
 				// cancelled now, so it ends as the timeout it was.
 				return nil, upstreamError(server, method, cause)

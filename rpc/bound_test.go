@@ -42,8 +42,8 @@ func TestCancelServedAfter(t *testing.T) {
 			}
 			return nil, context.Cause(ctx)
 		case "disarmed":
-			stopBound, ok := CancelServedAfter(derived, time.Hour, cause)
-			if !ok || !stopBound() {
+			bound, ok := CancelServedAfter(derived, time.Hour, cause)
+			if !ok || !bound.Stop() {
 				return nil, errors.New("not disarmed")
 			}
 			if ctx.Err() != nil {
