@@ -583,6 +583,9 @@ func keepTail(tail, frag []byte) []byte {
 
 // Write encodes m as one line and sends or queues it; see Transport.
 func (s *Stream) Write(ctx context.Context, m *Message) error {
+	if s.tw != nil {
+		return s.writePooled(ctx, m) // writepool.go
+	}
 	o, err := encodeLine(m)
 	if err != nil {
 		return err
@@ -590,10 +593,20 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	if o.len() > largeMessage && s.growW != nil {
 		s.growW()
 	}
-	if s.tw == nil {
-		return s.q.put(ctx, o)
+	return s.q.put(ctx, o)
+}
+
+// writeOutgoing sends or queues o in direct mode. o.msg may be a pooled
+// buffer that is reused once Write returns (writepool.go): whatever of it
+// is queued, and so outlives the Write, is a copy.
+func (s *Stream) writeOutgoing(ctx context.Context, o outgoing) error {
+	if o.len() > largeMessage && s.growW != nil {
+		s.growW()
 	}
-	var sent bool
+	var (
+		sent bool
+		err  error
+	)
 	if batchable(o) {
 		sent, err = s.writeBatched(o)
 	} else {
@@ -607,6 +620,7 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	s.wmu.Lock()
 	s.queued++
 	s.wmu.Unlock()
+	o.msg = bytes.Clone(o.msg) // the queue's own: o.msg may be pooled
 	if err := s.q.put(ctx, o); err != nil {
 		s.unqueued()
 		return err
@@ -679,6 +693,10 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 	if !left {
 		return true, nil
 	}
+	// What is queued outlives the Write, and o.msg may be a pooled buffer
+	// reused once it returns (writepool.go): the queue gets a copy. Only a
+	// peer with no room for a whole message costs one.
+	rest.msg = bytes.Clone(rest.msg)
 	if n == 0 && !wait {
 		// Nothing written: queue it whole if there is room at once.
 		if !s.q.tryPut(rest) {
