@@ -101,6 +101,10 @@ type Stream struct {
 	tw     func([][]byte) (int, error)
 	wmu    sync.Mutex
 	queued int
+	// twParts is tw's argument, under wmu (writeParts): an array local to
+	// the writer would escape through the func value, an allocation for
+	// every direct write.
+	twParts [3][]byte
 	// batch holds small messages gathered for one group write while its
 	// first writer yields (batch.go), under wmu; only ever non-empty
 	// while queued is 0.
@@ -677,8 +681,7 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		return true, s.closedErr()
 	default:
 	}
-	parts := [3][]byte{o.msg, o.body, o.tail}
-	n, err := s.tw(parts[:])
+	n, err := s.writeParts(o.msg, o.body, o.tail)
 	if err != nil {
 		s.fail(&WriteError{Err: err})
 		return true, s.closedErr()
@@ -715,6 +718,14 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// writeParts writes a, b and c with tw, as one write. Called with wmu held.
+func (s *Stream) writeParts(a, b, c []byte) (int, error) {
+	s.twParts = [3][]byte{a, b, c}
+	n, err := s.tw(s.twParts[:])
+	s.twParts = [3][]byte{} // pins no message's bytes
+	return n, err
 }
 
 // errNoRoom is writeDirect's report that a message could not be queued

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -103,3 +104,26 @@ func TestWritePoolNoCrossMessageBytes(t *testing.T) {
 	}
 }
 
+// A small message written in direct mode to a peer with room costs no
+// allocation: its line is a pooled buffer's.
+func TestWritePoolAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
+	connR, _, peerR, connW := osPipes(t)
+	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
+	t.Cleanup(func() { s.Close() })
+	if s.tw == nil {
+		t.Skip("the Stream over a pipe does not write directly here")
+	}
+	go io.Copy(io.Discard, peerR)
+	m := &Message{ID: json.RawMessage(`7`), Result: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(200, func() {
+		if err := s.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a small direct Write allocates %v times, want 0", n)
+	}
+}
