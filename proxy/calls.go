@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -103,10 +102,12 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 	if modernOf(ctx) == nil {
 		// A host request of the 2025-11-25 era forwards once at a time,
 		// and ends when its forward does: its own context carries the
-		// bound (backpressure.go), without a context layer per call.
+		// bound (backpressure.go), without a context layer per call, and
+		// reports it as its deadline while it is armed, for what reads
+		// that (a start waiting out a restart backoff, upstream.Pool).
 		cause := &callTimeoutError{server: server, timeout: d}
 		if bound, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
-			res, err := g.forwardWithin(deadlineCtx{ctx, time.Now().Add(d)}, key, server, method, params)
+			res, err := g.forwardWithin(ctx, key, server, method, params)
 			if !bound.Stop() && err == nil {
 				// The bound fired as the answer came. The request is
 				// cancelled now, so it ends as the timeout it was.

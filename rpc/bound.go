@@ -21,6 +21,9 @@ type incomingKey struct{}
 // call, not a part of it: the caller must have nothing left to do with ctx
 // once the bound fires but answer.
 //
+// While it is armed, ctx's Deadline (and that of every context of the
+// call that has none of its own) is the bound, if that is earlier.
+//
 // The returned Bound's Stop disarms it and reports whether that was before
 // it fired (a value, not a method value: one is taken for every call). ok is
 // false, and nothing is armed, when ctx serves no call of a Conn, or is
@@ -32,11 +35,20 @@ func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (b Bou
 	if in == nil || ctx.Done() != in.done {
 		return Bound{}, false
 	}
-	return Bound{time.AfterFunc(d, func() { in.cancel(cause) })}, true
+	in.bound.Store(time.Now().Add(d).UnixNano())
+	return Bound{time.AfterFunc(d, func() { in.cancel(cause) }), in}, true
 }
 
 // A Bound is a bound armed by CancelServedAfter.
-type Bound struct{ t *time.Timer }
+type Bound struct {
+	t  *time.Timer
+	in *incomingCall
+}
 
 // Stop disarms the bound and reports whether that was before it fired.
-func (b Bound) Stop() bool { return b.t.Stop() }
+// The call's deadline is its own again.
+func (b Bound) Stop() bool {
+	stopped := b.t.Stop()
+	b.in.bound.Store(0)
+	return stopped
+}
