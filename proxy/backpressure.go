@@ -113,6 +113,6 @@ func (e *callTimeoutError) Error() string {
 // the forward (start and restart backoff included) to the answer. When it
 // fires, rpc.Conn.Call sends the upstream notifications/cancelled, and the
 // host gets an error naming the server and the timeout.
-func withCallTimeout(ctx context.Context, server string, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, d, &callTimeoutError{server: server, timeout: d})
+func withCallTimeout(ctx context.Context, cause *callTimeoutError) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, cause.timeout, cause)
 }
