@@ -142,10 +142,6 @@ type incomingCall struct {
 	// bound is the deadline CancelServedAfter set (UnixNano; 0: none),
 	// reported by Deadline while it is armed.
 	bound atomic.Int64
-	// resp is the call's response, in the call's one allocation. An
-	// incomingCall is never reused, so a transport may keep it as long as
-	// it likes.
-	resp Message
 
 	// leases are the large lines of the responses its handler received
 	// from upstreams (Conn.CallAdmit), counted in flight until the
@@ -539,8 +535,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			in.settle(nil)
 			return // MCP: no response to a cancelled request.
 		}
-		resp := &in.resp
-		resp.ID = req.ID
+		resp := &Message{ID: req.ID}
 		switch {
 		case err != nil:
 			// asError's target escapes to errors.As: declared here, it
