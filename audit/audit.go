@@ -271,16 +271,26 @@ var digestKey = func() []byte {
 // approval record and the call it covered can be matched, while argument
 // values cannot be guessed back from the log.
 func Digest(args []byte) string {
+	var out [DigestLen]byte
+	return string(AppendDigest(out[:0], args))
+}
+
+// DigestLen is the length of a Digest.
+const DigestLen = len(digestPrefix) + 16
+
+const digestPrefix = "hmac-sha256:"
+
+// AppendDigest appends Digest(args) to dst, for a caller that makes one
+// string of it and what goes with it (a decision's id) in one allocation.
+func AppendDigest(dst, args []byte) []byte {
 	m := macs.Get().(*pooledMAC)
 	m.h.Reset()
 	m.h.Write(args)
 	sum := m.h.Sum(m.sum[:0]) // into the pooled array: a local one would escape
-	const prefix = "hmac-sha256:"
-	var out [len(prefix) + 16]byte
-	copy(out[:], prefix)
-	hex.Encode(out[len(prefix):], sum[:8])
+	dst = append(dst, digestPrefix...)
+	dst = hex.AppendEncode(dst, sum[:8])
 	macs.Put(m)
-	return string(out[:])
+	return dst
 }
 
 // pooledMAC is a keyed HMAC with room for its sum.

@@ -113,24 +113,6 @@ func (e *callTimeoutError) Error() string {
 // the forward (start and restart backoff included) to the answer. When it
 // fires, rpc.Conn.Call sends the upstream notifications/cancelled, and the
 // host gets an error naming the server and the timeout.
-func withCallTimeout(ctx context.Context, server string, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, d, &callTimeoutError{server: server, timeout: d})
-}
-
-// deadlineCtx is a context whose Deadline is at, or its parent's if
-// earlier, and otherwise its parent. A forward bounded on its host
-// request's own context (rpc.CancelServedAfter, Session.forward) carries
-// its deadline so, for what reads it: a call that finds its server in
-// its restart backoff waits for the next start only within it
-// (upstream.Pool).
-type deadlineCtx struct {
-	context.Context
-	at time.Time
-}
-
-func (c deadlineCtx) Deadline() (time.Time, bool) {
-	if d, ok := c.Context.Deadline(); ok && d.Before(c.at) {
-		return d, true
-	}
-	return c.at, true
+func withCallTimeout(ctx context.Context, cause *callTimeoutError) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, cause.timeout, cause)
 }

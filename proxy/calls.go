@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -100,22 +99,25 @@ func (g *Session) forward(ctx context.Context, server, method string, params jso
 	key := g.childKeyFor(g.childKey(), server)
 	defer g.enter(ctx, key, server, g).leave()
 	d := g.pool.CallTimeout(server)
-	if modernOf(ctx) == nil {
-		// A host request of the 2025-11-25 era forwards once at a time,
-		// and ends when its forward does: its own context carries the
-		// bound (backpressure.go), without a context layer per call.
-		cause := &callTimeoutError{server: server, timeout: d}
-		if stop, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
-			res, err := g.forwardWithin(deadlineCtx{ctx, time.Now().Add(d)}, key, server, method, params)
-			if !stop() && err == nil {
-				// The bound fired as the answer came. The request is
-				// cancelled now, so it ends as the timeout it was.
-				return nil, upstreamError(server, method, cause)
-			}
-			return res, err
+	// A host request served in its own context (a 2025-11-25 host's, or a
+	// 2026-07-28 host's call to a 2026-07-28 child, which cannot park)
+	// forwards once at a time, and ends when its forward does: its own
+	// context carries the bound (backpressure.go), without a context layer
+	// per call, and reports it as its deadline while it is armed, for what
+	// reads that (a start waiting out a restart backoff, upstream.Pool).
+	// A parked call's forward runs under a context of its own, which the
+	// request's end does not end, so CancelServedAfter declines it.
+	cause := &callTimeoutError{server: server, timeout: d}
+	if bound, ok := rpc.CancelServedAfter(ctx, d, cause); ok {
+		res, err := g.forwardWithin(ctx, key, server, method, params)
+		if !bound.Stop() && err == nil {
+			// The bound fired as the answer came. The request is
+			// cancelled now, so it ends as the timeout it was.
+			return nil, upstreamError(server, method, cause)
 		}
+		return res, err
 	}
-	ctx, cancel := withCallTimeout(ctx, server, d)
+	ctx, cancel := withCallTimeout(ctx, cause)
 	defer cancel()
 	return g.forwardWithin(ctx, key, server, method, params)
 }

@@ -45,8 +45,7 @@ type verdict struct {
 func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
 	start := time.Now()
 	call.User = g.policyUser()
-	id := g.decisionID()
-	digest := audit.Digest(call.Args)
+	id, digest := g.decisionIDDigest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) error {
 		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,

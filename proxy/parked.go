@@ -572,6 +572,20 @@ type gateAnswer struct{ res json.RawMessage }
 
 func (*gateAnswer) Error() string { return "an answer of mcp-gate's own" }
 
+// asGateAnswer finds a gateAnswer in err. The target errors.As fills
+// escapes to the heap, so it is declared only once there is an error: in
+// Session.run's own scope it would cost an allocation on every call.
+func asGateAnswer(err error) (*gateAnswer, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var own *gateAnswer
+	if errors.As(err, &own) {
+		return own, true
+	}
+	return nil, false
+}
+
 // forwardModern forwards a 2026-07-28 host's decided request. A request
 // that can carry an input-required result runs as a parkable call, unless
 // its upstream is of revision 2026-07-28 and so cannot ask mid-call; a

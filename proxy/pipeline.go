@@ -111,7 +111,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	sp := g.startCall()
 	res, err := send(g, ctx, r, t)
-	if own := (*gateAnswer)(nil); err != nil && errors.As(err, &own) {
+	if own, ok := asGateAnswer(err); ok {
 		g.endCall(sp, t.server, r.method, nil)
 		return own.res, nil // a parked call's question, or a refused retry (parked.go)
 	}
@@ -143,11 +143,18 @@ var (
 		method: "tools/call",
 		resolve: func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 			t, err := g.resolveNamed(ctx, "tools/call", &g.tools, policy.KindTool, params)
-			t.answers = &elicitAnswers{}
+			// Only a host that can answer an elicitation during the call
+			// (one that declared it, or a 2026-07-28 host's retry of a
+			// relayed round) has answers to collect: for any other call
+			// they would be an allocation never used. Without them the
+			// guard exempts nothing.
+			if h := g.hostCaps(); h.elicitForm || h.elicitURL || modernOf(ctx) != nil {
+				t.answers = &elicitAnswers{}
+			}
 			return t, err
 		},
 		send: func(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
-			if h := g.hostCaps(); h.elicitForm || h.elicitURL { // else no answer can come
+			if h := g.hostCaps(); (h.elicitForm || h.elicitURL) && t.answers != nil { // else no answer can come
 				defer g.Gate.answers.begin(g, t.server, t.answers).end()
 			}
 			return forwardTo(g, ctx, r, t)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -347,9 +348,24 @@ func (s *Session) isSubscribed(uri string) bool {
 func (s *Session) decisionID() string {
 	// One allocation, not fmt's three: one is taken for every call.
 	var b [64]byte
-	out := append(b[:0], s.session...)
+	return string(s.appendDecisionID(b[:0]))
+}
+
+func (s *Session) appendDecisionID(out []byte) []byte {
+	out = append(out, s.session...)
 	out = append(out, '-')
-	return string(strconv.AppendUint(out, s.seq.Add(1), 10))
+	return strconv.AppendUint(out, s.seq.Add(1), 10)
+}
+
+// decisionIDDigest is decisionID and audit.Digest(args), the two strings
+// every decision's record carries, made in one allocation: two slices of
+// one string, which live as long as the record's verdict does.
+func (s *Session) decisionIDDigest(args []byte) (id, digest string) {
+	var b [64 + audit.DigestLen]byte
+	out := s.appendDecisionID(b[:0])
+	n := len(out)
+	both := string(audit.AppendDigest(out, args))
+	return both[:n], both[n:]
 }
 
 // notifyListed tells every session of key that has fetched one of lists

@@ -138,8 +138,7 @@ func (s *Stream) flushBatchLocked() error {
 		return s.closedErr()
 	default:
 	}
-	parts := [1][]byte{b}
-	n, err := s.tw(parts[:])
+	n, err := s.writeParts(b, nil, nil)
 	if err != nil {
 		s.fail(&WriteError{Err: err})
 		return s.closedErr()

@@ -21,16 +21,34 @@ type incomingKey struct{}
 // call, not a part of it: the caller must have nothing left to do with ctx
 // once the bound fires but answer.
 //
-// stop disarms it and reports whether that was before it fired. ok is
+// While it is armed, ctx's Deadline (and that of every context of the
+// call that has none of its own) is the bound, if that is earlier.
+//
+// The returned Bound's Stop disarms it and reports whether that was before
+// it fired (a value, not a method value: one is taken for every call). ok is
 // false, and nothing is armed, when ctx serves no call of a Conn, or is
 // not ended exactly by the call's end: a context with a cancellation of
 // its own, or without the call's (context.WithoutCancel, which keeps the
 // call's values), would outlive a bound that cancels the call.
-func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (stop func() bool, ok bool) {
+func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (b Bound, ok bool) {
 	in, _ := ctx.Value(incomingKey{}).(*incomingCall)
 	if in == nil || ctx.Done() != in.done {
-		return nil, false
+		return Bound{}, false
 	}
-	t := time.AfterFunc(d, func() { in.cancel(cause) })
-	return t.Stop, true
+	in.bound.Store(time.Now().Add(d).UnixNano())
+	return Bound{time.AfterFunc(d, func() { in.cancel(cause) }), in}, true
+}
+
+// A Bound is a bound armed by CancelServedAfter.
+type Bound struct {
+	t  *time.Timer
+	in *incomingCall
+}
+
+// Stop disarms the bound and reports whether that was before it fired.
+// The call's deadline is its own again.
+func (b Bound) Stop() bool {
+	stopped := b.t.Stop()
+	b.in.bound.Store(0)
+	return stopped
 }

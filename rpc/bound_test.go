@@ -42,9 +42,20 @@ func TestCancelServedAfter(t *testing.T) {
 			}
 			return nil, context.Cause(ctx)
 		case "disarmed":
-			stopBound, ok := CancelServedAfter(derived, time.Hour, cause)
-			if !ok || !stopBound() {
+			before := time.Now()
+			bound, ok := CancelServedAfter(derived, time.Hour, cause)
+			if !ok {
+				return nil, errors.New("not a served call")
+			}
+			// Armed, the bound is the call's deadline, for what reads it.
+			if at, ok := derived.Deadline(); !ok || at.Before(before.Add(time.Hour)) || at.After(time.Now().Add(time.Hour)) {
+				return nil, errors.New("the armed bound is not the deadline")
+			}
+			if !bound.Stop() {
 				return nil, errors.New("not disarmed")
+			}
+			if _, ok := derived.Deadline(); ok {
+				return nil, errors.New("a deadline after the bound was disarmed")
 			}
 			if ctx.Err() != nil {
 				return nil, errors.New("cancelled")

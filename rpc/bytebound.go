@@ -34,6 +34,11 @@ type byteBound struct {
 	queued  int64         // bytes queued or being written
 	waiting int64         // bytes whose writers wait for room
 	room    chan struct{} // closed (and replaced) when bytes are released
+	// taken is whether room was handed to a waiter since it was made:
+	// only then is it closed and replaced at a release, so that the
+	// release of every message written while nobody waits costs no
+	// channel.
+	taken bool
 }
 
 func newByteBound(max int) *byteBound {
@@ -90,6 +95,7 @@ func (b *byteBound) reserve(ctx context.Context, q *sendQueue, n int64) error {
 	}
 	for {
 		room := b.room
+		b.taken = true
 		b.mu.Unlock()
 		var err error
 		select {
@@ -124,8 +130,10 @@ func (b *byteBound) reserve(ctx context.Context, q *sendQueue, n int64) error {
 func (b *byteBound) release(n int64) {
 	b.mu.Lock()
 	b.queued -= n
-	close(b.room)
-	b.room = make(chan struct{})
+	if b.taken {
+		close(b.room)
+		b.room, b.taken = make(chan struct{}), false
+	}
 	b.mu.Unlock()
 }
 
@@ -134,7 +142,11 @@ func (b *byteBound) release(n int64) {
 func (b *byteBound) full() (bool, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.queued >= b.max || b.waiting > 0, b.room
+	full := b.queued >= b.max || b.waiting > 0
+	if full {
+		b.taken = true // its caller waits on it
+	}
+	return full, b.room
 }
 
 // awaitRoom waits while the queue is full: a Stream with a byte bound stops

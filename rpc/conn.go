@@ -139,6 +139,9 @@ type incomingCall struct {
 	cancel          context.CancelCauseFunc // with a *PeerCancelled when the peer cancelled it
 	done            <-chan struct{}         // the handler context's Done, for CancelServedAfter
 	cancelled       bool
+	// bound is the deadline CancelServedAfter set (UnixNano; 0: none),
+	// reported by Deadline while it is armed.
+	bound atomic.Int64
 
 	// leases are the large lines of the responses its handler received
 	// from upstreams (Conn.CallAdmit), counted in flight until the
@@ -206,6 +209,19 @@ func (in *incomingCall) settle(payload []byte) {
 			l.release()
 		}
 	}
+}
+
+// Deadline is Run's context's, or the bound CancelServedAfter armed if
+// that is earlier: what reads the deadline of a call bounded so (a start
+// waiting out a restart backoff) waits no longer than the call may run.
+func (in *incomingCall) Deadline() (time.Time, bool) {
+	d, ok := in.Context.Deadline()
+	if b := in.bound.Load(); b != 0 {
+		if at := time.Unix(0, b); !ok || at.Before(d) {
+			return at, true
+		}
+	}
+	return d, ok
 }
 
 // Value returns the call's serving mark, and the call itself for
@@ -520,12 +536,12 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			return // MCP: no response to a cancelled request.
 		}
 		resp := &Message{ID: req.ID}
-		var werr *Error
 		switch {
-		case err != nil && errors.As(err, &werr):
-			resp.Error = werr
 		case err != nil:
-			resp.Error = Errorf(CodeInternalError, "%s", err.Error())
+			// asError's target escapes to errors.As: declared here, it
+			// would be allocated for every call, answered with an error
+			// or not.
+			resp.Error = asError(err)
 		case result == nil:
 			resp.Result = json.RawMessage("{}")
 		default:

@@ -89,6 +89,19 @@ type polledSocket struct {
 	ep   *os.File // the private epoll instance: owned, non-blocking, pollable
 	epfd int
 	rc   syscall.RawConn
+
+	// A polledSocket serves one direction of one Stream (its reader, or
+	// its writer goroutine): one call at a time. So the state of the call
+	// under way is fields, and the functions handed to rc.Read are made
+	// once (pollSocket): function literals over a call's locals escape
+	// through the RawConn interface, five allocations per read.
+	waitFn          func(uintptr) bool  // p.attempt
+	readFn, writeFn func() (again bool) // p.readOnce, p.writeOnce
+	try             func() (again bool) // the call's: readFn or writeFn
+	evs             [1]syscall.EpollEvent
+	buf             []byte
+	n               int // bytes read, or written so far
+	err             error
 }
 
 // pollSocket returns a polledSocket for f waiting for events (EPOLLIN or
@@ -131,79 +144,96 @@ func pollSocket(f *os.File, events uint32) *polledSocket {
 		ep.Close()
 		return nil
 	}
-	return &polledSocket{sock: f, fd: fd, ep: ep, epfd: epfd, rc: rc}
+	p := &polledSocket{sock: f, fd: fd, ep: ep, epfd: epfd, rc: rc}
+	p.waitFn, p.readFn, p.writeFn = p.attempt, p.readOnce, p.writeOnce
+	return p
 }
 
 // wait makes one non-blocking attempt with try, and while the socket is not
 // ready waits on the epoll instance in the netpoller and tries again.
 func (p *polledSocket) wait(try func() (again bool)) error {
-	var evs [1]syscall.EpollEvent
-	err := p.rc.Read(func(uintptr) bool {
-		for {
-			if !try() {
-				return true
-			}
-			// Not ready. Drain the instance's readiness: if it has an
-			// event, the socket became ready meanwhile; try again.
-			n, err := syscall.EpollWait(p.epfd, evs[:], 0)
-			if err == syscall.EINTR || n > 0 {
-				continue
-			}
-			return false
-		}
-	})
+	p.try = try
+	err := p.rc.Read(p.waitFn)
+	p.try = nil
 	runtime.KeepAlive(p.sock)
 	return err
+}
+
+// attempt is wait's function for rc.Read: done unless the socket is not
+// ready.
+func (p *polledSocket) attempt(uintptr) bool {
+	for {
+		if !p.try() {
+			return true
+		}
+		// Not ready. Drain the instance's readiness: if it has an
+		// event, the socket became ready meanwhile; try again.
+		n, err := syscall.EpollWait(p.epfd, p.evs[:], 0)
+		if err == syscall.EINTR || n > 0 {
+			continue
+		}
+		return false
+	}
 }
 
 func (p *polledSocket) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	err := p.wait(func() bool {
-		var e error
-		n, _, e = syscall.Recvfrom(p.fd, b, syscall.MSG_DONTWAIT)
-		switch {
-		case e == syscall.EAGAIN || e == syscall.EINTR:
-			return true
-		case e != nil:
-			n, rerr = 0, &os.PathError{Op: "read", Path: p.sock.Name(), Err: e}
-		case n == 0:
-			rerr = io.EOF
-		}
-		return false
-	})
+	p.buf, p.n, p.err = b, 0, nil
+	err := p.wait(p.readFn)
+	n, rerr := p.n, p.err
+	p.buf, p.err = nil, nil // holds on to no buffer between calls
 	if err != nil {
 		return 0, err
 	}
 	return n, rerr
 }
 
+// readOnce is one attempt of Read's.
+func (p *polledSocket) readOnce() (again bool) {
+	n, _, e := syscall.Recvfrom(p.fd, p.buf, syscall.MSG_DONTWAIT)
+	switch {
+	case e == syscall.EAGAIN || e == syscall.EINTR:
+		return true
+	case e != nil:
+		p.n, p.err = 0, &os.PathError{Op: "read", Path: p.sock.Name(), Err: e}
+	case n == 0:
+		p.n, p.err = 0, io.EOF
+	default:
+		p.n = n
+	}
+	return false
+}
+
 func (p *polledSocket) Write(b []byte) (int, error) {
-	var done int
-	var werr error
-	for done < len(b) && werr == nil {
-		err := p.wait(func() bool {
-			// MSG_NOSIGNAL: a closed peer is EPIPE, as on the reopened
-			// pipes, not a SIGPIPE.
-			n, e := syscall.SendmsgN(p.fd, b[done:], nil, nil, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL)
-			switch {
-			case e == syscall.EAGAIN || e == syscall.EINTR:
-				return true
-			case e != nil:
-				werr = &os.PathError{Op: "write", Path: p.sock.Name(), Err: e}
-			default:
-				done += n
-			}
-			return false
-		})
-		if err != nil {
+	p.buf, p.n, p.err = b, 0, nil
+	for p.n < len(b) && p.err == nil {
+		if err := p.wait(p.writeFn); err != nil {
+			done := p.n
+			p.buf, p.err = nil, nil
 			return done, err
 		}
 	}
+	done, werr := p.n, p.err
+	p.buf, p.err = nil, nil // holds on to no buffer between calls
 	return done, werr
+}
+
+// writeOnce is one attempt of Write's, from what is left of its buffer.
+func (p *polledSocket) writeOnce() (again bool) {
+	// MSG_NOSIGNAL: a closed peer is EPIPE, as on the reopened pipes, not
+	// a SIGPIPE.
+	n, e := syscall.SendmsgN(p.fd, p.buf[p.n:], nil, nil, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL)
+	switch {
+	case e == syscall.EAGAIN || e == syscall.EINTR:
+		return true
+	case e != nil:
+		p.err = &os.PathError{Op: "write", Path: p.sock.Name(), Err: e}
+	default:
+		p.n += n
+	}
+	return false
 }
 
 // Close closes the epoll instance, which ends a waiting Read or Write; the

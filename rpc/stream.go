@@ -101,6 +101,10 @@ type Stream struct {
 	tw     func([][]byte) (int, error)
 	wmu    sync.Mutex
 	queued int
+	// twParts is tw's argument, under wmu (writeParts): an array local to
+	// the writer would escape through the func value, an allocation for
+	// every direct write.
+	twParts [3][]byte
 	// batch holds small messages gathered for one group write while its
 	// first writer yields (batch.go), under wmu; only ever non-empty
 	// while queued is 0.
@@ -583,6 +587,9 @@ func keepTail(tail, frag []byte) []byte {
 
 // Write encodes m as one line and sends or queues it; see Transport.
 func (s *Stream) Write(ctx context.Context, m *Message) error {
+	if s.tw != nil {
+		return s.writePooled(ctx, m) // writepool.go
+	}
 	o, err := encodeLine(m)
 	if err != nil {
 		return err
@@ -590,10 +597,20 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	if o.len() > largeMessage && s.growW != nil {
 		s.growW()
 	}
-	if s.tw == nil {
-		return s.q.put(ctx, o)
+	return s.q.put(ctx, o)
+}
+
+// writeOutgoing sends or queues o in direct mode. o.msg may be a pooled
+// buffer that is reused once Write returns (writepool.go): whatever of it
+// is queued, and so outlives the Write, is a copy.
+func (s *Stream) writeOutgoing(ctx context.Context, o outgoing) error {
+	if o.len() > largeMessage && s.growW != nil {
+		s.growW()
 	}
-	var sent bool
+	var (
+		sent bool
+		err  error
+	)
 	if batchable(o) {
 		sent, err = s.writeBatched(o)
 	} else {
@@ -607,6 +624,7 @@ func (s *Stream) Write(ctx context.Context, m *Message) error {
 	s.wmu.Lock()
 	s.queued++
 	s.wmu.Unlock()
+	o.msg = bytes.Clone(o.msg) // the queue's own: o.msg may be pooled
 	if err := s.q.put(ctx, o); err != nil {
 		s.unqueued()
 		return err
@@ -663,8 +681,7 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		return true, s.closedErr()
 	default:
 	}
-	parts := [3][]byte{o.msg, o.body, o.tail}
-	n, err := s.tw(parts[:])
+	n, err := s.writeParts(o.msg, o.body, o.tail)
 	if err != nil {
 		s.fail(&WriteError{Err: err})
 		return true, s.closedErr()
@@ -679,6 +696,10 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 	if !left {
 		return true, nil
 	}
+	// What is queued outlives the Write, and o.msg may be a pooled buffer
+	// reused once it returns (writepool.go): the queue gets a copy. Only a
+	// peer with no room for a whole message costs one.
+	rest.msg = bytes.Clone(rest.msg)
 	if n == 0 && !wait {
 		// Nothing written: queue it whole if there is room at once.
 		if !s.q.tryPut(rest) {
@@ -697,6 +718,14 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// writeParts writes a, b and c with tw, as one write. Called with wmu held.
+func (s *Stream) writeParts(a, b, c []byte) (int, error) {
+	s.twParts = [3][]byte{a, b, c}
+	n, err := s.tw(s.twParts[:])
+	s.twParts = [3][]byte{} // pins no message's bytes
+	return n, err
 }
 
 // errNoRoom is writeDirect's report that a message could not be queued

@@ -171,24 +171,39 @@ func directReader(r io.Reader) io.Reader {
 	if err != nil {
 		return r
 	}
-	return &rawPipeReader{f: f, rc: rc}
+	p := &rawPipeReader{f: f, rc: rc}
+	p.readFn = p.readOnce
+	return p
 }
 
 // rawPipeReader reads a non-blocking pipe with rawIO (see there for why).
+//
+// It is read by one reader at a time (a Stream's), so the buffer of the
+// read under way and its outcome are fields, read and written by readFn,
+// made once: a function literal capturing Read's locals would escape
+// through the RawConn interface and cost three allocations per read.
 type rawPipeReader struct {
-	f  *os.File
-	rc syscall.RawConn
+	f      *os.File
+	rc     syscall.RawConn
+	readFn func(fd uintptr) bool // p.readOnce
+	buf    []byte
+	n      int
+	rerr   error
+}
+
+// readOnce is one attempt of Read's: done unless the pipe is empty.
+func (p *rawPipeReader) readOnce(fd uintptr) bool {
+	p.n, p.rerr = rawIO(syscall.SYS_READ, fd, p.buf)
+	return p.rerr != syscall.EAGAIN
 }
 
 func (p *rawPipeReader) Read(b []byte) (int, error) {
-	var n int
-	var rerr error
 	// rc.Read calls the function again once the pipe is readable, and
 	// returns os.ErrDeadlineExceeded when a deadline ends the wait.
-	err := p.rc.Read(func(fd uintptr) bool {
-		n, rerr = rawIO(syscall.SYS_READ, fd, b)
-		return rerr != syscall.EAGAIN
-	})
+	p.buf, p.n, p.rerr = b, 0, nil
+	err := p.rc.Read(p.readFn)
+	n, rerr := p.n, p.rerr
+	p.buf, p.rerr = nil, nil // holds on to no buffer between reads
 	if err != nil {
 		// As os.File reports it (a closed file is os.ErrClosed).
 		if errors.Is(err, os.ErrDeadlineExceeded) {

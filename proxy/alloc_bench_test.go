@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// pipeLauncher is rawLauncher over OS pipes: the upstream's Stream writes
+// and reads in direct mode, as a child's pipes are.
+type pipeLauncher struct{ rawLauncher }
+
+func (l *pipeLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &rawProcess{Stream: rpc.NewStream(outR, inW, nil, lim), exited: make(chan struct{})}
+	pr, pw := io.Pipe()
+	p.in = pw
+	go func() { io.Copy(pw, inR); pw.Close() }()
+	go func() { io.Copy(outW, l.serve(pr)); outW.Close() }()
+	go func() { <-p.exited; inR.Close(); outR.Close() }()
+	return p, nil
+}
+
+// serve is rawLauncher's upstream over r, its answers read from the
+// returned reader.
+func (l *pipeLauncher) serve(r io.Reader) io.Reader {
+	ar, aw := io.Pipe()
+	go func() {
+		defer aw.Close()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		w := bufio.NewWriter(aw)
+		for sc.Scan() {
+			line := sc.Text()
+			id := between(line, `"id":`, `,`)
+			var res string
+			switch {
+			case strings.Contains(line, `"initialize"`):
+				res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+			case strings.Contains(line, `"tools/list"`):
+				res = `{"tools":[{"name":"get","inputSchema":{"type":"object"}}]}`
+			case strings.Contains(line, `"tools/call"`):
+				res = l.result
+			default:
+				continue
+			}
+			w.WriteString(`{"jsonrpc":"2.0","id":` + id + `,"result":` + res + "}\n")
+			w.Flush()
+		}
+	}()
+	return ar
+}
+
+func between(s, from, to string) string {
+	_, rest, _ := strings.Cut(s, from)
+	v, _, _ := strings.Cut(rest, to)
+	return v
+}
+
+// BenchmarkRelayCallDirect is BenchmarkRelayCall with the host and the
+// upstream on OS pipes, so that both Streams read and write in direct
+// mode, as the stdio gate's do: the allocations per call of the path the
+// real process takes (the in-memory host and upstream allocate too: the
+// gate's own are those of -memprofile under proxy/ and rpc/).
+//
+//	go test -run '^$' -bench RelayCallDirect -benchmem ./proxy
+func BenchmarkRelayCallDirect(b *testing.B) {
+	g, err := New(Options{
+		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
+		Launcher: &pipeLauncher{rawLauncher{result: `{"content":[{"type":"text","text":"ok"}]}`}},
+		Policy:   static(b, allowAll),
+		Logger:   slog.New(slog.DiscardHandler),
+		Audit:    audit.New(io.Discard),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gateR, hostW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hostR, gateW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go g.Serve(context.Background(), gateR, gateW)
+	b.Cleanup(func() { hostW.Close(); time.Sleep(10 * time.Millisecond) })
+	rd := bufio.NewReaderSize(hostR, 1<<20)
+	call := func(line string) {
+		if _, err := hostW.WriteString(line); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := rd.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		if strings.Contains(string(resp), `"error"`) || strings.Contains(string(resp), `isError`) {
+			b.Fatalf("unexpected response: %s", resp)
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}` + "\n")
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__get","arguments":{"text":"hello"}}}` + "\n"
+	for range 10 {
+		call(line)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		call(line)
+	}
+}

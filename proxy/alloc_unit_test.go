@@ -1,0 +1,30 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+)
+
+// decisionIDDigest makes in one allocation the two strings decisionID and
+// audit.Digest make: the same id sequence, the same digest.
+func TestDecisionIDDigest(t *testing.T) {
+	s := &Session{Gate: &Gate{}, session: "sess"}
+	args := []byte(`{"text":"hello"}`)
+	if id := s.decisionID(); id != "sess-1" {
+		t.Fatalf("decisionID = %q, want sess-1", id)
+	}
+	id, digest := s.decisionIDDigest(args)
+	if id != "sess-2" || digest != audit.Digest(args) {
+		t.Fatalf("decisionIDDigest = %q, %q; want sess-2, %q", id, digest, audit.Digest(args))
+	}
+	if _, other := s.decisionIDDigest([]byte(`{"text":"bye"}`)); other == digest {
+		t.Fatal("two arguments gave one digest")
+	}
+	if raceEnabled {
+		return
+	}
+	if n := testing.AllocsPerRun(100, func() { s.decisionIDDigest(args) }); n != 1 {
+		t.Errorf("decisionIDDigest allocates %v times, want 1", n)
+	}
+}
