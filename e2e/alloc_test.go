@@ -17,6 +17,7 @@ import (
 // must still carry exactly its own call's text: one letter per call,
 // sizes from a few bytes to 40 KB, through the real binary.
 func TestConcurrentCallsKeepTheirOwnBytes(t *testing.T) {
+	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 	in, err := g.cmd.StdinPipe()
 	if err != nil {
