@@ -74,6 +74,13 @@ func TestObserverSeesTheCallPath(t *testing.T) {
 	if r, _ := callText(t, f.sess, "alpha__write", "x"); !r.IsError {
 		t.Fatal("write was not refused (the host cannot be asked)")
 	}
+	// The pool reports a start on a goroutine of its own (PoolOptions.OnStart),
+	// so the calls can be answered before it is observed: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(ev.lines(), func(l string) bool {
+		return strings.HasPrefix(l, "upstream start")
+	}) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	got := strings.Join(ev.lines(), "\n")
 	for _, want := range []string{
 		"session +1",
