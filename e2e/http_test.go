@@ -97,12 +97,20 @@ func post(t *testing.T, url string, hdr map[string]string, body string) (*http.R
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Bounded, so that a gate that never answers fails the test that
+	// waits for it rather than hanging the package until go test's
+	// timeout; no test waits on one POST for anywhere near this long.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if ctx.Err() != nil {
+		t.Fatalf("POST %s: no whole answer within the test's bound (%v); got %q", url, ctx.Err(), b)
+	}
 	return resp, string(b)
 }
 

@@ -278,6 +278,30 @@ func TestMtimeoutModernHostHTTP(t *testing.T) {
 	wantTimeoutError(t, call("tools/call", "slow__never", mtimeoutArgs("slow", "never", "h")), "slow", "1s")
 	wantCancelledForTimeout(t, events, startedID(t, events, "never", "h"))
 	timedOutWhileParked(t, call, events)
+
+	// A 2026-07-28 child: the call runs in its POST's own request, and the
+	// bound cancels that request (rpc.CancelServedAfter) rather than a
+	// context of the forward's own; the HTTP front end must still answer
+	// the POST with the timeout, and the next call go through.
+	t.Run("2026-07-28 upstream", func(t *testing.T) {
+		g, events := mtimeoutGate(t, "slow", modernEra, "1s")
+		c := &modernHTTP{t: t, url: g.serveHTTP(t), caps: formCaps}
+		call := func(name, tag string) string {
+			_, b := c.request("tools/call", name, mtimeoutArgs("slow", strings.TrimPrefix(name, "slow__"), tag))
+			return b
+		}
+		// Started first, so that the era is known and the call is not parked.
+		if text, isErr := toolText(t, call("slow__echo", "start")); isErr || text != "echo start" {
+			t.Fatalf("echo: %q isError=%v", text, isErr)
+		}
+		for _, tag := range []string{"first", "second"} {
+			wantTimeoutError(t, call("slow__never", tag), "slow", "1s")
+			wantCancelledForTimeout(t, events, startedID(t, events, "never", tag))
+		}
+		if text, isErr := toolText(t, call("slow__echo", "after")); isErr || text != "echo after" {
+			t.Fatalf("the call after the timeouts: %q isError=%v", text, isErr)
+		}
+	})
 }
 
 // A 2025-11-25 host (a go-sdk client), where life_test.go does not cover
