@@ -22,7 +22,10 @@ type incomingKey struct{}
 // once the bound fires but answer.
 //
 // While it is armed, ctx's Deadline (and that of every context of the
-// call that has none of its own) is the bound, if that is earlier.
+// call that has none of its own) is the bound, if that is earlier. A call
+// reports one bound: arm one at a time (the gate forwards a served request
+// once at a time, its rounds one after another). Two armed at once both
+// fire, but the deadline reported is the one armed last until it stops.
 //
 // The returned Bound's Stop disarms it and reports whether that was before
 // it fired (a value, not a method value: one is taken for every call). ok is
@@ -35,20 +38,23 @@ func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (b Bou
 	if in == nil || ctx.Done() != in.done {
 		return Bound{}, false
 	}
-	in.bound.Store(time.Now().Add(d).UnixNano())
-	return Bound{time.AfterFunc(d, func() { in.cancel(cause) }), in}, true
+	at := time.Now().Add(d).UnixNano()
+	in.bound.Store(at)
+	return Bound{time.AfterFunc(d, func() { in.cancel(cause) }), in, at}, true
 }
 
 // A Bound is a bound armed by CancelServedAfter.
 type Bound struct {
 	t  *time.Timer
 	in *incomingCall
+	at int64 // the deadline it reported (UnixNano)
 }
 
 // Stop disarms the bound and reports whether that was before it fired.
 // The call's deadline is its own again.
 func (b Bound) Stop() bool {
 	stopped := b.t.Stop()
-	b.in.bound.Store(0)
+	// Only its own: a bound armed since reports its deadline still.
+	b.in.bound.CompareAndSwap(b.at, 0)
 	return stopped
 }

@@ -60,6 +60,18 @@ func TestCancelServedAfter(t *testing.T) {
 			if ctx.Err() != nil {
 				return nil, errors.New("cancelled")
 			}
+			// A bound stopped after another was armed leaves the
+			// later one's deadline in place (rounds one after another).
+			first, _ := CancelServedAfter(derived, time.Hour, cause)
+			second, _ := CancelServedAfter(derived, 2*time.Hour, cause)
+			first.Stop()
+			if at, ok := derived.Deadline(); !ok || at.Before(before.Add(2*time.Hour)) {
+				return nil, errors.New("stopping an earlier bound cleared the later one's deadline")
+			}
+			second.Stop()
+			if _, ok := derived.Deadline(); ok {
+				return nil, errors.New("a deadline after both bounds were disarmed")
+			}
 			return json.RawMessage(`"intact"`), nil
 		}
 		return req.Params, nil
