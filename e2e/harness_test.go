@@ -92,8 +92,12 @@ func run(m *testing.M) int {
 	// A program built with -race sleeps a second before it exits (the race
 	// runtime's atexit_sleep_ms, 1000 by default), and the test waits for
 	// every gate it stops: a second of nothing per gate, over a hundred
-	// times a run. Race reports are written as the race happens, so the
-	// sleep buys this suite nothing. Children inherit it.
+	// times a run. The trade: a race between goroutines still running as
+	// the gate exits (its children being stopped, the last log lines) is
+	// less likely to be caught in the act. Races on the paths the tests
+	// drive while the gate serves are reported as they happen, and the
+	// shutdown paths have unit tests of their own under -race. Children
+	// inherit the setting.
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}

@@ -85,6 +85,7 @@ func startRawCmd(t *testing.T, cmd *exec.Cmd, logs func() string) *rawHost {
 		case <-done:
 		case <-time.After(15 * time.Second):
 			cmd.Process.Kill()
+			<-done // its stderr is whole once it has been reaped (the race check reads it)
 			t.Errorf("%s did not exit after its stdin closed", cmd.Path)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 // asks Available first). Most gates never ask there, and opening it binds
 // a socket and runs its accept loop, whose code (the net package's socket
 // path) and goroutine cost every gate process resident memory from its
-// start (about 0.3 MB of the idle gate's peak, measured with e2e/rssmap).
+// start (about 0.2 MiB of the idle gate's peak, measured with e2e/rssmap).
 // The ancestry the surface protects is taken at the start all the same
 // (approvals.TakeAncestry): what is refused is decided on the process tree
 // the host started. A question waits for the opening, some half a
