@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -17,18 +13,7 @@ import (
 // that never opens, so a gate that is stopping does not bind a socket and
 // refuses what still reaches it.
 func TestLocalSurfaceOpensOnFirstNeed(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the local approval surface needs Linux peer credentials")
-	}
-	dir, err := os.MkdirTemp("", "la")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	t.Setenv("XDG_RUNTIME_DIR", dir)
-	log := slog.New(slog.DiscardHandler)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	dir, log, ctx := localApprovalsEnv(t)
 	sockets := func() []string {
 		socks, _ := filepath.Glob(filepath.Join(dir, "mcp-gate", "gate-*.sock"))
 		return socks

@@ -12,10 +12,11 @@ import (
 	"github.com/mcp-gate/mcp-gate/elicitation"
 )
 
-// The local approval surface opens when first needed: it is there once
-// Available says so, its socket goes with Close, and one that cannot open
-// is not available and refuses what reaches it.
-func TestLocalSurfaceOpensBesideTheStart(t *testing.T) {
+// localApprovalsEnv gives a test a runtime directory of its own (short:
+// a socket path has a length limit), a logger and a context, and returns
+// the directory.
+func localApprovalsEnv(t *testing.T) (string, *slog.Logger, context.Context) {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the local approval surface needs Linux peer credentials")
 	}
@@ -23,12 +24,18 @@ func TestLocalSurfaceOpensBesideTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Setenv("XDG_RUNTIME_DIR", dir)
-	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return dir, slog.New(slog.DiscardHandler), ctx
+}
 
+// The local approval surface is there once Available says so, its socket
+// goes with Close, and one that cannot open is not available and refuses
+// what reaches it.
+func TestLocalSurfaceOpensAndCloses(t *testing.T) {
+	dir, log, ctx := localApprovalsEnv(t)
 	l := startLocalApprovals(true, log)
 	if !l.Available(ctx) {
 		t.Fatal("the surface did not open")
