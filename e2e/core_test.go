@@ -154,8 +154,7 @@ func TestConcurrentFirstCallsStartOnce(t *testing.T) {
 	if bad.Load() > 0 {
 		t.Fatalf("%d of 10 concurrent calls failed", bad.Load())
 	}
-	waitStderr(g.stderr, `msg="upstream started" server=honest`, 1)
-	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
+	if n := countStderr(g.stderr, `msg="upstream started" server=honest`, 1); n != 1 {
 		t.Fatalf("the server was started %d times, want 1", n)
 	}
 }

@@ -209,8 +209,7 @@ func TestModernHostHTTP(t *testing.T) {
 	// The upstream was started once for all those requests.
 	// (The 2025 session declared what the gate declares upstream for
 	// 2026-07-28 requests, so it shares the principal's children too.)
-	waitStderr(g.stderr, `msg="upstream started" server=honest`, 1)
-	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 1 {
+	if n := countStderr(g.stderr, `msg="upstream started" server=honest`, 1); n != 1 {
 		t.Errorf("upstream started %d times, want once:\n%s", n, g.stderr.String())
 	}
 	outcomes := map[string]int{}
@@ -304,8 +303,7 @@ func TestModernHTTPPrincipals(t *testing.T) {
 	if text, isErr := toolText(t, as(aliceTok, "tools/call", "honest__echo", retry)); isErr || text != "alice's" {
 		t.Fatalf("alice's own retry: %q isError=%v", text, isErr)
 	}
-	waitStderr(g.stderr, `msg="upstream started" server=honest`, 2)
-	if n := strings.Count(g.stderr.String(), `msg="upstream started" server=honest`); n != 2 {
+	if n := countStderr(g.stderr, `msg="upstream started" server=honest`, 2); n != 2 {
 		t.Errorf("upstream started %d times, want once per user", n)
 	}
 }

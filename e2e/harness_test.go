@@ -385,6 +385,15 @@ func waitStderr(buf *syncBuffer, s string, n int) bool {
 	return true
 }
 
+// countStderr is how many times buf holds s, for a check that it holds it
+// exactly n times: it waits for n (waitStderr), then a quarter second
+// more, so that an unwanted (n+1)th line still in the pipe is counted too.
+func countStderr(buf *syncBuffer, s string, n int) int {
+	waitStderr(buf, s, n)
+	time.Sleep(250 * time.Millisecond)
+	return strings.Count(buf.String(), s)
+}
+
 // syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
 type syncBuffer struct {
 	mu sync.Mutex

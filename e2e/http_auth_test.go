@@ -364,8 +364,7 @@ rules:
 	if n := len(children(t, g.cmd.Process.Pid)); n != 2 {
 		t.Errorf("after alice left: %d upstream processes, want 2 (bob's own and the shared one, still running)", n)
 	}
-	waitStderr(g.stderr, `msg="upstream started" server=common`, 1)
-	if strings.Count(g.stderr.String(), `msg="upstream started" server=common`) != 1 {
+	if countStderr(g.stderr, `msg="upstream started" server=common`, 1) != 1 {
 		t.Errorf("the shared server was started more than once:\n%s", g.stderr.String())
 	}
 	sb.Close()

@@ -170,10 +170,20 @@ func (h *Handler) Sessions() int {
 	return len(h.sessions)
 }
 
+// drainGrace is how long Drain waits, once the last call in flight has
+// answered, before it returns and the streams may be ended (Close).
+const drainGrace = 250 * time.Millisecond
+
 // Drain stops taking new sessions and requests, and waits until no request
 // is being served (the calls in flight have answered) or ctx ends. The
 // streams stay open meanwhile: a client whose GET stream ended would take
 // its session for lost, and a call's question may still need its stream.
+//
+// Once the last answer is written, a session still open gets drainGrace
+// before Drain returns: a client reads its POST and GET streams on their
+// own, and one whose GET stream ends at the moment its last answer arrives
+// can take the session for lost before it has read that answer (the
+// go-sdk's client, not retrying, then fails the call the gate answered).
 func (h *Handler) Drain(ctx context.Context) error {
 	h.draining.Store(true)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -183,6 +193,14 @@ func (h *Handler) Drain(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%d requests still in flight: %w", h.inflight.Load(), context.Cause(ctx))
 		case <-tick.C:
+		}
+	}
+	if h.Sessions() > 0 {
+		grace := time.NewTimer(drainGrace)
+		defer grace.Stop()
+		select {
+		case <-ctx.Done():
+		case <-grace.C:
 		}
 	}
 	return nil

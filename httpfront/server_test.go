@@ -465,6 +465,30 @@ func TestDrain(t *testing.T) {
 	wg.Wait()
 }
 
+// Once the last call has answered, Drain gives an open session's client
+// drainGrace to read that answer before its streams may be ended, unless
+// its context ends first.
+func TestDrainGrace(t *testing.T) {
+	h, url := newTestServer(t, nil)
+	c := &client{t: t, url: url}
+	c.init()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := h.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < drainGrace {
+		t.Errorf("Drain with a session open returned after %v, before the grace of %v", took, drainGrace)
+	}
+	// A drain whose context has ended returns all the same.
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	if err := h.Drain(done); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // An idle GET stream gets keep-alive comments, so a vanished client is
 // noticed.
 func TestKeepAlive(t *testing.T) {
