@@ -6,13 +6,13 @@ import (
 	"github.com/mcp-gate/mcp-gate/audit"
 )
 
-// decisionIDDigest makes in one allocation the two strings decisionID and
-// audit.Digest make: the same id sequence, the same digest.
+// decisionIDDigest makes in one allocation a decision's id, the session
+// and its sequence number, and audit.Digest of its arguments.
 func TestDecisionIDDigest(t *testing.T) {
 	s := &Session{Gate: &Gate{}, session: "sess"}
 	args := []byte(`{"text":"hello"}`)
-	if id := s.decisionID(); id != "sess-1" {
-		t.Fatalf("decisionID = %q, want sess-1", id)
+	if id, _ := s.decisionIDDigest(nil); id != "sess-1" {
+		t.Fatalf("the first id = %q, want sess-1", id)
 	}
 	id, digest := s.decisionIDDigest(args)
 	if id != "sess-2" || digest != audit.Digest(args) {

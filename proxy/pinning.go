@@ -94,11 +94,11 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	_, defName, _ := strings.Cut(pinKey, ":")
 	change := definitionChange(pin, def)
 	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
-	id := g.decisionID()
+	id, digest := g.decisionIDDigest(t.args)
 	logDecision := func(v policy.Verdict, reason string) error {
 		return g.audit.Decision(audit.Decision{
 			ID: id, Session: g.session, Kind: kindName(t.kind), Server: t.server, Tool: t.name, WireName: t.wire,
-			Verdict: v.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: audit.Digest(t.args),
+			Verdict: v.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: digest,
 		})
 	}
 	accept := func() {
@@ -128,7 +128,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	req := elicitation.Request{
 		Server: t.server, Tool: defName, Title: g.itemTitle(t.kind, t.server, t.name),
-		Args: t.args, ArgsDigest: audit.Digest(t.args),
+		Args: t.args, ArgsDigest: digest,
 		Rule:    pinRule,
 		Reason:  "the " + noun + "'s definition changed since it was approved; approving accepts the new definition",
 		Titled:  g.hostCaps().protocolVersion >= "2025-11-25",

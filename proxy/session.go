@@ -344,22 +344,18 @@ func (s *Session) isSubscribed(uri string) bool {
 	return s.subs[uri] > 0
 }
 
-// decisionID names one decision in the audit log.
-func (s *Session) decisionID() string {
-	// One allocation, not fmt's three: one is taken for every call.
-	var b [64]byte
-	return string(s.appendDecisionID(b[:0]))
-}
-
+// appendDecisionID appends the name of one decision in the audit log: the
+// session and its sequence number.
 func (s *Session) appendDecisionID(out []byte) []byte {
 	out = append(out, s.session...)
 	out = append(out, '-')
 	return strconv.AppendUint(out, s.seq.Add(1), 10)
 }
 
-// decisionIDDigest is decisionID and audit.Digest(args), the two strings
-// every decision's record carries, made in one allocation: two slices of
-// one string, which live as long as the record's verdict does.
+// decisionIDDigest is a decision's id and audit.Digest(args), the two
+// strings every decision's record carries, made in one allocation (not
+// fmt's three and the digest's one): two slices of one string, which live
+// as long as the record's verdict does.
 func (s *Session) decisionIDDigest(args []byte) (id, digest string) {
 	var b [64 + audit.DigestLen]byte
 	out := s.appendDecisionID(b[:0])

@@ -643,14 +643,7 @@ const largePayload = 32 << 10
 // The payload is sent from m's own bytes, possibly after Write returned
 // (Transport.Write says so).
 func encodeLine(m *Message) (outgoing, error) {
-	if head, body, ok := appendLargeHead(nil, m, largePayload); ok {
-		return outgoing{msg: head, body: body, tail: lineTail}, nil
-	}
-	b, err := encodeMessage(m)
-	if err != nil {
-		return outgoing{}, err
-	}
-	return outgoing{msg: append(b, '\n')}, nil
+	return encodeLineInto(nil, m)
 }
 
 // lineTail ends a line sent as head, payload and tail.

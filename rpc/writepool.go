@@ -48,12 +48,19 @@ func (s *Stream) writePooled(ctx context.Context, m *Message) error {
 	return err
 }
 
-// encodeLineInto is encodeLine appending to buf.
+// encodeLineInto is encodeLine appending to buf; a nil buf gets one of
+// the message's size (encodeMessage), a large payload none (its head only).
 func encodeLineInto(buf []byte, m *Message) (outgoing, error) {
 	if head, body, ok := appendLargeHead(buf, m, largePayload); ok {
 		return outgoing{msg: head, body: body, tail: lineTail}, nil
 	}
-	b, err := appendMessage(buf, m)
+	var b []byte
+	var err error
+	if buf == nil {
+		b, err = encodeMessage(m)
+	} else {
+		b, err = appendMessage(buf, m)
+	}
 	if err != nil {
 		return outgoing{}, err
 	}
