@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,8 @@ type config struct {
 	gateBin   string
 	baseGate  string
 	floor     bool
+	withFloor bool   // measure the floor relay as a third side in the same rounds
+	floorBin  string // e2e/minrelay, for -floor and -with-floor
 	echoBin   string
 	profile   string
 	trace     bool
@@ -72,6 +75,8 @@ func main() {
 	flag.StringVar(&cfg.gateBin, "gate", "", "mcp-gate binary (default: built from this checkout)")
 	flag.StringVar(&cfg.baseGate, "base-gate", "", "compare with this mcp-gate binary instead of the direct connection (a before/after run; the targets then do not apply)")
 	flag.BoolVar(&cfg.floor, "floor", false, "measure e2e/minrelay (copies lines, no parsing, policy, audit or guard) in the gate's place: what any relay process costs here, against which the gate's targets can be read")
+	flag.BoolVar(&cfg.withFloor, "with-floor", false, "measure e2e/minrelay as a third side in the same rounds as the direct connection and the gate: the table then gives the floor's ratios, the gate's ratio to the floor (what the gate costs beyond any relay) and whether the floor itself meets each target")
+	flag.StringVar(&cfg.floorBin, "minrelay", "", "e2e/minrelay binary for -floor and -with-floor (default: built from this checkout)")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
@@ -98,11 +103,20 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if cfg.floor {
-		cfg.gateBin = filepath.Join(dir, "minrelay")
-		if err := loadgen.Build(cfg.gateBin, "e2e/minrelay"); err != nil {
+	if cfg.floor && cfg.withFloor {
+		return fmt.Errorf("-floor measures the floor in the gate's place, -with-floor beside it: choose one")
+	}
+	if cfg.withFloor && cfg.baseGate != "" {
+		return fmt.Errorf("-with-floor compares with the direct connection: it does not go with -base-gate")
+	}
+	if (cfg.floor || cfg.withFloor) && cfg.floorBin == "" {
+		cfg.floorBin = filepath.Join(dir, "minrelay")
+		if err := loadgen.Build(cfg.floorBin, "e2e/minrelay"); err != nil {
 			return err
 		}
+	}
+	if cfg.floor {
+		cfg.gateBin = cfg.floorBin
 	}
 	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
 		return err
@@ -112,8 +126,8 @@ func run(cfg config) error {
 			return fmt.Errorf("-%s %q: want old or modern", name, v)
 		}
 	}
-	if cfg.floor && (cfg.host == "modern" || cfg.upstream == "modern") {
-		return fmt.Errorf("-floor relays lines as they are: it has no era of its own to compare (use -host old -upstream old)")
+	if (cfg.floor || cfg.withFloor) && (cfg.host == "modern" || cfg.upstream == "modern") {
+		return fmt.Errorf("the floor relays lines as they are: it has no era of its own to compare (use -host old -upstream old)")
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
@@ -122,7 +136,7 @@ func run(cfg config) error {
 			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
 		}
 	}
-	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "floor")
+	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-minrelay", cfg.floorBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "minrelay", "floor")
 }
 
 // side is what one target accumulated over the rounds.
@@ -148,7 +162,7 @@ func measure(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	base, gate, err := targets(cfg, dir)
+	base, gate, floor, err := targets(cfg, dir)
 	if err != nil {
 		return err
 	}
@@ -156,12 +170,15 @@ func measure(cfg config) error {
 		return cfg.only == "" || strings.Contains(","+cfg.only+",", ","+s+",")
 	}
 	sides := []*side{{target: base}, {target: gate}}
+	if floor != nil {
+		sides = append(sides, &side{target: *floor})
+	}
 	start := time.Now()
 	for round := range cfg.rounds {
-		order := sides
-		if round%2 == 1 {
-			order = []*side{sides[1], sides[0]}
-		}
+		// Each round starts with another side, so that drift on a shared
+		// machine, and whatever the previous side left behind, falls on
+		// every side alike.
+		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
 		for _, s := range order {
 			if err := session(cfg, s, want); err != nil {
 				return err
@@ -169,8 +186,8 @@ func measure(cfg config) error {
 		}
 		if want("cold") {
 			// Interleave the cold starts one by one.
-			for i := range 2 * cfg.cold {
-				s := order[i%2]
+			for i := range len(order) * cfg.cold {
+				s := order[i%len(order)]
 				d, err := loadgen.ColdStart(s.target, s.target.Echo())
 				if err != nil {
 					return err
@@ -180,7 +197,11 @@ func measure(cfg config) error {
 			}
 		}
 	}
-	report(os.Stdout, cfg, sides[0], sides[1], time.Since(start))
+	var floorSide *side
+	if floor != nil {
+		floorSide = sides[2]
+	}
+	report(os.Stdout, cfg, sides[0], sides[1], floorSide, time.Since(start))
 	// Nothing was switched off: every call through a gate was decided and
 	// audited.
 	for _, s := range sides {
@@ -263,9 +284,9 @@ func session(cfg config, s *side, want func(string) bool) error {
 	return nil
 }
 
-// targets returns the baseline (the echo server directly, or -base-gate)
-// and the gate.
-func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
+// targets returns the baseline (the echo server directly, or -base-gate),
+// the gate and, with -with-floor, the floor relay.
+func targets(cfg config, dir string) (base, gate loadgen.Target, floor *loadgen.Target, err error) {
 	env := loadgen.PrivateDirs(loadgen.WithoutGOMAXPROCS(os.Environ()), dir)
 	servers := filepath.Join(dir, "servers.json")
 	policy := filepath.Join(dir, "policy.yaml")
@@ -274,22 +295,22 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 		pin = `,"protocol":"2026-07-28"`
 	}
 	if err := os.WriteFile(servers, fmt.Appendf(nil, `{"mcpServers":{"echo":{"command":%q%s}}}`, cfg.echoBin, pin), 0o600); err != nil {
-		return base, gate, err
+		return base, gate, nil, err
 	}
 	// Every echo call is decided by a rule; everything else is denied.
 	if err := os.WriteFile(policy, []byte("version: 1\nfallback: deny\nallow:\n  - \"mcp:echo:*\"\n"), 0o600); err != nil {
-		return base, gate, err
+		return base, gate, nil, err
 	}
 	if cfg.profile != "" {
 		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
-			return base, gate, err
+			return base, gate, nil, err
 		}
 	}
 	// The gates' own log (info and up, the default) goes to a file, as a
 	// host would keep it. The file stays open for the run.
 	stderr, err := os.OpenFile(filepath.Join(dir, "gate-stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return base, gate, err
+		return base, gate, nil, err
 	}
 	baseHost := cfg.baseHost
 	if baseHost == "" {
@@ -324,23 +345,27 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 			Modern: modern,
 		}, nil
 	}
+	floorTarget := loadgen.Target{
+		Name: "floor",
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(cfg.floorBin, "-strip", "echo__", "--", cfg.echoBin)
+			cmd.Env = env
+			cmd.Stderr = stderr
+			return cmd
+		},
+		Tool: func(s string) string { return "echo__" + s },
+	}
 	if cfg.floor {
-		gate = loadgen.Target{
-			Name: "floor",
-			Command: func() *exec.Cmd {
-				cmd := exec.Command(cfg.gateBin, "-strip", "echo__", "--", cfg.echoBin)
-				cmd.Env = env
-				cmd.Stderr = stderr
-				return cmd
-			},
-			Tool: func(s string) string { return "echo__" + s },
-		}
+		gate = floorTarget
 	} else if gate, err = gateTarget("gate", cfg.gateBin, cfg.host == "modern"); err != nil {
-		return base, gate, err
+		return base, gate, nil, err
+	}
+	if cfg.withFloor {
+		floor = &floorTarget
 	}
 	if cfg.baseGate != "" {
 		base, err = gateTarget("base", cfg.baseGate, baseHost == "modern")
-		return base, gate, err
+		return base, gate, floor, err
 	}
 	base = loadgen.Target{
 		Name: "direct",
@@ -352,72 +377,153 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, err error) {
 		Tool:   func(s string) string { return s },
 		Modern: baseHost == "modern",
 	}
-	return base, gate, nil
+	return base, gate, floor, nil
 }
 
-func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
+// report prints the table of one CPU mode: each scenario for the
+// baseline d and the gate g, g's ratio to d and, where the issue sets one,
+// its target and whether g meets it. With f, the floor relay measured in
+// the same rounds (-with-floor), the table has f's column too, f's and g's
+// ratios to d, g's ratio to f (what the gate costs beyond any relay) and
+// whether f meets each target: a target the floor misses is one no relay
+// meets on this machine.
+func report(w io.Writer, cfg config, d, g, f *side, took time.Duration) {
 	pinned := cfg.cpu == "pinned"
-	bn, gn := d.target.Name, g.target.Name
-	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s and %s, %s, %s\n",
-		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, bn, gn, runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
+	sides := []*side{d, g}
+	if f != nil {
+		sides = []*side{d, f, g}
+	}
+	names := make([]string, len(sides))
+	for i, s := range sides {
+		names[i] = s.target.Name
+	}
+	fmt.Fprintf(w, "\n%s: GOMAXPROCS=%d, %d round(s) alternating %s, %s, %s\n",
+		cfg.cpu, runtime.GOMAXPROCS(0), cfg.rounds, strings.Join(names, " and "), runtime.GOOS+"/"+runtime.GOARCH, took.Round(time.Second))
 	if e := eras(cfg, d, g); e != "" {
 		fmt.Fprintln(w, e)
 	}
-	fmt.Fprintf(w, "| scenario | %s | %s | %s/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, gn, gn, bn)
-	verdict := func(ok bool) string {
-		if bn != "direct" {
-			return "" // the targets are ratios to the direct connection
+	bn, gn := d.target.Name, g.target.Name
+	if f == nil {
+		fmt.Fprintf(w, "| scenario | %s | %s | %s/%s | target | |\n|---|---:|---:|---:|---:|---|\n", bn, gn, gn, bn)
+	} else {
+		fn := f.target.Name
+		fmt.Fprintf(w, "| scenario | %s | %s | %s | %s/%s | %s/%s | %s/%s | target | %s | %s |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
+			bn, fn, gn, fn, bn, gn, bn, gn, fn, fn, gn)
+	}
+	limit1MB := 1.3
+	if pinned {
+		limit1MB = 1.6
+	}
+	for _, m := range metrics(limit1MB) {
+		gv, ok := m.value(g)
+		if !ok {
+			continue
 		}
-		if ok {
-			return "PASS"
+		dv, dok := m.value(d)
+		if m.ratio && !dok {
+			continue
 		}
-		return "MISS"
-	}
-	us := func(t time.Duration) string { return fmt.Sprintf("%.0f µs", float64(t)/1e3) }
-	ms := func(t time.Duration) string { return fmt.Sprintf("%.2f ms", float64(t)/1e6) }
-	if len(d.echo1) > 0 && len(g.echo1) > 0 {
-		ds, gs := loadgen.Summarise(d.echo1), loadgen.Summarise(g.echo1)
-		r := float64(gs.P50) / float64(ds.P50)
-		fmt.Fprintf(w, "| echo c=1 p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", us(ds.P50), us(gs.P50), r, verdict(r <= 2.5))
-		fmt.Fprintf(w, "| echo c=1 p90 | %s | %s | %.2f× | | |\n", us(ds.P90), us(gs.P90), float64(gs.P90)/float64(ds.P90))
-		fmt.Fprintf(w, "| echo c=1 p99 | %s | %s | %.2f× | | |\n", us(ds.P99), us(gs.P99), float64(gs.P99)/float64(ds.P99))
-		dc, gc := d.echo1CPU/time.Duration(len(d.echo1)), g.echo1CPU/time.Duration(len(g.echo1))
-		fmt.Fprintf(w, "| echo c=1 server CPU per call | %.1f µs | %.1f µs | | | |\n", float64(dc)/1e3, float64(gc)/1e3)
-	}
-	if d.echo8N > 0 && g.echo8N > 0 {
-		dr, gr := float64(d.echo8N)/d.echo8T.Seconds(), float64(g.echo8N)/g.echo8T.Seconds()
-		fmt.Fprintf(w, "| echo c=8 calls/s | %.0f | %.0f | %.2f× | ≥ 0.4× | %s |\n", dr, gr, gr/dr, verdict(gr/dr >= 0.4))
-	}
-	if len(d.blob1) > 0 && len(g.blob1) > 0 {
-		ds, gs := loadgen.Summarise(d.blob1), loadgen.Summarise(g.blob1)
-		r := float64(gs.P50) / float64(ds.P50)
-		limit := 1.3
-		if pinned {
-			limit = 1.6
+		cells := []string{m.name}
+		for _, s := range sides {
+			v, _ := m.value(s)
+			cells = append(cells, m.format(v))
 		}
-		fmt.Fprintf(w, "| 1 MB c=1 p50 | %s | %s | %.2f× | ≤ %.1f× | %s |\n", ms(ds.P50), ms(gs.P50), r, limit, verdict(r <= limit))
-	}
-	if d.blob8N > 0 && g.blob8N > 0 {
-		dr, gr := float64(d.blob8N)/d.blob8T.Seconds(), float64(g.blob8N)/g.blob8T.Seconds()
-		fmt.Fprintf(w, "| 1 MB c=8 calls/s | %.0f | %.0f | %.2f× | | |\n", dr, gr, gr/dr)
-	}
-	if len(d.cold) > 0 && len(g.cold) > 0 {
-		ds, gs := loadgen.Summarise(d.cold), loadgen.Summarise(g.cold)
-		r := float64(gs.P50) / float64(ds.P50)
-		fmt.Fprintf(w, "| cold start p50 | %s | %s | %.2f× | ≤ 2.5× | %s |\n", ms(ds.P50), ms(gs.P50), r, verdict(r <= 2.5))
-	}
-	mb := func(kb int) float64 { return float64(kb) / 1024 }
-	absolute := func(ok bool) string { // a limit on the gate alone
-		if ok {
-			return "PASS"
+		ratio := func(a, b float64) string {
+			if !m.ratio {
+				return ""
+			}
+			return fmt.Sprintf("%.2f×", a/b)
 		}
-		return "MISS"
-	}
-	fmt.Fprintf(w, "| peak RSS, idle | %.1f MB | %.1f MB | | ≤ 15 MB | %s |\n", mb(d.idleHWM), mb(g.idleHWM), absolute(g.idleHWM > 0 && mb(g.idleHWM) <= 15))
-	if g.loadHWM > 0 {
-		fmt.Fprintf(w, "| peak RSS, 1 MB c=8 | %.1f MB | %.1f MB | | ≤ 25 MB | %s |\n", mb(d.loadHWM), mb(g.loadHWM), absolute(mb(g.loadHWM) <= 25))
+		verdict := func(v float64) string {
+			switch {
+			case m.meets == nil:
+				return ""
+			case !m.absolute && bn != "direct":
+				return "" // the targets are ratios to the direct connection
+			case m.meets(v, v/dv):
+				return "PASS"
+			default:
+				return "MISS"
+			}
+		}
+		if f == nil {
+			cells = append(cells, ratio(gv, dv), m.target, verdict(gv))
+		} else {
+			fv, _ := m.value(f)
+			cells = append(cells, ratio(fv, dv), ratio(gv, dv), ratio(gv, fv), m.target, verdict(fv), verdict(gv))
+		}
+		line := "|"
+		for _, c := range cells {
+			if c != "" {
+				line += " " + c
+			}
+			line += " |"
+		}
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "(server CPU and peak RSS are of the process the client talks to: on the gate side the gate's alone, not its upstream's)\n")
+}
+
+// metric is one row of the table.
+type metric struct {
+	name   string
+	value  func(s *side) (float64, bool) // false: not measured in this run
+	format func(v float64) string
+	ratio  bool   // the row shows ratios between the sides
+	target string // the issue's target, as printed
+	// meets says whether a side's value v, whose ratio to the baseline is
+	// r, meets the target; nil where there is none.
+	meets    func(v, r float64) bool
+	absolute bool // the target is on the side's own value, not a ratio
+}
+
+// metrics are the table's rows, in order; limit1MB is the 1 MB target of
+// the CPU mode.
+func metrics(limit1MB float64) []metric {
+	us := func(v float64) string { return fmt.Sprintf("%.0f µs", v/1e3) }
+	ms := func(v float64) string { return fmt.Sprintf("%.2f ms", v/1e6) }
+	rate := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	mb := func(v float64) string { return fmt.Sprintf("%.1f MB", v/1024) }
+	pct := func(lat func(*side) []time.Duration, p func(loadgen.Stats) time.Duration) func(*side) (float64, bool) {
+		return func(s *side) (float64, bool) {
+			if len(lat(s)) == 0 {
+				return 0, false
+			}
+			return float64(p(loadgen.Summarise(lat(s)))), true
+		}
+	}
+	echo1 := func(s *side) []time.Duration { return s.echo1 }
+	blob1 := func(s *side) []time.Duration { return s.blob1 }
+	cold := func(s *side) []time.Duration { return s.cold }
+	p50 := func(x loadgen.Stats) time.Duration { return x.P50 }
+	p90 := func(x loadgen.Stats) time.Duration { return x.P90 }
+	p99 := func(x loadgen.Stats) time.Duration { return x.P99 }
+	atMost := func(l float64) func(v, r float64) bool { return func(_, r float64) bool { return r <= l } }
+	return []metric{
+		{name: "echo c=1 p50", value: pct(echo1, p50), format: us, ratio: true, target: "≤ 2.5×", meets: atMost(2.5)},
+		{name: "echo c=1 p90", value: pct(echo1, p90), format: us, ratio: true},
+		{name: "echo c=1 p99", value: pct(echo1, p99), format: us, ratio: true},
+		{name: "echo c=1 server CPU per call", format: func(v float64) string { return fmt.Sprintf("%.1f µs", v/1e3) },
+			value: func(s *side) (float64, bool) {
+				if len(s.echo1) == 0 {
+					return 0, false
+				}
+				return float64(s.echo1CPU) / float64(len(s.echo1)), true
+			}},
+		{name: "echo c=8 calls/s", format: rate, ratio: true, target: "≥ 0.4×", meets: func(_, r float64) bool { return r >= 0.4 },
+			value: func(s *side) (float64, bool) { return float64(s.echo8N) / s.echo8T.Seconds(), s.echo8N > 0 }},
+		{name: "1 MB c=1 p50", value: pct(blob1, p50), format: ms, ratio: true, target: fmt.Sprintf("≤ %.1f×", limit1MB), meets: atMost(limit1MB)},
+		{name: "1 MB c=8 calls/s", format: rate, ratio: true,
+			value: func(s *side) (float64, bool) { return float64(s.blob8N) / s.blob8T.Seconds(), s.blob8N > 0 }},
+		{name: "cold start p50", value: pct(cold, p50), format: ms, ratio: true, target: "≤ 2.5×", meets: atMost(2.5)},
+		// A side's memory is read in every session, after its warm-up.
+		{name: "peak RSS, idle", format: mb, target: "≤ 15 MB", absolute: true,
+			meets: func(v, _ float64) bool { return v > 0 && v <= 15*1024 },
+			value: func(s *side) (float64, bool) { return float64(s.idleHWM), true }},
+		{name: "peak RSS, 1 MB c=8", format: mb, target: "≤ 25 MB", absolute: true,
+			meets: func(v, _ float64) bool { return v <= 25*1024 },
+			value: func(s *side) (float64, bool) { return float64(s.loadHWM), s.loadHWM > 0 }},
+	}
 }
 
 // eras says which protocol each side's client and the gate's upstream

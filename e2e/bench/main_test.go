@@ -21,7 +21,7 @@ func TestReportVerdicts(t *testing.T) {
 	d := &side{target: loadgen.Target{Name: "direct"}, echo1: ms(10), blob1: ms(1000), cold: ms(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
 	g := &side{echo1: ms(25), blob1: ms(1500), cold: ms(6000), echo8N: 399, echo8T: time.Second, idleHWM: 15 << 10, loadHWM: 26 << 10}
 	var out bytes.Buffer
-	report(&out, config{cpu: "pinned", rounds: 1}, d, g, time.Second)
+	report(&out, config{cpu: "pinned", rounds: 1}, d, g, nil, time.Second)
 	for _, want := range []string{
 		"| echo c=1 p50 | 10 µs | 25 µs | 2.50× | ≤ 2.5× | PASS |",
 		"| echo c=8 calls/s | 1000 | 399 | 0.40× | ≥ 0.4× | MISS |",
@@ -35,9 +35,60 @@ func TestReportVerdicts(t *testing.T) {
 		}
 	}
 	out.Reset()
-	report(&out, config{cpu: "unpinned", rounds: 1}, d, g, time.Second)
+	report(&out, config{cpu: "unpinned", rounds: 1}, d, g, nil, time.Second)
 	if !strings.Contains(out.String(), "| 1.50× | ≤ 1.3× | MISS |") {
 		t.Errorf("unpinned, 1 MB at 1.5× must miss its 1.3× target:\n%s", out.String())
+	}
+}
+
+// With the floor measured beside the gate, the table gives each ratio and
+// whether the floor itself meets each target, from the same numbers.
+func TestReportWithFloor(t *testing.T) {
+	ms := func(n int) []time.Duration {
+		return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10)
+	}
+	d := &side{target: loadgen.Target{Name: "direct"}, echo1: ms(10), blob1: ms(1000), cold: ms(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
+	f := &side{target: loadgen.Target{Name: "floor"}, echo1: ms(30), blob1: ms(1500), cold: ms(4000), echo8N: 380, echo8T: time.Second, idleHWM: 3 << 10, loadHWM: 9 << 10}
+	g := &side{target: loadgen.Target{Name: "gate"}, echo1: ms(60), blob1: ms(3000), cold: ms(9000), echo8N: 190, echo8T: time.Second, idleHWM: 16 << 10, loadHWM: 24 << 10}
+	var out bytes.Buffer
+	report(&out, config{cpu: "pinned", rounds: 1}, d, g, f, time.Second)
+	for _, want := range []string{
+		"alternating direct and floor and gate",
+		"| scenario | direct | floor | gate | floor/direct | gate/direct | gate/floor | target | floor | gate |",
+		"| echo c=1 p50 | 10 µs | 30 µs | 60 µs | 3.00× | 6.00× | 2.00× | ≤ 2.5× | MISS | MISS |",
+		"| echo c=8 calls/s | 1000 | 380 | 190 | 0.38× | 0.19× | 0.50× | ≥ 0.4× | MISS | MISS |",
+		"| 1 MB c=1 p50 | 1.00 ms | 1.50 ms | 3.00 ms | 1.50× | 3.00× | 2.00× | ≤ 1.6× | PASS | MISS |",
+		"| cold start p50 | 2.00 ms | 4.00 ms | 9.00 ms | 2.00× | 4.50× | 2.25× | ≤ 2.5× | PASS | MISS |",
+		"| peak RSS, idle | 2.0 MB | 3.0 MB | 16.0 MB | | | | ≤ 15 MB | PASS | MISS |",
+		"| peak RSS, 1 MB c=8 | 0.0 MB | 9.0 MB | 24.0 MB | | | | ≤ 25 MB | PASS | PASS |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, bad := range [][]string{
+		{"-floor", "-with-floor"},
+		{"-with-floor", "-base-gate", "x"},
+		{"-with-floor", "-host", "modern"},
+	} {
+		cfg := config{host: "old", upstream: "old", cpu: "unpinned"}
+		for i := 0; i < len(bad); i++ {
+			switch bad[i] {
+			case "-floor":
+				cfg.floor = true
+			case "-with-floor":
+				cfg.withFloor = true
+			case "-base-gate":
+				i++
+				cfg.baseGate = bad[i]
+			case "-host":
+				i++
+				cfg.host = bad[i]
+			}
+		}
+		if err := run(cfg); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
 	}
 }
 
@@ -63,7 +114,7 @@ func TestHostModes(t *testing.T) {
 		t.Run("upstream-"+upstream, func(t *testing.T) {
 			run := t.TempDir()
 			cfg := config{host: "modern", baseHost: "", upstream: upstream, gateBin: gateBin, echoBin: echoBin, cpu: "unpinned"}
-			direct, gate, err := targets(cfg, run)
+			direct, gate, _, err := targets(cfg, run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +157,7 @@ func TestHostModes(t *testing.T) {
 	}
 	// One gate, both eras of host: -base-host old with -base-gate.
 	cfg := config{host: "modern", baseHost: "old", upstream: "old", gateBin: gateBin, baseGate: gateBin, echoBin: echoBin}
-	base, gate, err := targets(cfg, t.TempDir())
+	base, gate, _, err := targets(cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +176,12 @@ func TestHostModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	report(&out, cfg, &side{target: base}, &side{target: gate}, time.Second)
+	report(&out, cfg, &side{target: base}, &side{target: gate}, nil, time.Second)
 	if want := "host protocol: base 2025-11-25, gate 2026-07-28; the gate speaks 2025-11-25 to the echo server"; !strings.Contains(out.String(), want) {
 		t.Errorf("the table does not say which era each side speaks (%q):\n%s", want, out.String())
 	}
 	out.Reset()
-	report(&out, config{cpu: "pinned", rounds: 1, host: "old", upstream: "old"}, &side{target: loadgen.Target{Name: "direct"}}, &side{}, time.Second)
+	report(&out, config{cpu: "pinned", rounds: 1, host: "old", upstream: "old"}, &side{target: loadgen.Target{Name: "direct"}}, &side{}, nil, time.Second)
 	if strings.Contains(out.String(), "host protocol") {
 		t.Errorf("the default table names eras:\n%s", out.String())
 	}
