@@ -12,28 +12,36 @@ import (
 	"github.com/mcp-gate/mcp-gate/e2e/loadgen"
 )
 
+// µs is ten latencies of n µs.
+func µs(n int) []time.Duration {
+	return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10)
+}
+
+// hasRows fails t for each of rows the table lacks.
+func hasRows(t *testing.T, table string, rows ...string) {
+	t.Helper()
+	for _, row := range rows {
+		if !strings.Contains(table, row) {
+			t.Errorf("the table lacks %q:\n%s", row, table)
+		}
+	}
+}
+
 // The normal test suite compiles the benchmark through this file and checks
 // its table's arithmetic; it never runs the benchmark itself.
 func TestReportVerdicts(t *testing.T) {
-	ms := func(n int) []time.Duration {
-		return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10)
-	}
-	d := &side{target: loadgen.Target{Name: "direct"}, echo1: ms(10), blob1: ms(1000), cold: ms(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
-	g := &side{echo1: ms(25), blob1: ms(1500), cold: ms(6000), echo8N: 399, echo8T: time.Second, idleHWM: 15 << 10, loadHWM: 26 << 10}
+	d := &side{target: loadgen.Target{Name: "direct"}, echo1: µs(10), blob1: µs(1000), cold: µs(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
+	g := &side{echo1: µs(25), blob1: µs(1500), cold: µs(6000), echo8N: 399, echo8T: time.Second, idleHWM: 15 << 10, loadHWM: 26 << 10}
 	var out bytes.Buffer
 	report(&out, config{cpu: "pinned", rounds: 1}, d, g, nil, time.Second)
-	for _, want := range []string{
+	hasRows(t, out.String(),
 		"| echo c=1 p50 | 10 µs | 25 µs | 2.50× | ≤ 2.5× | PASS |",
 		"| echo c=8 calls/s | 1000 | 399 | 0.40× | ≥ 0.4× | MISS |",
 		"| 1 MB c=1 p50 | 1.00 ms | 1.50 ms | 1.50× | ≤ 1.6× | PASS |",
 		"| cold start p50 | 2.00 ms | 6.00 ms | 3.00× | ≤ 2.5× | MISS |",
 		"| peak RSS, idle | 2.0 MB | 15.0 MB | | ≤ 15 MB | PASS |",
 		"| peak RSS, 1 MB c=8 | 0.0 MB | 26.0 MB | | ≤ 25 MB | MISS |",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the table lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 	out.Reset()
 	report(&out, config{cpu: "unpinned", rounds: 1}, d, g, nil, time.Second)
 	if !strings.Contains(out.String(), "| 1.50× | ≤ 1.3× | MISS |") {
@@ -44,15 +52,12 @@ func TestReportVerdicts(t *testing.T) {
 // With the floor measured beside the gate, the table gives each ratio and
 // whether the floor itself meets each target, from the same numbers.
 func TestReportWithFloor(t *testing.T) {
-	ms := func(n int) []time.Duration {
-		return slices.Repeat([]time.Duration{time.Duration(n) * time.Microsecond}, 10)
-	}
-	d := &side{target: loadgen.Target{Name: "direct"}, echo1: ms(10), blob1: ms(1000), cold: ms(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
-	f := &side{target: loadgen.Target{Name: "floor"}, echo1: ms(30), blob1: ms(1500), cold: ms(4000), echo8N: 380, echo8T: time.Second, idleHWM: 3 << 10, loadHWM: 9 << 10}
-	g := &side{target: loadgen.Target{Name: "gate"}, echo1: ms(60), blob1: ms(3000), cold: ms(9000), echo8N: 190, echo8T: time.Second, idleHWM: 16 << 10, loadHWM: 24 << 10}
+	d := &side{target: loadgen.Target{Name: "direct"}, echo1: µs(10), blob1: µs(1000), cold: µs(2000), echo8N: 1000, echo8T: time.Second, idleHWM: 2 << 10}
+	f := &side{target: loadgen.Target{Name: "floor"}, echo1: µs(30), blob1: µs(1500), cold: µs(4000), echo8N: 380, echo8T: time.Second, idleHWM: 3 << 10, loadHWM: 9 << 10}
+	g := &side{target: loadgen.Target{Name: "gate"}, echo1: µs(60), blob1: µs(3000), cold: µs(9000), echo8N: 190, echo8T: time.Second, idleHWM: 16 << 10, loadHWM: 24 << 10}
 	var out bytes.Buffer
 	report(&out, config{cpu: "pinned", rounds: 1}, d, g, f, time.Second)
-	for _, want := range []string{
+	hasRows(t, out.String(),
 		"alternating direct and floor and gate",
 		"| scenario | direct | floor | gate | floor/direct | gate/direct | gate/floor | target | floor | gate |",
 		"| echo c=1 p50 | 10 µs | 30 µs | 60 µs | 3.00× | 6.00× | 2.00× | ≤ 2.5× | MISS | MISS |",
@@ -61,11 +66,7 @@ func TestReportWithFloor(t *testing.T) {
 		"| cold start p50 | 2.00 ms | 4.00 ms | 9.00 ms | 2.00× | 4.50× | 2.25× | ≤ 2.5× | PASS | MISS |",
 		"| peak RSS, idle | 2.0 MB | 3.0 MB | 16.0 MB | | | | ≤ 15 MB | PASS | MISS |",
 		"| peak RSS, 1 MB c=8 | 0.0 MB | 9.0 MB | 24.0 MB | | | | ≤ 25 MB | PASS | PASS |",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the table lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 	for _, bad := range [][]string{
 		{"-floor", "-with-floor"},
 		{"-with-floor", "-base-gate", "x"},
