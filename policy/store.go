@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Store holds the policy in force. Current is lock-free and safe for
@@ -52,8 +50,10 @@ const reloadDebounce = 100 * time.Millisecond
 // (size, modification time and bytes) before it is applied. A writer that
 // rewrites the file in place may pause in the middle, and a prefix of a
 // policy can be a valid policy that allows what the whole denies; a content
-// that held still this long is taken for finished. (fsnotify does not
-// export inotify's close-after-write event, which would say so exactly.)
+// that held still this long is taken for finished. (Linux's watch sees a
+// file closed after writing, but a writer may close and open it again
+// between its writes, and the poll, which sees changes that send no event
+// at all, knows nothing of closes.)
 const settleFactor = 4
 
 // Watch loads the policy file at path and keeps the store in step with it
@@ -101,7 +101,7 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 
 // followFile follows the file at abs with p in force until ctx is done.
 func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), debounce time.Duration) (*Store, error) {
-	w, err := fsnotify.NewWatcher()
+	w, err := newDirWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
 	}
@@ -126,7 +126,7 @@ type reloader struct {
 	opts     Options
 	logger   *slog.Logger
 	onChange func(old, new *Policy)
-	w        *fsnotify.Watcher
+	w        dirWatcher
 	watched  map[string]bool
 	debounce time.Duration
 	settle   time.Duration
@@ -317,7 +317,7 @@ func (rl *reloader) run(ctx context.Context) {
 			if rl.poll() {
 				timer.Reset(rl.debounce)
 			}
-		case ev, ok := <-rl.w.Events:
+		case ev, ok := <-rl.w.events():
 			if !ok {
 				return
 			}
@@ -327,7 +327,7 @@ func (rl *reloader) run(ctx context.Context) {
 			if rl.concerns(ev.Name) {
 				timer.Reset(rl.debounce)
 			}
-		case err, ok := <-rl.w.Errors:
+		case err, ok := <-rl.w.errors():
 			if !ok {
 				return
 			}

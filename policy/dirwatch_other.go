@@ -1,0 +1,5 @@
+//go:build !linux
+
+package policy
+
+func newDirWatcher() (dirWatcher, error) { return newFsnotifyWatcher() }
