@@ -53,6 +53,7 @@ type config struct {
 	baseGate  string
 	floor     bool
 	withFloor bool   // measure the floor relay as a third side in the same rounds
+	auditNext bool   // the gates' audit logs in the policy's directory
 	floorBin  string // e2e/minrelay, for -floor and -with-floor
 	echoBin   string
 	profile   string
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&cfg.baseGate, "base-gate", "", "compare with this mcp-gate binary instead of the direct connection (a before/after run; the targets then do not apply)")
 	flag.BoolVar(&cfg.floor, "floor", false, "measure e2e/minrelay (copies lines, no parsing, policy, audit or guard) in the gate's place: what any relay process costs here, against which the gate's targets can be read")
 	flag.BoolVar(&cfg.withFloor, "with-floor", false, "measure e2e/minrelay as a third side in the same rounds as the direct connection and the gate: the table then gives the floor's ratios, the gate's ratio to the floor (what the gate costs beyond any relay) and whether the floor itself meets each target")
+	flag.BoolVar(&cfg.auditNext, "audit-beside-policy", false, "write each gate's audit log in the policy file's directory, as a deployment that keeps them together does (by default it is elsewhere: the policy watch sees that directory)")
 	flag.StringVar(&cfg.floorBin, "minrelay", "", "e2e/minrelay binary for -floor and -with-floor (default: built from this checkout)")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
@@ -210,6 +212,8 @@ func measure(cfg config) error {
 		}
 		decisions := 0
 		files, _ := filepath.Glob(filepath.Join(dir, "audit-"+s.target.Name, "*.jsonl"))
+		beside, _ := filepath.Glob(filepath.Join(dir, "audit-"+s.target.Name+"-*.jsonl"))
+		files = append(files, beside...)
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -317,8 +321,9 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, floor *loadgen.
 		baseHost = cfg.host
 	}
 	gateTarget := func(name, bin string, modern bool) (loadgen.Target, error) {
-		// The audit log is not next to the policy file: the policy
-		// watcher would wake at every line appended to its directory.
+		// The audit log is not next to the policy file unless asked: a
+		// policy watch that wakes at every line appended to its directory
+		// (fsnotify's, on macOS and Windows) would be measured with it.
 		auditDir := filepath.Join(dir, "audit-"+name)
 		if err := os.Mkdir(auditDir, 0o700); err != nil {
 			return loadgen.Target{}, err
@@ -328,8 +333,11 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, floor *loadgen.
 			Name: name,
 			Command: func() *exec.Cmd {
 				n++
-				cmd := exec.Command(bin, "serve", "--servers", servers, "--policy", policy,
-					"--audit-log", filepath.Join(auditDir, fmt.Sprintf("audit-%d.jsonl", n)))
+				audit := filepath.Join(auditDir, fmt.Sprintf("audit-%d.jsonl", n))
+				if cfg.auditNext {
+					audit = filepath.Join(dir, fmt.Sprintf("audit-%s-%d.jsonl", name, n))
+				}
+				cmd := exec.Command(bin, "serve", "--servers", servers, "--policy", policy, "--audit-log", audit)
 				cmd.Env = env
 				if cfg.profile != "" {
 					prefix := filepath.Join(cfg.profile, fmt.Sprintf("%s-%s-%d", name, cfg.cpu, n))
