@@ -103,8 +103,13 @@ func TestOpsOffStartsNothing(t *testing.T) {
 
 	stderr, stop := serveInProcess(t, "--ops-addr", "127.0.0.1:0")
 	defer stop()
-	if len(opsGoroutines()) == 0 {
-		t.Error("serve --ops-addr runs no HTTP server goroutine: the check above could not see one")
+	// The server's goroutine is started before the listening line is
+	// logged but may not have run yet: until it does, its stack names only
+	// serveOps's closure.
+	for deadline := time.Now().Add(10 * time.Second); len(opsGoroutines()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("serve --ops-addr runs no HTTP server goroutine: the check above could not see one")
+		}
 	}
 	addr := regexp.MustCompile(`msg="ops endpoints listening" addr=(\S+)`).FindStringSubmatch(stderr.String())
 	if addr == nil {
