@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,7 +47,9 @@ func approvalsChild(t *testing.T, rt string, setsid bool, args ...string) (strin
 	t.Helper()
 	cmd := exec.Command(gateBin, append([]string{"approvals"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	if setsid {
+		inNewSession(t, cmd)
+	}
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -42,7 +42,7 @@ echo $$ >"$D/pid"; exec "$@" >"$D/out" 2>&1`
 	})
 	pidText, _ := os.ReadFile(filepath.Join(dir, "pid"))
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(pidText))); err == nil && pid > 1 {
-		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGTERM) })
+		t.Cleanup(func() { _ = signalPID(pid, syscall.SIGTERM) })
 	}
 	return url, func() string { out, _ := os.ReadFile(filepath.Join(dir, "out")); return string(out) }
 }

@@ -56,7 +56,7 @@ func TestSIGHUPStopsChildren(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, k := range kids {
-			syscall.Kill(k, syscall.SIGKILL) // when the test fails
+			signalPID(k, syscall.SIGKILL) // when the test fails
 		}
 	})
 	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -89,7 +89,7 @@ func TestSIGKILLedGateLeavesNoChild(t *testing.T) {
 	if len(kids) != 1 {
 		t.Fatalf("children: %v", kids)
 	}
-	t.Cleanup(func() { syscall.Kill(kids[0], syscall.SIGKILL) }) // when the test fails
+	t.Cleanup(func() { signalPID(kids[0], syscall.SIGKILL) }) // when the test fails
 	if err := g.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -488,16 +488,16 @@ func TestCodexStartupShowsConfigError(t *testing.T) {
 	// Its own process group: codex starts processes of its own (the gate
 	// among them) that write into its home, which must all be gone before
 	// the temporary directories are removed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inNewGroup(cmd)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		signalGroup(cmd, syscall.SIGKILL)
 		cmd.Wait()
-		for i := 0; i < 50 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+		for i := 0; i < 50 && groupExists(cmd); i++ {
 			time.Sleep(20 * time.Millisecond) // the group's last members exiting
 		}
 	})

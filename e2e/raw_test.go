@@ -308,6 +308,6 @@ func TestSignalStopsGate(t *testing.T) {
 		t.Fatal("the gate ignored SIGTERM while its stdin stayed open")
 	}
 	waitFor(t, "the upstream to exit", 10*time.Second, func() bool {
-		return syscall.Kill(kids[0], 0) != nil
+		return !pidExists(kids[0])
 	})
 }

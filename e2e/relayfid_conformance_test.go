@@ -107,7 +107,7 @@ func runConformance(t *testing.T, node, suite, bridge, stdio, out string) map[st
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	sg := exec.Command(node, bridge, "--stdio", stdio, "--outputTransport", "streamableHttp", "--port", fmt.Sprint(port), "--stateful", "--logLevel", "none")
-	sg.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inNewGroup(sg)
 	logs := &syncBuffer{}
 	sg.Stdout, sg.Stderr = logs, logs
 	if err := sg.Start(); err != nil {
@@ -115,13 +115,13 @@ func runConformance(t *testing.T, node, suite, bridge, stdio, out string) map[st
 		return nil
 	}
 	defer func() {
-		_ = syscall.Kill(-sg.Process.Pid, syscall.SIGTERM)
+		_ = signalGroup(sg, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = sg.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-sg.Process.Pid, syscall.SIGKILL)
+			_ = signalGroup(sg, syscall.SIGKILL)
 			<-done
 		}
 	}()

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -657,14 +656,14 @@ func TestCloseStopsEverything(t *testing.T) {
 		pids = append(pids, upstream.PID(s))
 	}
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); err != nil {
+		if err := probePID(pid); err != nil {
 			t.Fatalf("pid %d not running before Close: %v", pid, err)
 		}
 	}
 	p.Close()
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("pid %d after Close: kill(0) = %v; want ESRCH (gone)", pid, err)
+		if err := probePID(pid); !errors.Is(err, errNoProcess) {
+			t.Errorf("pid %d after Close: probe = %v; want %v (gone)", pid, err, errNoProcess)
 		}
 	}
 	if _, err := p.Session(context.Background(), "", "a"); err == nil || !strings.Contains(err.Error(), "shutting down") {
