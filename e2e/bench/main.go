@@ -75,7 +75,7 @@ func main() {
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, up1, cold (up1: 1 MB each way, an echo of a 1 MB argument, at c=1)")
 	flag.StringVar(&cfg.host, "host", "old", "the host the client plays: old (2025-11-25, initialize) or modern (2026-07-28: discover, the _meta envelope in every request)")
 	flag.StringVar(&cfg.baseHost, "base-host", "", "the host the client plays on the baseline side (default: as -host); with -base-gate the same binary as -gate, it compares the two eras of host through one gate")
 	flag.StringVar(&cfg.upstream, "upstream", "old", "the protocol the gate speaks to the echo server: old (2025-11-25) or modern (its entry pinned to 2026-07-28)")
@@ -117,9 +117,9 @@ func run(cfg config) error {
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
-		case "", "echo1", "echo8", "blob1", "blob8", "cold":
+		case "", "echo1", "echo8", "blob1", "blob8", "up1", "cold":
 		default:
-			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
+			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, up1, cold", cfg.only)
 		}
 	}
 	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "floor")
@@ -131,6 +131,7 @@ type side struct {
 	echo1     []time.Duration
 	echo1CPU  time.Duration // the server's CPU time over the echo1 calls
 	blob1     []time.Duration
+	up1       []time.Duration // 1 MB each way: host to upstream as well
 	cold      []time.Duration
 	echo8N    int
 	echo8T    time.Duration
@@ -246,6 +247,15 @@ func session(cfg config, s *side, want func(string) bool) error {
 			return err
 		}
 		if s.blob1, err = loadgen.Latency(c, blob, cfg.blobCalls, s.blob1); err != nil {
+			return err
+		}
+	}
+	if want("up1") {
+		up := loadgen.Call{Tool: s.target.Tool("echo"), Args: `{"text":"` + strings.Repeat("x", 1<<20) + `"}`, MinBytes: 1 << 20}
+		if _, err := loadgen.Latency(c, up, 2, nil); err != nil { // warm up
+			return err
+		}
+		if s.up1, err = loadgen.Latency(c, up, cfg.blobCalls, s.up1); err != nil {
 			return err
 		}
 	}
@@ -396,6 +406,17 @@ func report(w io.Writer, cfg config, d, g *side, took time.Duration) {
 			limit = 1.6
 		}
 		fmt.Fprintf(w, "| 1 MB c=1 p50 | %s | %s | %.2f× | ≤ %.1f× | %s |\n", ms(ds.P50), ms(gs.P50), r, limit, verdict(r <= limit))
+		fmt.Fprintf(w, "| 1 MB c=1 p90 | %s | %s | %.2f× | | |\n", ms(ds.P90), ms(gs.P90), float64(gs.P90)/float64(ds.P90))
+		fmt.Fprintf(w, "| 1 MB c=1 p99 | %s | %s | %.2f× | | |\n", ms(ds.P99), ms(gs.P99), float64(gs.P99)/float64(ds.P99))
+	}
+	if len(d.up1) > 0 && len(g.up1) > 0 {
+		ds, gs := loadgen.Summarise(d.up1), loadgen.Summarise(g.up1)
+		for _, q := range []struct {
+			name   string
+			dq, gq time.Duration
+		}{{"p50", ds.P50, gs.P50}, {"p90", ds.P90, gs.P90}, {"p99", ds.P99, gs.P99}} {
+			fmt.Fprintf(w, "| 1 MB each way c=1 %s | %s | %s | %.2f× | | |\n", q.name, ms(q.dq), ms(q.gq), float64(q.gq)/float64(q.dq))
+		}
 	}
 	if d.blob8N > 0 && g.blob8N > 0 {
 		dr, gr := float64(d.blob8N)/d.blob8T.Seconds(), float64(g.blob8N)/g.blob8T.Seconds()
