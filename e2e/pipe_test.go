@@ -37,11 +37,15 @@ func threadsInPipeIO(t *testing.T, pid int) []string {
 		t.Fatalf("listing the threads of %d: %v", pid, err)
 	}
 	var in []string
+	read := 0
+	var readErr error
 	for _, task := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
 		if err != nil {
-			continue // the thread ended
+			readErr = err // the thread ended, or the file is refused
+			continue
 		}
+		read++
 		f := strings.Fields(string(b))
 		if len(f) < 2 {
 			continue
@@ -60,6 +64,10 @@ func threadsInPipeIO(t *testing.T, pid int) []string {
 			continue
 		}
 		in = append(in, fmt.Sprintf("%s %s(fd %d, %s)", task.Name(), name, fd, target))
+	}
+	if read == 0 {
+		// A check that sees nothing could never fail.
+		t.Skipf("no thread's system call of %d is readable here (ptrace restrictions?): %v", pid, readErr)
 	}
 	return in
 }
