@@ -4,6 +4,10 @@ package e2e
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +210,66 @@ func TestPipeGrownFloorRelayWaitsInNetpoller(t *testing.T) {
 	largeBothWays(t, sess, "up__")
 	wantGrown(t, cmd.Process.Pid)
 	assertNoWaitInPipeIO(t, cmd.Process.Pid)
+}
+
+// fdAllowed are the files that may call (*os.File).Fd, and why: a regular
+// file, which the runtime does not poll, so Fd changes nothing of its mode.
+var fdAllowed = map[string]string{
+	"internal/statefile/lock_unix.go": "flock on a regular file",
+}
+
+// No code of the module calls Fd, outside tests and fdAllowed: Fd puts a
+// descriptor the runtime polls (a pipe from os.Pipe, a reopened stdin or
+// stdout) back into blocking mode, for good and for every user of it, and a
+// blocked read then holds a P outside the netpoller (the 10 ms stall above;
+// the gate's raw reader would block for good). Reach a descriptor through
+// SyscallConn().Control instead, as rpc.pipeGrower does.
+func TestPipeNoFdOnPolledFiles(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "node_modules", "testdata", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files++
+		ast.Inspect(f, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || len(c.Args) != 0 {
+				return true
+			}
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Fd" {
+				if _, ok := fdAllowed[rel]; !ok {
+					t.Errorf("%s: calls Fd, which makes a descriptor the runtime polls blocking; use SyscallConn().Control", fset.Position(c.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("scanned %d Go files under %s; want the whole module", files, root)
+	}
 }
