@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, cold")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios, comma-separated: echo1, echo8, blob1, blob8, up1, cold (up1: 1 MB each way, an echo of a 1 MB argument, at c=1)")
 	flag.StringVar(&cfg.host, "host", "old", "the host the client plays: old (2025-11-25, initialize) or modern (2026-07-28: discover, the _meta envelope in every request)")
 	flag.StringVar(&cfg.baseHost, "base-host", "", "the host the client plays on the baseline side (default: as -host); with -base-gate the same binary as -gate, it compares the two eras of host through one gate")
 	flag.StringVar(&cfg.upstream, "upstream", "old", "the protocol the gate speaks to the echo server: old (2025-11-25) or modern (its entry pinned to 2026-07-28)")
@@ -133,9 +133,9 @@ func run(cfg config) error {
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
-		case "", "echo1", "echo8", "blob1", "blob8", "cold":
+		case "", "echo1", "echo8", "blob1", "blob8", "up1", "cold":
 		default:
-			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, cold", cfg.only)
+			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, up1, cold", cfg.only)
 		}
 	}
 	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-minrelay", cfg.floorBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "minrelay", "floor")
@@ -147,6 +147,7 @@ type side struct {
 	echo1     []time.Duration
 	echo1CPU  time.Duration // the server's CPU time over the echo1 calls
 	blob1     []time.Duration
+	up1       []time.Duration // 1 MB each way: host to upstream as well
 	cold      []time.Duration
 	echo8N    int
 	echo8T    time.Duration
@@ -271,6 +272,15 @@ func session(cfg config, s *side, want func(string) bool) error {
 			return err
 		}
 		if s.blob1, err = loadgen.Latency(c, blob, cfg.blobCalls, s.blob1); err != nil {
+			return err
+		}
+	}
+	if want("up1") {
+		up := loadgen.Call{Tool: s.target.Tool("echo"), Args: `{"text":"` + strings.Repeat("x", 1<<20) + `"}`, MinBytes: 1 << 20}
+		if _, err := loadgen.Latency(c, up, 2, nil); err != nil { // warm up
+			return err
+		}
+		if s.up1, err = loadgen.Latency(c, up, cfg.blobCalls, s.up1); err != nil {
 			return err
 		}
 	}
@@ -502,6 +512,7 @@ func metrics(limit1MB float64) []metric {
 	}
 	echo1 := func(s *side) []time.Duration { return s.echo1 }
 	blob1 := func(s *side) []time.Duration { return s.blob1 }
+	up1 := func(s *side) []time.Duration { return s.up1 }
 	cold := func(s *side) []time.Duration { return s.cold }
 	p50 := func(x loadgen.Stats) time.Duration { return x.P50 }
 	p90 := func(x loadgen.Stats) time.Duration { return x.P90 }
@@ -521,6 +532,11 @@ func metrics(limit1MB float64) []metric {
 		{name: "echo c=8 calls/s", format: rate, ratio: true, target: "≥ 0.4×", meets: func(_, r float64) bool { return r >= 0.4 },
 			value: func(s *side) (float64, bool) { return float64(s.echo8N) / s.echo8T.Seconds(), s.echo8N > 0 }},
 		{name: "1 MB c=1 p50", value: pct(blob1, p50), format: ms, ratio: true, target: fmt.Sprintf("≤ %.1f×", limit1MB), meets: atMost(limit1MB)},
+		{name: "1 MB c=1 p90", value: pct(blob1, p90), format: ms, ratio: true},
+		{name: "1 MB c=1 p99", value: pct(blob1, p99), format: ms, ratio: true},
+		{name: "1 MB each way c=1 p50", value: pct(up1, p50), format: ms, ratio: true},
+		{name: "1 MB each way c=1 p90", value: pct(up1, p90), format: ms, ratio: true},
+		{name: "1 MB each way c=1 p99", value: pct(up1, p99), format: ms, ratio: true},
 		{name: "1 MB c=8 calls/s", format: rate, ratio: true,
 			value: func(s *side) (float64, bool) { return float64(s.blob8N) / s.blob8T.Seconds(), s.blob8N > 0 }},
 		{name: "cold start p50", value: pct(cold, p50), format: ms, ratio: true, target: "≤ 2.5×", meets: atMost(2.5)},
