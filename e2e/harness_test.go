@@ -42,6 +42,7 @@ var (
 	binDir        string
 	gateBin       string
 	testserverBin string
+	minrelayBin   string // e2e/minrelay, the floor relay the benchmark measures
 	nodeModules   string // absolute path of e2e/node_modules
 )
 
@@ -59,7 +60,8 @@ func run(m *testing.M) int {
 	binDir = dir
 	gateBin = filepath.Join(dir, "mcp-gate")
 	testserverBin = filepath.Join(dir, "testserver")
-	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin} {
+	minrelayBin = filepath.Join(dir, "minrelay")
+	for pkg, out := range map[string]string{"../cmd/mcp-gate": gateBin, "./testserver": testserverBin, "./minrelay": minrelayBin} {
 		args := []string{"build", "-o", out}
 		// The test servers are fixtures, not the code under test, and
 		// they are started through the gate, which passes them only its

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -181,28 +180,12 @@ func TestPipeGrownGateWaitsInNetpoller(t *testing.T) {
 	assertNoWaitInPipeIO(t, pid)
 }
 
-var (
-	minrelayOnce sync.Once
-	minrelayBin  string
-	minrelayErr  error
-)
-
 // The floor relay the benchmark measures in the gate's place (-floor) grows
 // its pipes as the gate does and must wait as the gate does: in the
 // netpoller. Made blocking by Fd, its upstream pipe cost every 1 MB call
 // 10+ ms with two CPUs.
 func TestPipeGrownFloorRelayWaitsInNetpoller(t *testing.T) {
 	t.Parallel()
-	minrelayOnce.Do(func() {
-		minrelayBin = filepath.Join(binDir, "minrelay")
-		out, err := exec.Command("go", "build", "-o", minrelayBin, "./minrelay").CombinedOutput()
-		if err != nil {
-			minrelayErr = fmt.Errorf("building minrelay: %v\n%s", err, out)
-		}
-	})
-	if minrelayErr != nil {
-		t.Fatal(minrelayErr)
-	}
 	cmd := exec.Command(minrelayBin, "-strip", "up__", "--", testserverBin, "--mode", "honest")
 	g := &gate{cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = g.stderr
