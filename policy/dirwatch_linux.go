@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -13,20 +14,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// inotifyMask is what the policy watch asks inotify for on a directory:
-// every change of what a name in it is (created, deleted, moved in or out,
-// its attributes), and a file closed after writing, which is where an
-// in-place rewrite ends. It leaves out IN_MODIFY, sent at every write: a
-// file beside the policy written line by line (an audit log) sends one per
-// line and never closes, and a policy rewritten in place is seen when it
-// is closed, and by the reloader's poll if it is never closed.
-const inotifyMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_DELETE_SELF |
+// dirMask is what the policy watch asks inotify for on a directory: every
+// change of what a name in it is (created, deleted, moved in or out, its
+// attributes), a file closed after writing, and the directory's own end.
+// It leaves out IN_MODIFY, sent at every write: a file beside the policy
+// written line by line (an audit log) would send one per line.
+const dirMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_DELETE_SELF |
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_MOVE_SELF | unix.IN_ATTRIB |
 	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-// inotifyWatcher watches directories with inotifyMask. Its instance is
-// non-blocking and read through the runtime's poller, so Close ends the
-// read loop.
+// fileMask is what it asks for on the policy file itself: every write
+// (IN_MODIFY, a truncation included), its close, its attributes, and its
+// end. Only the policy's own writes send these.
+const fileMask = unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// inotifyWatcher is the Linux dirWatcher. Its instance is non-blocking and
+// read through the runtime's poller, so Close ends the read loop.
 type inotifyWatcher struct {
 	// Set at construction.
 	f      *os.File
@@ -36,9 +39,10 @@ type inotifyWatcher struct {
 	closed chan struct{}
 	loop   sync.WaitGroup
 
-	mu    sync.Mutex
-	wds   map[string]int // guarded by mu: directory -> watch descriptor
-	paths map[int]string // guarded by mu: watch descriptor -> directory
+	mu   sync.Mutex
+	shut bool             // guarded by mu: Close has begun, the descriptor is not to be used
+	wds  map[string]int   // guarded by mu: watched path -> its watch descriptor
+	refs map[int][]string // guarded by mu: watch descriptor -> the paths that name it
 }
 
 func newDirWatcher() (dirWatcher, error) {
@@ -53,7 +57,7 @@ func newDirWatcher() (dirWatcher, error) {
 		errs:   make(chan error),
 		closed: make(chan struct{}),
 		wds:    map[string]int{},
-		paths:  map[int]string{},
+		refs:   map[int][]string{},
 	}
 	w.loop.Add(1)
 	go w.read()
@@ -63,45 +67,79 @@ func newDirWatcher() (dirWatcher, error) {
 func (w *inotifyWatcher) events() <-chan fsnotify.Event { return w.evs }
 func (w *inotifyWatcher) errors() <-chan error          { return w.errs }
 
-// Add watches dir (again: a directory watched before gets the same mask).
-func (w *inotifyWatcher) Add(dir string) error {
-	dir = filepath.Clean(dir)
-	wd, err := unix.InotifyAddWatch(w.fd, dir, inotifyMask)
+func (w *inotifyWatcher) Add(dir string) error      { return w.add(dir, dirMask) }
+func (w *inotifyWatcher) AddFile(path string) error { return w.add(path, fileMask) }
+
+// add watches path with mask. Two paths of one inode (a symlinked
+// directory and its target) share the kernel's watch; a path that names
+// another inode than when it was added moves to the new one.
+func (w *inotifyWatcher) add(path string, mask uint32) error {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.shut {
+		return fmt.Errorf("watching %s: the watcher is closed", path)
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, path, mask)
 	if err != nil {
-		return &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
+		return &os.PathError{Op: "inotify_add_watch", Path: path, Err: err}
 	}
-	w.mu.Lock()
-	w.wds[dir], w.paths[wd] = wd, dir
-	w.mu.Unlock()
-	return nil
-}
-
-// Remove stops watching dir.
-func (w *inotifyWatcher) Remove(dir string) error {
-	dir = filepath.Clean(dir)
-	w.mu.Lock()
-	wd, ok := w.wds[dir]
-	if ok {
-		delete(w.wds, dir)
-		delete(w.paths, wd)
+	if old, ok := w.wds[path]; ok && old != wd {
+		w.unrefLocked(path, old)
 	}
-	w.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%s is not watched", dir)
-	}
-	if _, err := unix.InotifyRmWatch(w.fd, uint32(wd)); err != nil {
-		return &os.PathError{Op: "inotify_rm_watch", Path: dir, Err: err}
+	w.wds[path] = wd
+	if !slices.Contains(w.refs[wd], path) {
+		w.refs[wd] = append(w.refs[wd], path)
 	}
 	return nil
 }
 
-// Close ends the watch; the channels are closed once the read loop ends.
-func (w *inotifyWatcher) Close() error {
-	select {
-	case <-w.closed:
+// Remove stops watching path.
+func (w *inotifyWatcher) Remove(path string) error {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wd, ok := w.wds[path]
+	if !ok || w.shut {
+		return fmt.Errorf("%s is not watched", path)
+	}
+	delete(w.wds, path)
+	return w.unrefLocked(path, wd)
+}
+
+// unrefLocked takes path off wd's paths and ends the kernel's watch when it
+// was the last.
+func (w *inotifyWatcher) unrefLocked(path string, wd int) error {
+	w.refs[wd] = slices.DeleteFunc(w.refs[wd], func(p string) bool { return p == path })
+	if len(w.refs[wd]) > 0 {
 		return nil
-	default:
 	}
+	delete(w.refs, wd)
+	if _, err := unix.InotifyRmWatch(w.fd, uint32(wd)); err != nil && !errors.Is(err, unix.EINVAL) {
+		// EINVAL: the kernel ended the watch already (its IN_IGNORED is
+		// on the way).
+		return &os.PathError{Op: "inotify_rm_watch", Path: path, Err: err}
+	}
+	return nil
+}
+
+// Watching reports whether path's watch is alive.
+func (w *inotifyWatcher) Watching(path string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.wds[filepath.Clean(path)]
+	return ok
+}
+
+// Close ends the watch; the channels are closed when it returns.
+func (w *inotifyWatcher) Close() error {
+	w.mu.Lock()
+	if w.shut {
+		w.mu.Unlock()
+		return nil
+	}
+	w.shut = true
+	w.mu.Unlock()
 	close(w.closed)
 	err := w.f.Close()
 	w.loop.Wait()
@@ -134,48 +172,65 @@ func (w *inotifyWatcher) read() {
 			}
 			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
 			off = end
-			if !w.deliver(raw.Wd, raw.Mask, name) {
+			if !w.deliver(int(raw.Wd), raw.Mask, name) {
 				return
 			}
 		}
 	}
 }
 
-// deliver passes one inotify event on as an event or an error. It reports
-// false once the watcher is closed.
-func (w *inotifyWatcher) deliver(wd int32, mask uint32, name string) bool {
+// deliver passes one inotify event on, as an event for each path that
+// names its watch, or as an error. It reports false once the watcher is
+// closed.
+func (w *inotifyWatcher) deliver(wd int, mask uint32, name string) bool {
 	if mask&unix.IN_Q_OVERFLOW != 0 {
 		// What was lost is unknown: the reloader looks again.
 		return w.send(nil, fsnotify.ErrEventOverflow)
 	}
 	w.mu.Lock()
-	dir, ok := w.paths[int(wd)]
-	if ok && mask&unix.IN_IGNORED != 0 {
-		// The watch is gone (its directory was deleted or unmounted).
-		delete(w.paths, int(wd))
-		delete(w.wds, dir)
+	paths := slices.Clone(w.refs[wd])
+	switch {
+	case mask&unix.IN_IGNORED != 0:
+		// The kernel ended the watch (its directory or file is gone, or
+		// Remove asked): Watching says so, and a later Add starts anew. A
+		// path already added again under another descriptor keeps that.
+		for _, p := range paths {
+			if w.wds[p] == wd {
+				delete(w.wds, p)
+			}
+		}
+		delete(w.refs, wd)
+	case mask&unix.IN_MOVE_SELF != 0 && name == "" && !w.shut:
+		// The watched directory or file moved: the watch would follow it
+		// and report its events under the old name. It ends here instead,
+		// as fsnotify's does; the reloader adds the path again, whatever
+		// it names now.
+		_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 	}
 	w.mu.Unlock()
-	if !ok || (mask&unix.IN_IGNORED != 0 && mask&^unix.IN_IGNORED == 0) {
-		return true
-	}
-	ev := fsnotify.Event{Name: dir}
-	if name != "" {
-		ev.Name = filepath.Join(dir, name)
-	}
+	var op fsnotify.Op
 	switch {
-	case mask&unix.IN_CREATE != 0, mask&unix.IN_MOVED_TO != 0:
-		ev.Op = fsnotify.Create
-	case mask&unix.IN_DELETE != 0, mask&unix.IN_DELETE_SELF != 0:
-		ev.Op = fsnotify.Remove
-	case mask&unix.IN_MOVED_FROM != 0, mask&unix.IN_MOVE_SELF != 0:
-		ev.Op = fsnotify.Rename
+	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		op = fsnotify.Create
+	case mask&(unix.IN_DELETE|unix.IN_DELETE_SELF|unix.IN_IGNORED|unix.IN_UNMOUNT) != 0:
+		op = fsnotify.Remove
+	case mask&(unix.IN_MOVED_FROM|unix.IN_MOVE_SELF) != 0:
+		op = fsnotify.Rename
 	case mask&unix.IN_ATTRIB != 0:
-		ev.Op = fsnotify.Chmod
-	default: // IN_CLOSE_WRITE: an in-place write has ended
-		ev.Op = fsnotify.Write
+		op = fsnotify.Chmod
+	default: // IN_MODIFY, IN_CLOSE_WRITE
+		op = fsnotify.Write
 	}
-	return w.send(&ev, nil)
+	for _, p := range paths {
+		ev := fsnotify.Event{Name: p, Op: op}
+		if name != "" {
+			ev.Name = filepath.Join(p, name)
+		}
+		if !w.send(&ev, nil) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *inotifyWatcher) send(ev *fsnotify.Event, err error) bool {

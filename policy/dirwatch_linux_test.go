@@ -209,3 +209,180 @@ func TestDirWatchOverflow(t *testing.T) {
 		}
 	}
 }
+
+// mustEvent reads the next event and fails t unless it is want.
+func mustEvent(t *testing.T, w dirWatcher, want fsnotify.Event) {
+	t.Helper()
+	if ev := nextEvent(t, w); ev != want {
+		t.Fatalf("event %v; want %v", ev, want)
+	}
+}
+
+// The file watch sees every write to the file itself, a writer that keeps
+// it open and a truncation included, and ends when the file moves away.
+func TestDirWatchFileContent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte("version: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := newDirWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.AddFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("fallback: deny\n"); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: path, Op: fsnotify.Write})
+	if err := os.Truncate(path, 3); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: path, Op: fsnotify.Write})
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: path, Op: fsnotify.Rename})
+	// The watch does not follow the file: it ends, and says so.
+	mustEvent(t, w, fsnotify.Event{Name: path, Op: fsnotify.Remove})
+	if w.Watching(path) {
+		t.Error("the watch of a file moved away is still alive")
+	}
+}
+
+// A directory deleted and made again, watched again before the old watch's
+// end has been read: the new watch keeps its name, reports under it, and
+// Remove ends it.
+func TestDirWatchAddedAgainAfterItsEnd(t *testing.T) {
+	dir := t.TempDir()
+	sub, other := filepath.Join(dir, "sub"), filepath.Join(dir, "other")
+	for _, d := range []string{sub, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := newDirWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, d := range []string{sub, other} {
+		if err := w.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing read yet: the old watch's end is still queued.
+	if err := w.Add(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The old watch's end (IN_DELETE_SELF, IN_IGNORED) comes first, named
+	// sub if the read loop decoded it before the Add, and ends nothing of
+	// the new watch.
+	for {
+		ev := nextEvent(t, w)
+		if ev == (fsnotify.Event{Name: sub, Op: fsnotify.Remove}) {
+			continue
+		}
+		if want := (fsnotify.Event{Name: filepath.Join(sub, "x"), Op: fsnotify.Create}); ev != want {
+			t.Fatalf("event %v; want %v", ev, want)
+		}
+		break
+	}
+	mustEvent(t, w, fsnotify.Event{Name: filepath.Join(sub, "x"), Op: fsnotify.Write})
+	if !w.Watching(sub) {
+		t.Fatal("the directory watched again is not watched")
+	}
+	if err := w.Remove(sub); err != nil {
+		t.Fatalf("Remove of the directory watched again: %v", err)
+	}
+	// Its kernel watch is gone too: the next event is the other
+	// directory's, which comes later.
+	if err := os.WriteFile(filepath.Join(sub, "y"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(other, "z"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: filepath.Join(other, "z"), Op: fsnotify.Create})
+}
+
+// Two paths of one directory (a symlinked directory and its target, both
+// in a policy's chain) share the kernel's watch: each gets the events, and
+// removing one keeps the other's.
+func TestDirWatchTwoNamesOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	w, err := newDirWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, d := range []string{link, real} {
+		if err := w.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(real, "a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: filepath.Join(link, "a"), Op: fsnotify.Create})
+	mustEvent(t, w, fsnotify.Event{Name: filepath.Join(real, "a"), Op: fsnotify.Create})
+	if err := w.Remove(real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(real, "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustEvent(t, w, fsnotify.Event{Name: filepath.Join(link, "b"), Op: fsnotify.Create})
+	if !w.Watching(link) || w.Watching(real) {
+		t.Errorf("watching %s %v, %s %v; want true, false", link, w.Watching(link), real, w.Watching(real))
+	}
+}
+
+// A closed watcher refuses to watch: its descriptor's number may belong to
+// another file by then.
+func TestDirWatchAfterClose(t *testing.T) {
+	w, err := newDirWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(dir); err == nil {
+		t.Error("Add after Close: no error")
+	}
+	if err := w.AddFile(dir); err == nil {
+		t.Error("AddFile after Close: no error")
+	}
+	if err := w.Remove(dir); err == nil {
+		t.Error("Remove after Close: no error")
+	}
+}

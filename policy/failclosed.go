@@ -48,9 +48,9 @@ func WatchFailClosed(ctx context.Context, path string, opts Options, logger *slo
 	}
 	p, _, loadErr := LoadFile(abs, opts)
 	if loadErr == nil {
-		return followFile(ctx, abs, p, opts, logger, onChange, reloadDebounce)
+		return followFile(ctx, abs, p, opts, logger, onChange, watchAfter(reloadDebounce))
 	}
-	s, err := followFile(ctx, abs, FailClosed(), opts, logger, onChange, reloadDebounce)
+	s, err := followFile(ctx, abs, FailClosed(), opts, logger, onChange, watchAfter(reloadDebounce))
 	if err != nil {
 		return NewStatic(FailClosed()), fmt.Errorf("%w (and it cannot be watched for a fix: %v)", loadErr, err)
 	}

@@ -63,7 +63,9 @@ const settleFactor = 4
 // It watches the directories of the path and of every symlink on the way
 // to the file, because editors save by writing a temporary file and
 // renaming it over the old one, vim moves the old file to a backup first,
-// and Kubernetes swaps a `..data` symlink that the path resolves through.
+// and Kubernetes swaps a `..data` symlink that the path resolves through;
+// on Linux also the file the path resolves to, for the writes the
+// directories' watch leaves out (see dirWatcher).
 // Only events that name the path, a link on the way, or a directory above
 // one of them count: other files in those directories (the gate's own audit
 // log beside the policy, say) may change as often as they like without
@@ -81,10 +83,26 @@ const settleFactor = 4
 // outside any lock: calls never overlap, and a slow onChange delays the
 // next reload, not the callers of Current.
 func Watch(ctx context.Context, path string, opts Options, logger *slog.Logger, onChange func(old, new *Policy)) (*Store, error) {
-	return watch(ctx, path, opts, logger, onChange, reloadDebounce)
+	return watch(ctx, path, opts, logger, onChange, watchAfter(reloadDebounce))
 }
 
-func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, onChange func(old, new *Policy), debounce time.Duration) (*Store, error) {
+// watchConfig is how a reloader watches. Production uses
+// watchAfter(reloadDebounce); the tests shorten the debounce, turn the poll
+// off to see what the events alone catch, or use fsnotify's watcher, the
+// one other systems get.
+type watchConfig struct {
+	debounce   time.Duration
+	pollEvery  time.Duration // 0: no poll
+	newWatcher func() (dirWatcher, error)
+}
+
+// watchAfter is the configuration for a debounce: the poll every
+// pollFactor debounces, and this system's watcher.
+func watchAfter(debounce time.Duration) watchConfig {
+	return watchConfig{debounce: debounce, pollEvery: pollFactor * debounce, newWatcher: newDirWatcher}
+}
+
+func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, onChange func(old, new *Policy), wc watchConfig) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,12 +114,12 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
-	return followFile(ctx, abs, p, opts, logger, onChange, debounce)
+	return followFile(ctx, abs, p, opts, logger, onChange, wc)
 }
 
 // followFile follows the file at abs with p in force until ctx is done.
-func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), debounce time.Duration) (*Store, error) {
-	w, err := newDirWatcher()
+func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), wc watchConfig) (*Store, error) {
+	w, err := wc.newWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
 	}
@@ -109,7 +127,7 @@ func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger
 	s.cur.Store(p)
 	rl := &reloader{
 		store: s, path: abs, opts: opts, logger: logger, onChange: onChange,
-		w: w, watched: map[string]bool{}, debounce: debounce, settle: settleFactor * debounce,
+		w: w, watched: map[string]bool{}, debounce: wc.debounce, settle: settleFactor * wc.debounce, pollEvery: wc.pollEvery,
 	}
 	if _, err := rl.rewatch(); err != nil {
 		w.Close()
@@ -127,9 +145,13 @@ type reloader struct {
 	logger   *slog.Logger
 	onChange func(old, new *Policy)
 	w        dirWatcher
-	watched  map[string]bool
+	watched  map[string]bool // the directories asked for
+	file     string          // the file whose content is watched (AddFile), "" for none
 	debounce time.Duration
 	settle   time.Duration
+	// pollEvery is how often the file is looked at whatever the events
+	// say (pollFactor debounces; 0 for never, in tests).
+	pollEvery time.Duration
 
 	// chain is the path, every symlink met resolving it, and where it
 	// ends: the names whose events count.
@@ -266,10 +288,12 @@ func (rl *reloader) concerns(name string) bool {
 }
 
 // rewatch watches the directory of every name in the path's symlink chain,
-// so that an edit of the target or a re-pointed link is seen too. A
-// directory that stops mattering is let go. It reports whether it added a
-// directory: what changed there before the watch began was not seen, so
-// the caller checks again.
+// so that an edit of the target or a re-pointed link is seen too, and the
+// content of the file the chain ends at. A directory that stops mattering
+// is let go, and one whose watch ended (it was deleted or moved, and may be
+// back) is watched again. It reports whether it added a watch: what
+// changed there before the watch began was not seen, so the caller checks
+// again.
 func (rl *reloader) rewatch() (added bool, err error) {
 	rl.chain = symlinkChain(rl.path)
 	want := map[string]bool{}
@@ -277,7 +301,7 @@ func (rl *reloader) rewatch() (added bool, err error) {
 		want[filepath.Dir(c)] = true
 	}
 	for d := range want {
-		if rl.watched[d] {
+		if rl.watched[d] && rl.w.Watching(d) {
 			continue
 		}
 		if err := rl.w.Add(d); err != nil {
@@ -297,6 +321,19 @@ func (rl *reloader) rewatch() (added bool, err error) {
 			delete(rl.watched, d)
 		}
 	}
+	// The file itself, for the writes its directory's watch leaves out. A
+	// missing file has no watch: its directory's sees it come back.
+	target := rl.chain[len(rl.chain)-1]
+	if rl.file != "" && rl.file != target {
+		_ = rl.w.Remove(rl.file)
+	}
+	was := rl.file == target && rl.w.Watching(target)
+	rl.file = ""
+	if rl.w.AddFile(target) == nil {
+		rl.file = target
+		// A watcher without file watches (fsnotify's) never reports one.
+		added = added || (!was && rl.w.Watching(target))
+	}
 	return added, nil
 }
 
@@ -306,14 +343,18 @@ func (rl *reloader) run(ctx context.Context) {
 	// The first check covers what changed between the load and the watch.
 	timer := time.NewTimer(rl.debounce)
 	rl.poll()
-	ticker := time.NewTicker(pollFactor * rl.debounce)
-	defer ticker.Stop()
+	var tick <-chan time.Time
+	if rl.pollEvery > 0 {
+		ticker := time.NewTicker(rl.pollEvery)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case <-ticker.C:
+		case <-tick:
 			if rl.poll() {
 				timer.Reset(rl.debounce)
 			}

@@ -100,7 +100,7 @@ func startWatch(t *testing.T, path string, onChange func(old, new *Policy)) (*St
 	t.Helper()
 	logs := &logBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := watch(ctx, path, Options{}, slog.New(slog.NewJSONHandler(logs, nil)), onChange, testDebounce)
+	s, err := watch(ctx, path, Options{}, slog.New(slog.NewJSONHandler(logs, nil)), onChange, watchAfter(testDebounce))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func startWatchAt(t *testing.T, path string, debounce time.Duration, onChange fu
 	t.Helper()
 	logs := &logBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := watch(ctx, path, Options{}, slog.New(slog.NewJSONHandler(logs, nil)), onChange, debounce)
+	s, err := watch(ctx, path, Options{}, slog.New(slog.NewJSONHandler(logs, nil)), onChange, watchAfter(debounce))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
