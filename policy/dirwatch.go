@@ -52,7 +52,7 @@ func newFsnotifyWatcher() (dirWatcher, error) {
 
 // AddFile does nothing: fsnotify's watch of the file's directory already
 // reports the file's writes.
-func (w fsnotifyWatcher) AddFile(string) error           { return nil }
-func (w fsnotifyWatcher) Watching(path string) bool      { return slices.Contains(w.WatchList(), path) }
+func (w fsnotifyWatcher) AddFile(string) error          { return nil }
+func (w fsnotifyWatcher) Watching(path string) bool     { return slices.Contains(w.WatchList(), path) }
 func (w fsnotifyWatcher) events() <-chan fsnotify.Event { return w.Events }
 func (w fsnotifyWatcher) errors() <-chan error          { return w.Errors }
