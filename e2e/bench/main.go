@@ -34,7 +34,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ type config struct {
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.cpu, "cpu", "both", "pinned (all processes on CPU 0), unpinned, or both")
-	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs direct and gate once, in alternating order")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs every side once, in an order that changes from round to round (two sides alternate; three take six orders in turn)")
 	flag.IntVar(&cfg.echoCalls, "echo-calls", 2000, "echo calls at c=1 per round and side")
 	flag.IntVar(&cfg.blobCalls, "blob-calls", 40, "1 MB calls at c=1 per round and side")
 	flag.DurationVar(&cfg.c8, "c8", time.Second, "how long echo runs with 8 outstanding calls per round and side")
@@ -100,28 +99,12 @@ func run(cfg config) error {
 	if os.Getenv(pinnedEnv) != "" {
 		return measure(cfg)
 	}
-	dir, err := os.MkdirTemp("", "mcp-gate-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+	// Every flag is checked before anything is built.
 	if cfg.floor && cfg.withFloor {
 		return fmt.Errorf("-floor measures the floor in the gate's place, -with-floor beside it: choose one")
 	}
 	if cfg.withFloor && cfg.baseGate != "" {
 		return fmt.Errorf("-with-floor compares with the direct connection: it does not go with -base-gate")
-	}
-	if (cfg.floor || cfg.withFloor) && cfg.floorBin == "" {
-		cfg.floorBin = filepath.Join(dir, "minrelay")
-		if err := loadgen.Build(cfg.floorBin, "e2e/minrelay"); err != nil {
-			return err
-		}
-	}
-	if cfg.floor {
-		cfg.gateBin = cfg.floorBin
-	}
-	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
-		return err
 	}
 	for name, v := range map[string]string{"host": cfg.host, "base-host": cfg.baseHost, "upstream": cfg.upstream} {
 		if v != "old" && v != "modern" && (v != "" || name != "base-host") {
@@ -138,7 +121,32 @@ func run(cfg config) error {
 			return fmt.Errorf("-only %q: want a comma-separated list of echo1, echo8, blob1, blob8, up1, cold", cfg.only)
 		}
 	}
+	dir, err := os.MkdirTemp("", "mcp-gate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if (cfg.floor || cfg.withFloor) && cfg.floorBin == "" {
+		cfg.floorBin = filepath.Join(dir, "minrelay")
+		if err := loadgen.Build(cfg.floorBin, "e2e/minrelay"); err != nil {
+			return err
+		}
+	}
+	if cfg.floor {
+		cfg.gateBin = cfg.floorBin
+	}
+	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
+		return err
+	}
 	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-minrelay", cfg.floorBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "minrelay", "floor")
+}
+
+// balancedOrders are, per number of sides, the orders the rounds take in
+// turn: for three, a Williams design, in which every side comes first,
+// second and third twice and right after every other side twice.
+var balancedOrders = map[int][][]int{
+	2: {{0, 1}, {1, 0}},
+	3: {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}, {0, 2, 1}, {1, 0, 2}},
 }
 
 // side is what one target accumulated over the rounds.
@@ -178,10 +186,16 @@ func measure(cfg config) error {
 	}
 	start := time.Now()
 	for round := range cfg.rounds {
-		// Each round starts with another side, so that drift on a shared
-		// machine, and whatever the previous side left behind, falls on
-		// every side alike.
-		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
+		// The order changes from round to round so that drift on a shared
+		// machine, and whatever the side before left behind (its page
+		// cache writeback, the CPU caches), falls on every side alike:
+		// over len(orders) rounds each side runs in each position, and
+		// right after each other side, equally often.
+		orders := balancedOrders[len(sides)]
+		var order []*side
+		for _, i := range orders[round%len(orders)] {
+			order = append(order, sides[i])
+		}
 		for _, s := range order {
 			if err := session(cfg, s, want); err != nil {
 				return err
@@ -467,8 +481,12 @@ func report(w io.Writer, cfg config, d, g, f *side, took time.Duration) {
 		if f == nil {
 			cells = append(cells, ratio(gv, dv), m.target, verdict(gv))
 		} else {
-			fv, _ := m.value(f)
-			cells = append(cells, ratio(fv, dv), ratio(gv, dv), ratio(gv, fv), m.target, verdict(fv), verdict(gv))
+			if fv, fok := m.value(f); fok {
+				cells = append(cells, ratio(fv, dv), ratio(gv, dv), ratio(gv, fv), m.target, verdict(fv), verdict(gv))
+			} else {
+				cells[2] = "" // not measured on the floor's side
+				cells = append(cells, "", ratio(gv, dv), "", m.target, "", verdict(gv))
+			}
 		}
 		line := "|"
 		for _, c := range cells {

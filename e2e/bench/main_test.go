@@ -93,6 +93,47 @@ func TestReportWithFloor(t *testing.T) {
 	}
 }
 
+// Over a cycle of rounds, each side runs in each position, and right after
+// each other side, equally often.
+func TestBalancedOrders(t *testing.T) {
+	for n, orders := range balancedOrders {
+		pos := map[[2]int]int{}  // side, position
+		next := map[[2]int]int{} // side, the side right after it
+		for _, o := range orders {
+			if len(o) != n {
+				t.Fatalf("%d sides: order %v", n, o)
+			}
+			for i, s := range o {
+				pos[[2]int{s, i}]++
+				if i > 0 {
+					next[[2]int{o[i-1], s}]++
+				}
+			}
+		}
+		for a := range n {
+			for b := range n {
+				if want := len(orders) / n; pos[[2]int{a, b}] != want {
+					t.Errorf("%d sides: side %d in position %d %d times; want %d", n, a, b, pos[[2]int{a, b}], want)
+				}
+				if want := len(orders) * (n - 1) / (n * (n - 1)); a != b && next[[2]int{a, b}] != want {
+					t.Errorf("%d sides: side %d right after side %d %d times; want %d", n, b, a, next[[2]int{a, b}], want)
+				}
+			}
+		}
+	}
+}
+
+// A scenario the floor's side did not measure prints nothing for it, not
+// a zero, an infinite ratio or a verdict.
+func TestReportFloorNotMeasured(t *testing.T) {
+	d := &side{target: loadgen.Target{Name: "direct"}, idleHWM: 2 << 10, loadHWM: 12 << 10}
+	f := &side{target: loadgen.Target{Name: "floor"}, idleHWM: 3 << 10}
+	g := &side{target: loadgen.Target{Name: "gate"}, idleHWM: 16 << 10, loadHWM: 24 << 10}
+	var out bytes.Buffer
+	report(&out, config{cpu: "pinned", rounds: 1}, d, g, f, time.Second)
+	hasRows(t, out.String(), "| peak RSS, 1 MB c=8 | 12.0 MB | | 24.0 MB | | | | ≤ 25 MB | | PASS |")
+}
+
 // TestHostModes runs the modern modes once, briefly, through real
 // processes: the echo server answering a 2026-07-28 client directly, and
 // the gate driven as a 2026-07-28 host, in front of the echo server at
