@@ -2,13 +2,13 @@ package policy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
@@ -165,14 +165,17 @@ func (w *inotifyWatcher) read() {
 			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			end := off + unix.SizeofInotifyEvent + int(raw.Len)
+			// struct inotify_event: wd, mask, cookie, len, then len bytes
+			// of name padded with NULs, in the machine's byte order.
+			wd := int(int32(binary.NativeEndian.Uint32(buf[off:])))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			end := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
 			if end > n {
 				break // the kernel never splits an event; nothing to decode
 			}
 			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
 			off = end
-			if !w.deliver(int(raw.Wd), raw.Mask, name) {
+			if !w.deliver(wd, mask, name) {
 				return
 			}
 		}
