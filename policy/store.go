@@ -13,7 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // Store holds the policy in force. Current is lock-free and safe for
@@ -118,24 +121,66 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 }
 
 // followFile follows the file at abs with p in force until ctx is done.
+//
+// A system out of watches (inotify's per-user limits on instances and
+// watches, which editors and file-syncing tools use up, are reached in
+// practice) is no reason to refuse to serve: the file is then followed by
+// the poll alone, every pollFactor debounces, which sees every change that
+// alters its size, modification time or identity, and that is logged.
 func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), wc watchConfig) (*Store, error) {
-	w, err := wc.newWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
-	}
 	s := &Store{done: make(chan struct{})}
 	s.cur.Store(p)
 	rl := &reloader{
 		store: s, path: abs, opts: opts, logger: logger, onChange: onChange,
-		w: w, watched: map[string]bool{}, debounce: wc.debounce, settle: settleFactor * wc.debounce, pollEvery: wc.pollEvery,
+		watched: map[string]bool{}, debounce: wc.debounce, settle: settleFactor * wc.debounce, pollEvery: wc.pollEvery,
 	}
-	if _, err := rl.rewatch(); err != nil {
-		w.Close()
-		return nil, err
+	w, err := wc.newWatcher()
+	if err == nil {
+		rl.w = w
+		if _, err = rl.rewatch(); err != nil {
+			w.Close()
+			if !outOfWatches(err) {
+				return nil, err
+			}
+		}
+	}
+	if err != nil {
+		if !outOfWatches(err) {
+			return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
+		}
+		rl.w, rl.watched = pollOnly{}, map[string]bool{}
+		if rl.pollEvery <= 0 {
+			rl.pollEvery = pollFactor * rl.debounce
+		}
+		logger.Warn("policy watch error", "event", "policy_watch", "policy_file", abs,
+			"error", fmt.Sprintf("%v; following the file by looking at it every %s instead (raise fs.inotify.max_user_instances or max_user_watches for changes to apply at once)", err, rl.pollEvery))
+		if _, err := rl.rewatch(); err != nil {
+			return nil, err
+		}
 	}
 	go rl.run(ctx)
 	return s, nil
 }
+
+// outOfWatches reports whether err is the system's refusal of another
+// watch or watcher for want of resources, rather than a problem with the
+// path.
+func outOfWatches(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM)
+}
+
+// pollOnly is the dirWatcher of a reloader that has no watches: it reports
+// nothing, and the reloader's poll sees what changes.
+type pollOnly struct{}
+
+func (pollOnly) Add(string) error              { return nil }
+func (pollOnly) AddFile(string) error          { return nil }
+func (pollOnly) Remove(string) error           { return nil }
+func (pollOnly) Watching(string) bool          { return true }
+func (pollOnly) Close() error                  { return nil }
+func (pollOnly) events() <-chan fsnotify.Event { return nil }
+func (pollOnly) errors() <-chan error          { return nil }
 
 // reloader is the watcher goroutine's state; only that goroutine uses it.
 type reloader struct {
