@@ -206,10 +206,13 @@ func TestProgressAndCancellation(t *testing.T) {
 		_, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "honest__slow", Arguments: map[string]any{"steps": 1000, "ms": 20}})
 		done <- err
 	}()
-	waitFor(t, "the slow call to start", 30*time.Second, func() bool {
-		return strings.Contains(g.stderr.String(), "upstream started")
+	// The upstream runs the call: cancelled before it reached the
+	// upstream (the honest server still starting, say), the call would
+	// be let go by the gate alone.
+	waitFor(t, "the slow call to start upstream", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(events)
+		return strings.Contains(string(b), "slow started")
 	})
-	time.Sleep(200 * time.Millisecond)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call returned %v", err)
