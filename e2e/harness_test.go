@@ -232,7 +232,7 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 		// Cleanups run last first: the session's, which waits for the
 		// gate to exit, has run.
 		if r := g.raced(); r != "" {
-			t.Errorf("the gate reported a data race (its stderr follows):\n%s", r)
+			t.Errorf("the gate reported a data race:\n%s", r)
 		}
 		if t.Failed() {
 			t.Logf("gate stderr:\n%s", g.stderr.String())
@@ -250,9 +250,10 @@ func userDirs(dir string) []string {
 }
 
 // ownUserEnv is the test process's environment with userDirs of the test's
-// own, for a gate a test starts without gateCommand.
+// own, for a gate a test starts without gateCommand, and a race report
+// prefix of the test's (racelog_test.go).
 func ownUserEnv(t *testing.T) []string {
-	return append(os.Environ(), userDirs(t.TempDir())...)
+	return append(os.Environ(), append(userDirs(t.TempDir()), raceEnv(t))...)
 }
 
 // connect starts the gate and connects a go-sdk client to it.
