@@ -16,7 +16,8 @@ import (
 // the product's tree) races as it starts, then serves. Started by the real
 // Claude Code, its report is in the file of the test's prefix, where the
 // test's cleanup would fail it; started by a test's own gate helpers, the
-// gate's check has it; started with the run's environment only, the end of
+// gate's check has it; started by the real Codex, which passes its servers
+// only some of its environment, likewise; started with the run's environment only, the end of
 // the run finds it unclaimed and says whose pid it was. Each is claimed
 // here, so the run passes.
 func TestRaceReportsReachTheSuite(t *testing.T) {
@@ -41,6 +42,35 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 		}
 		if r := takeRaceReports(racePrefixOf(h.race)); !isReport(r) {
 			t.Fatalf("the race of the gate Claude Code started is not in the test's report files (%s.*): %q", racePrefixOf(h.race), r)
+		}
+	})
+
+	t.Run("codex", func(t *testing.T) {
+		// Codex passes its servers an allowlist of its environment:
+		// GORACE reaches the gate only through codexRaceArgs.
+		codex := hostBin(t, "codex")
+		h := newHostHome(t)
+		servers := writeServers(t, t.TempDir(), map[string]server{"honest": testserver("honest")})
+		wd, _ := os.Getwd()
+		h.run(t, codex, "mcp", "add", "gate", "--", racy, "serve", "--servers", servers,
+			"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--local-approvals=false")
+		a := startAppServer(t, h, codex)
+		a.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "e2e", "version": "1"}})
+		a.send(map[string]any{"method": "initialized"})
+		a.call("thread/start", map[string]any{})
+		var status struct {
+			Data []struct {
+				Tools map[string]json.RawMessage `json:"tools"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(a.call("mcpServerStatus/list", map[string]any{}), &status); err != nil {
+			t.Fatal(err)
+		}
+		if len(status.Data) != 1 || status.Data[0].Tools["honest__echo"] == nil {
+			t.Fatalf("codex lists %+v; expected the racy gate, serving honest__echo", status.Data)
+		}
+		if r := takeRaceReports(racePrefixOf(h.race)); !isReport(r) {
+			t.Fatalf("the race of the gate Codex started is not in the test's report files (%s.*): %q", racePrefixOf(h.race), r)
 		}
 	})
 
