@@ -177,8 +177,10 @@ func (g *gate) raced() string {
 func writeServers(t *testing.T, dir string, servers map[string]server) string {
 	t.Helper()
 	for name, s := range servers {
-		if s.Command == gateBin && s.Env["GORACE"] == "" {
-			// A gate started by a gate: its race reports (racelog_test.go).
+		if strings.HasPrefix(filepath.Base(s.Command), "mcp-gate") && s.Env["GORACE"] == "" {
+			// A gate started by a gate (which passes its servers an
+			// allowlist of its environment and the entry's env): its race
+			// reports (racelog_test.go).
 			servers[name] = withRaceEnv(s, raceEnv(t))
 		}
 	}

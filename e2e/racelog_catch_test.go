@@ -16,7 +16,7 @@ import (
 // the product's tree) races as it starts, then serves. Started by the real
 // Claude Code, its report is in the file of the test's prefix, where the
 // test's cleanup would fail it; started by a test's own gate helpers, the
-// gate's check has it; started by the real Codex, which passes its servers
+// gate's check has it; started by a gate, likewise; started by the real Codex, which passes its servers
 // only some of its environment, likewise; started with the run's environment only, the end of
 // the run finds it unclaimed and says whose pid it was. Each is claimed
 // here, so the run passes.
@@ -74,6 +74,35 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 		}
 	})
 
+	t.Run("nested", func(t *testing.T) {
+		// A gate passes its servers an allowlist of its environment:
+		// GORACE reaches a gate behind it through the entry's env, which
+		// writeServers sets.
+		wd, _ := os.Getwd()
+		inner := writeServers(t, t.TempDir(), map[string]server{"honest": testserver("honest")})
+		g := gateCommand(t, map[string]server{"inner": {Command: racy, Args: []string{"serve", "--servers", inner,
+			"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--local-approvals=false"}}})
+		sess := g.connect(t, nil)
+		if tools := toolNames(t, sess); tools["inner__honest__echo"] == nil {
+			t.Fatalf("the outer gate lists %v; expected the inner gate's tools", keys(tools))
+		}
+		sess.Close()
+		var entries struct {
+			MCPServers map[string]server `json:"mcpServers"`
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(g.audit), "servers.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &entries)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := racePrefixOf(entries.MCPServers["inner"].Env["GORACE"])
+		if r := takeRaceReports(prefix); !isReport(r) {
+			t.Fatalf("the race of the gate behind the gate is not in the test's report files (%s.*): %q", prefix, r)
+		}
+	})
+
 	t.Run("owned", func(t *testing.T) {
 		g := gateCommand(t, map[string]server{"honest": testserver("honest")})
 		g.cmd.Path, g.cmd.Args[0] = racy, racy
@@ -85,7 +114,9 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 
 	t.Run("unclaimed", func(t *testing.T) {
 		// The run's environment only, as a test that uses no helper of
-		// the harness starts a gate.
+		// the harness starts a gate (this one is running as its other
+		// helpers have it).
+		noteSpan(t)
 		cmd := exec.Command(racy, "version")
 		if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "DATA RACE") {
 			// The race runtime exits 66 after a race; the report is
@@ -108,7 +139,7 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 		}
 		d := describeRace(f)
 		claimedRaces.Store(f, true)
-		if !isReport(d) || !strings.Contains(d, "pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(d, "no test named") {
+		if !isReport(d) || !strings.Contains(d, "pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(d, "no test named") || !strings.Contains(d, t.Name()) {
 			t.Fatalf("the end of the run would say:\n%s", d)
 		}
 	})

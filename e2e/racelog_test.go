@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	toml "github.com/pelletier/go-toml/v2"
 )
@@ -43,7 +45,16 @@ var (
 	// claimedRaces are the report files a test has already failed with
 	// (or, for the test of this mechanism, expected).
 	claimedRaces sync.Map
+
+	// testSpans are when the tests that asked for a report prefix ran, to
+	// name the tests running when a report no test named was written.
+	testSpans struct {
+		sync.Mutex
+		m map[string]*span
+	}
 )
+
+type span struct{ start, end time.Time }
 
 // unclaimedPrefix is the report prefix of race-built processes started by
 // no helper that names a test.
@@ -84,6 +95,7 @@ func goraceWith(prefix string) string {
 // newRacePrefix is a report prefix of its own, named after the test so that
 // a report found only at the end of the run still says whose it was.
 func newRacePrefix(t *testing.T) string {
+	noteSpan(t)
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
@@ -91,6 +103,39 @@ func newRacePrefix(t *testing.T) string {
 		return '_'
 	}, t.Name())
 	return filepath.Join(raceDir, fmt.Sprintf("%s.%d", name, raceSeq.Add(1)))
+}
+
+// noteSpan records when t started (about: at its first prefix) and ended.
+func noteSpan(t *testing.T) {
+	testSpans.Lock()
+	defer testSpans.Unlock()
+	if testSpans.m == nil {
+		testSpans.m = map[string]*span{}
+	}
+	if testSpans.m[t.Name()] != nil {
+		return
+	}
+	s := &span{start: time.Now()}
+	testSpans.m[t.Name()] = s
+	t.Cleanup(func() {
+		testSpans.Lock()
+		defer testSpans.Unlock()
+		s.end = time.Now()
+	})
+}
+
+// runningAt names the tests of testSpans that were running at time w.
+func runningAt(w time.Time) []string {
+	testSpans.Lock()
+	defer testSpans.Unlock()
+	var out []string
+	for name, s := range testSpans.m {
+		if !w.Before(s.start) && (s.end.IsZero() || !w.After(s.end)) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // raceEnv is the GORACE entry for the environment of a host (or anything
@@ -105,7 +150,7 @@ func raceEnv(t *testing.T) string {
 	prefix := newRacePrefix(t)
 	t.Cleanup(func() {
 		if r := takeRaceReports(prefix); r != "" {
-			t.Errorf("a gate started on this test's behalf (through a host) reported a data race:\n%s", r)
+			t.Errorf("a gate started on this test's behalf (by a host, another gate, or the test with ownUserEnv) reported a data race:\n%s", r)
 		}
 	})
 	return "GORACE=" + goraceWith(prefix)
@@ -118,7 +163,13 @@ func raceEnv(t *testing.T) string {
 // overrides merge into the entries the file has (command and args stay).
 func codexRaceArgs(t *testing.T, config, env string) []string {
 	t.Helper()
+	if !raceEnabled {
+		return nil
+	}
 	b, err := os.ReadFile(config)
+	if os.IsNotExist(err) {
+		return nil // no servers
+	}
 	if err != nil {
 		t.Fatalf("reading the Codex config for its MCP servers: %v", err)
 	}
@@ -130,13 +181,7 @@ func codexRaceArgs(t *testing.T, config, env string) []string {
 	}
 	value := strings.TrimPrefix(env, "GORACE=")
 	var args []string
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range conf.Servers {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(conf.Servers)) {
 		// Keys of the servers are bare TOML keys (codex mcp add refuses
 		// others), and the value a basic string.
 		args = append(args, "-c", fmt.Sprintf("mcp_servers.%s.env.GORACE=%s", name, strconv.Quote(value)))
@@ -148,6 +193,9 @@ func codexRaceArgs(t *testing.T, config, env string) []string {
 // another gate, which passes its servers only an allowlist of variables
 // and the entry's env) the GORACE of env.
 func withRaceEnv(s server, env string) server {
+	if !raceEnabled {
+		return s
+	}
 	e := map[string]string{}
 	for k, v := range s.Env {
 		e[k] = v
@@ -256,8 +304,13 @@ func describeRace(f string) string {
 		name, pid = name[:i], name[i+1:]
 	}
 	who := "a process no test named (it inherited the run's GORACE: started by a test without the harness's helpers, or by something such a test started)"
-	if name != unclaimedPrefix {
-		who = "a gate started for test " + strings.TrimSuffix(name, filepath.Ext(name)) + ", which had ended when the report was written"
+	if name == unclaimedPrefix {
+		if fi, err := os.Stat(f); err == nil {
+			who += fmt.Sprintf("; tests running when it was written (%s), of those that used the harness: %s",
+				fi.ModTime().Format(time.RFC3339Nano), strings.Join(runningAt(fi.ModTime()), ", "))
+		}
+	} else {
+		who = "a gate started for test " + strings.TrimSuffix(name, filepath.Ext(name)) + ", written after the test's check had run (a gate still exiting, or left running)"
 	}
 	return fmt.Sprintf("a race-built %s (pid %s) reported a data race that no test claimed; it was %s. The report (%s):\n%s", filepath.Base(gateBin), pid, who, f, data)
 }
