@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Issue 9: a race in a gate reaches the suite whoever starts the gate. A
@@ -16,7 +22,8 @@ import (
 // the product's tree) races as it starts, then serves. Started by the real
 // Claude Code, its report is in the file of the test's prefix, where the
 // test's cleanup would fail it; started by a test's own gate helpers, the
-// gate's check has it; started by a gate, likewise; started by the real Codex, which passes its servers
+// gate's check has it; started by supergateway or by a gate, likewise;
+// started by the real Codex, which passes its servers
 // only some of its environment, likewise; started with the run's environment only, the end of
 // the run finds it unclaimed and says whose pid it was. Each is claimed
 // here, so the run passes.
@@ -71,6 +78,52 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 		}
 		if r := takeRaceReports(racePrefixOf(h.race)); !isReport(r) {
 			t.Fatalf("the race of the gate Codex started is not in the test's report files (%s.*): %q", racePrefixOf(h.race), r)
+		}
+	})
+
+	t.Run("supergateway", func(t *testing.T) {
+		// The stdio→HTTP bridge of TestRelayConformance, which passes
+		// its environment on, with raceEnv in it as runConformance has.
+		needNode(t)
+		wd, _ := os.Getwd()
+		servers := writeServers(t, t.TempDir(), map[string]server{"honest": testserver("honest")})
+		stdio := fmt.Sprintf("%s serve --servers %s --policy %s --local-approvals=false", racy, servers, filepath.Join(wd, "testdata", "allow-all.yaml"))
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		race := raceEnv(t)
+		sg := exec.Command(filepath.Join(nodeModules, ".bin", "node"), filepath.Join(nodeModules, ".bin", "supergateway"),
+			"--stdio", stdio, "--outputTransport", "streamableHttp", "--port", strconv.Itoa(port), "--stateful", "--logLevel", "none")
+		sg.Env = append(os.Environ(), race)
+		inNewGroup(sg)
+		logs := &syncBuffer{}
+		sg.Stdout, sg.Stderr = logs, logs
+		if err := sg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = signalGroup(sg, syscall.SIGKILL)
+			_ = sg.Wait()
+		})
+		url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+		var r string
+		waitFor(t, "the gate behind supergateway to report its race", 30*time.Second, func() bool {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(init))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			r += takeRaceReports(racePrefixOf(race))
+			return r != ""
+		})
+		if !isReport(r) {
+			t.Fatalf("the report of the gate supergateway started: %q\nsupergateway: %s", r, logs.String())
 		}
 	})
 
