@@ -108,17 +108,26 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 			_ = signalGroup(sg, syscall.SIGKILL)
 			_ = sg.Wait()
 		})
-		url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+		waitFor(t, "supergateway to listen", 30*time.Second, func() bool {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		// Each session's initialize starts a gate behind the bridge.
 		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 		var r string
 		waitFor(t, "the gate behind supergateway to report its race", 30*time.Second, func() bool {
-			req, _ := http.NewRequest("POST", url, strings.NewReader(init))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
 			r += takeRaceReports(racePrefixOf(race))
 			return r != ""
 		})

@@ -260,15 +260,31 @@ func takeRaceReports(prefix string) string {
 
 // reportUnclaimedRaces prints every report file no test claimed, with the
 // test its prefix names (or that none did), the pid and the report, and
-// reports whether there was one. TestMain fails the run with it.
+// reports whether there was one. TestMain fails the run with it. The same
+// race in many gates (a host starting one per session) is printed in full
+// once, and after it how many more reported it.
 func reportUnclaimedRaces() bool {
 	files, err := unclaimedRaces()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: reading the race report directory: %v\n", err)
 		return true
 	}
+	again := map[string][]string{}
+	var order []string
 	for _, f := range files {
-		fmt.Fprintf(os.Stderr, "FAIL: %s\n", describeRace(f))
+		data, _ := os.ReadFile(f)
+		if _, seen := again[string(data)]; !seen {
+			order = append(order, string(data))
+			fmt.Fprintf(os.Stderr, "FAIL: %s\n", describeRace(f))
+			again[string(data)] = []string{}
+			continue
+		}
+		again[string(data)] = append(again[string(data)], filepath.Base(f))
+	}
+	for i, r := range order {
+		if n := len(again[r]); n > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: the same race (report %d above) was reported by %d more gates: %s\n", i+1, n, strings.Join(again[r], " "))
+		}
 	}
 	return len(files) > 0
 }
