@@ -80,6 +80,9 @@ func setupRaceLogs(dir string) error {
 	if err := os.Mkdir(raceDir, 0o700); err != nil {
 		return err
 	}
+	if err := buildRacyGate(dir); err != nil {
+		return err
+	}
 	return os.Setenv("GORACE", goraceWith(filepath.Join(raceDir, unclaimedPrefix)))
 }
 
