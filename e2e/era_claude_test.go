@@ -35,11 +35,12 @@ func TestClaudeCodeModernStdio(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	race := raceEnv(t) // the race reports of the gates Claude Code starts
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(claude, args...)
 		cmd.Dir = home
-		cmd.Env = append(os.Environ(), "HOME="+home, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_API_KEY=")
+		cmd.Env = append(os.Environ(), "HOME="+home, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_API_KEY=", race)
 		done := make(chan struct{})
 		var b []byte
 		var err error

@@ -99,11 +99,18 @@ func run(m *testing.M) int {
 	// less likely to be caught in the act. Races on the paths the tests
 	// drive while the gate serves are reported as they happen, and the
 	// shutdown paths have unit tests of their own under -race. Children
-	// inherit the setting.
-	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
-		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	// inherit the setting. Under -race GORACE also sends each report to a
+	// file of the run (racelog_test.go), so that a race of a gate a host
+	// started is seen too: a report no test claimed fails the run.
+	if err := setupRaceLogs(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if reportUnclaimedRaces() && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // needNode skips nothing: the reference servers are part of the suite. It
@@ -154,19 +161,31 @@ type gate struct {
 	stderr *syncBuffer
 	audit  string
 	dir    string
-	// own is set by gateCommand, whose cleanup checks the gate's stderr
-	// for race reports; connectClient checks the gates it does not own.
+	// own is set by gateCommand, whose cleanup checks the gate's race
+	// reports; connectClient checks the gates it does not own.
 	own bool
+	// raceLog is the prefix of the gate's race report files (GORACE's
+	// log_path; racelog_test.go).
+	raceLog string
 }
 
-// raced reports whether the gate's stderr holds a race report: it fails
-// the test even when the race did no visible harm this time.
-func (g *gate) raced() bool {
-	return raceEnabled && g.stderr != nil && strings.Contains(g.stderr.String(), "WARNING: DATA RACE")
+// raced is the gate's race report, from its report files or its stderr, or
+// "": a report fails the test even when the race did no visible harm this
+// time.
+func (g *gate) raced() string {
+	return g.takeRaceReport()
 }
 
 func writeServers(t *testing.T, dir string, servers map[string]server) string {
 	t.Helper()
+	for name, s := range servers {
+		if strings.HasPrefix(filepath.Base(s.Command), "mcp-gate") && s.Env["GORACE"] == "" {
+			// A gate started by a gate (which passes its servers an
+			// allowlist of its environment and the entry's env): its race
+			// reports (racelog_test.go).
+			servers[name] = withRaceEnv(s, raceEnv(t))
+		}
+	}
 	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -211,12 +230,13 @@ func gateCommand(t *testing.T, servers map[string]server, flags ...string) *gate
 	// has its own, unless the test shares them on purpose (lazy_test.go).
 	// A test that sets more of the gate's environment appends to this.
 	g.cmd.Env = append(os.Environ(), userDirs(dir)...)
+	g.raceLogEnv(t)
 	g.cmd.Stderr = g.stderr
 	t.Cleanup(func() {
 		// Cleanups run last first: the session's, which waits for the
 		// gate to exit, has run.
-		if g.raced() {
-			t.Error("the gate reported a data race (its stderr follows)")
+		if r := g.raced(); r != "" {
+			t.Errorf("the gate reported a data race:\n%s", r)
 		}
 		if t.Failed() {
 			t.Logf("gate stderr:\n%s", g.stderr.String())
@@ -234,9 +254,10 @@ func userDirs(dir string) []string {
 }
 
 // ownUserEnv is the test process's environment with userDirs of the test's
-// own, for a gate a test starts without gateCommand.
+// own, for a gate a test starts without gateCommand, and a race report
+// prefix of the test's (racelog_test.go).
 func ownUserEnv(t *testing.T) []string {
-	return append(os.Environ(), userDirs(t.TempDir())...)
+	return append(os.Environ(), append(userDirs(t.TempDir()), raceEnv(t))...)
 }
 
 // connect starts the gate and connects a go-sdk client to it.
@@ -251,6 +272,7 @@ func (g *gate) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession
 
 func (g *gate) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSession {
 	t.Helper()
+	g.raceLogEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: g.cmd, TerminateDuration: 10 * time.Second},
@@ -260,8 +282,10 @@ func (g *gate) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSessio
 	}
 	t.Cleanup(func() {
 		sess.Close() // waits for the gate to exit
-		if !g.own && g.raced() {
-			t.Errorf("the gate reported a data race:\n%s", g.stderr.String())
+		if !g.own {
+			if r := g.raced(); r != "" {
+				t.Errorf("the gate reported a data race:\n%s", r)
+			}
 		}
 	})
 	return sess

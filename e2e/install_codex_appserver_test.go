@@ -28,9 +28,13 @@ func startAppServer(t *testing.T, h *hostHome, codex string, extra ...string) *a
 	t.Helper()
 	// The model provider points at a closed loopback port: tests touch
 	// loopback only, and nothing here needs a model.
-	cmd := exec.Command(codex, append([]string{"app-server",
+	args := []string{"app-server",
 		"-c", `model_provider="loopback"`,
-		"-c", `model_providers.loopback={name="loopback",base_url="http://127.0.0.1:9/v1",wire_api="responses"}`}, extra...)...)
+		"-c", `model_providers.loopback={name="loopback",base_url="http://127.0.0.1:9/v1",wire_api="responses"}`}
+	// Codex passes its servers only an allowlist of its environment: the
+	// gates it starts get GORACE through their entries.
+	args = append(args, codexRaceArgs(t, filepath.Join(h.dir, ".codex", "config.toml"), h.race)...)
+	cmd := exec.Command(codex, append(args, extra...)...)
 	cmd.Dir = h.proj
 	cmd.Env = h.env
 	in, err := cmd.StdinPipe()

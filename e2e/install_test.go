@@ -15,12 +15,15 @@ import (
 type hostHome struct {
 	dir, proj string
 	env       []string
+	// race is the GORACE entry of env (raceEnv), for a host that passes
+	// its servers only some of its environment (codexRaceArgs).
+	race string
 }
 
 func newHostHome(t *testing.T) *hostHome {
 	t.Helper()
 	dir := t.TempDir()
-	h := &hostHome{dir: dir, proj: filepath.Join(dir, "proj")}
+	h := &hostHome{dir: dir, proj: filepath.Join(dir, "proj"), race: raceEnv(t)}
 	for _, d := range []string{h.proj, filepath.Join(dir, ".codex")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -31,8 +34,9 @@ func newHostHome(t *testing.T) *hostHome {
 		"CODEX_HOME=" + filepath.Join(dir, ".codex"), "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TMPDIR=" + os.TempDir(),
 		// The gates the host starts exit without the race runtime's
-		// second of sleep (TestMain).
-		"GORACE=" + os.Getenv("GORACE"),
+		// second of sleep (TestMain), and write their race reports
+		// where this test reads them (racelog_test.go).
+		h.race,
 		// Any model request goes to a closed loopback port: tests touch
 		// loopback only, and none of them needs a model.
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",

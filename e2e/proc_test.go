@@ -109,6 +109,12 @@ func TestSelfNestingRefused(t *testing.T) {
 		"gate":   {Command: gateBin, Args: []string{"serve", "--servers", path}},
 		"viash":  {Command: "/bin/sh", Args: []string{"-c", `exec "$0" serve --servers "$1"`, gateBin, path}},
 	}
+	// The nested gates' race reports (racelog_test.go).
+	for name, s := range servers {
+		if name != "honest" {
+			servers[name] = withRaceEnv(s, raceEnv(t))
+		}
+	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -445,10 +451,11 @@ func TestClaudeMcpListShowsConfigError(t *testing.T) {
 	pol := filepath.Join(dir, "policy.yaml")
 	os.WriteFile(pol, []byte("version: 1\nfallback: ask\nallwo: [mcp:honest:*]\n"), 0o600)
 	servers := writeServers(t, dir, map[string]server{"honest": testserver("honest")})
+	race := raceEnv(t) // the race reports of the gates Claude Code starts
 	run := func(args ...string) string {
 		cmd := exec.Command(claude, args...)
 		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", race}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("claude %v: %v\n%s", args, err, out)
@@ -482,7 +489,9 @@ func TestCodexStartupShowsConfigError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(codex, "app-server")
+	// Codex passes its servers only an allowlist of its environment: the
+	// gate gets GORACE through its entry (racelog_test.go).
+	cmd := exec.Command(codex, append([]string{"app-server"}, codexRaceArgs(t, filepath.Join(home, "config.toml"), raceEnv(t))...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"CODEX_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	// Its own process group: codex starts processes of its own (the gate

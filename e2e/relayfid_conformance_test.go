@@ -107,6 +107,9 @@ func runConformance(t *testing.T, node, suite, bridge, stdio, out string) map[st
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	sg := exec.Command(node, bridge, "--stdio", stdio, "--outputTransport", "streamableHttp", "--port", fmt.Sprint(port), "--stateful", "--logLevel", "none")
+	// supergateway passes its environment on: the gate's race reports
+	// (racelog_test.go).
+	sg.Env = append(os.Environ(), raceEnv(t))
 	inNewGroup(sg)
 	logs := &syncBuffer{}
 	sg.Stdout, sg.Stderr = logs, logs
