@@ -17,7 +17,9 @@ type failingAdd struct {
 	err error
 }
 
-func (f failingAdd) Add(dir string) error { return &os.PathError{Op: "inotify_add_watch", Path: dir, Err: f.err} }
+func (f failingAdd) Add(dir string) error {
+	return &os.PathError{Op: "inotify_add_watch", Path: dir, Err: f.err}
+}
 
 // A system out of inotify instances or watches (their per-user limits are
 // reached in practice) does not keep the gate from following its policy:
