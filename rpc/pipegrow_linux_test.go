@@ -14,22 +14,23 @@ import (
 	"time"
 )
 
-// fileFlags returns f's status flags (F_GETFL), reached through Control:
-// Fd would itself make the descriptor blocking.
-func fileFlags(t *testing.T, f *os.File) int {
+// fcntlGet returns what fcntl(2) answers cmd (F_GETFL, F_GETPIPE_SZ) for
+// f, reached through Control: Fd would itself make the descriptor
+// blocking.
+func fcntlGet(t *testing.T, f *os.File, cmd int) int {
 	t.Helper()
 	rc, err := f.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fl uintptr
+	var v uintptr
 	var errno syscall.Errno
 	if err := rc.Control(func(fd uintptr) {
-		fl, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		v, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, uintptr(cmd), 0)
 	}); err != nil || errno != 0 {
 		t.Fatal(err, errno)
 	}
-	return int(fl)
+	return int(v)
 }
 
 // Growing a pipe (a large message each way) must leave its descriptors as
@@ -61,7 +62,7 @@ func TestGrownPipeStaysPolled(t *testing.T) {
 		t.Fatalf("Read of a large message = %v", err)
 	}
 	for _, f := range []*os.File{connR, connW} {
-		if fl := fileFlags(t, f); fl&syscall.O_NONBLOCK == 0 {
+		if fl := fcntlGet(t, f, syscall.F_GETFL); fl&syscall.O_NONBLOCK == 0 {
 			t.Errorf("after a large message %s is blocking (flags %#x): its reads and writes would wait outside the netpoller", f.Name(), fl)
 		}
 	}

@@ -48,21 +48,7 @@ func TestPipeGrowsForLargeMessages(t *testing.T) {
 	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err != nil || strings.TrimSpace(string(b)) != "1048576" {
 		t.Skipf("pipe-max-size is not the default 1 MB here (%q, %v)", b, err)
 	}
-	pipeSz := func(f *os.File) int {
-		// Control, not Fd: Fd would make the descriptor blocking.
-		rc, err := f.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n uintptr
-		var errno syscall.Errno
-		if err := rc.Control(func(fd uintptr) {
-			n, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETPIPE_SZ, 0)
-		}); err != nil || errno != 0 {
-			t.Fatal(err, errno)
-		}
-		return int(n)
-	}
+	pipeSz := func(f *os.File) int { return fcntlGet(t, f, syscall.F_GETPIPE_SZ) }
 	connR, peerW, peerR, connW := osPipes(t)
 	go io.Copy(io.Discard, peerR)
 	s := NewStream(connR, connW, multiCloser{connR, connW}, Limits{})
