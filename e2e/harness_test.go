@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,6 +52,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The test flags (-run, above all) are read here before m.Run reads
+	// them: setupRaceLogs builds the racy gate only when -run may select
+	// the test that needs it.
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "mcp-gate-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -45,6 +45,7 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		claude := hostBin(t, "claude")
 		h := newHostHome(t)
+		claimLateReports(t, racy, h) // as for Codex below
 		servers := writeServers(t, t.TempDir(), map[string]server{"honest": testserver("honest")})
 		wd, _ := os.Getwd()
 		h.run(t, claude, "mcp", "add", "gate", "--", racy, "serve", "--servers", servers,
@@ -62,6 +63,13 @@ func TestRaceReportsReachTheSuite(t *testing.T) {
 		// GORACE reaches the gate only through codexRaceArgs.
 		codex := hostBin(t, "codex")
 		h := newHostHome(t)
+		// Codex starts two gates: one for mcpServerStatus/list, which the
+		// check below waits for, and the thread's own, which nothing waits
+		// for and whose report may come after that check. This cleanup
+		// runs after startAppServer's has stopped Codex and before
+		// newHostHome's claims what is left: once no racy gate runs, every
+		// report is written, and each must be the deliberate one.
+		claimLateReports(t, racy, h)
 		servers := writeServers(t, t.TempDir(), map[string]server{"honest": testserver("honest")})
 		wd, _ := os.Getwd()
 		h.run(t, codex, "mcp", "add", "gate", "--", racy, "serve", "--servers", servers,
@@ -247,4 +255,55 @@ func buildRacyGate(dir string) error {
 	}
 	racyGateBin = bin
 	return nil
+}
+
+// claimLateReports registers a cleanup that runs after those registered
+// later (the host's stop) and before newHostHome's, which fails the test
+// with any report left: once no racy gate runs, every report is written,
+// and each must be the deliberate one.
+func claimLateReports(t *testing.T, racy string, h *hostHome) {
+	t.Cleanup(func() {
+		waitNoProcessRuns(t, racy)
+		if r := takeRaceReports(racePrefixOf(h.race)); r != "" && !onlyRacehook(r) {
+			t.Errorf("a race other than the deliberate one:\n%s", r)
+		}
+	})
+}
+
+// waitNoProcessRuns waits, for up to 30 s, until no process runs the
+// executable bin (read from /proc/PID/exe).
+func waitNoProcessRuns(t *testing.T, bin string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		running := false
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == bin {
+				running = true
+				break
+			}
+		}
+		if !running {
+			return
+		}
+	}
+	t.Errorf("%s still runs after 30 s", bin)
+}
+
+// onlyRacehook reports whether every race in the reports r is the racy
+// gate's deliberate one.
+func onlyRacehook(r string) bool {
+	races := strings.Split(r, "WARNING: DATA RACE")[1:]
+	for _, race := range races {
+		if !strings.Contains(race, "racehook_e2e.go") {
+			return false
+		}
+	}
+	return len(races) > 0
 }

@@ -64,7 +64,15 @@ const unclaimedPrefix = "unattributed"
 // every process the tests start without a prefix of their own. It keeps
 // atexit_sleep_ms=0 (see TestMain).
 func setupRaceLogs(dir string) error {
-	g := os.Getenv("GORACE")
+	// A log_path of the caller's would not be the one the suite reads
+	// (the race runtime takes the last).
+	var keep []string
+	for _, f := range strings.Fields(os.Getenv("GORACE")) {
+		if !strings.HasPrefix(f, "log_path=") {
+			keep = append(keep, f)
+		}
+	}
+	g := strings.Join(keep, " ")
 	if !strings.Contains(g, "atexit_sleep_ms") {
 		g = strings.TrimSpace(g + " atexit_sleep_ms=0")
 	}
@@ -73,9 +81,11 @@ func setupRaceLogs(dir string) error {
 		return os.Setenv("GORACE", g)
 	}
 	raceDir = filepath.Join(dir, "race")
-	// GORACE's options are separated by spaces and carry no quoting.
-	if strings.ContainsAny(raceDir, " \t\n") {
-		return fmt.Errorf("the race report directory %q holds a space, which GORACE cannot carry: set TMPDIR to a path without one", raceDir)
+	// GORACE's parser splits its options at spaces, ':' and ',', and the
+	// path is also read back from the value (racePrefixOf) and put into a
+	// Codex config string.
+	if strings.ContainsAny(raceDir, " \t\n:,='\"\\") {
+		return fmt.Errorf("the race report directory %q holds a space, ':', ',', '=', a quote or a backslash, which GORACE cannot carry: set TMPDIR to a plain path", raceDir)
 	}
 	if err := os.Mkdir(raceDir, 0o700); err != nil {
 		return err
@@ -115,8 +125,8 @@ func noteSpan(t *testing.T) {
 	if testSpans.m == nil {
 		testSpans.m = map[string]*span{}
 	}
-	if testSpans.m[t.Name()] != nil {
-		return
+	if old := testSpans.m[t.Name()]; old != nil && old.end.IsZero() {
+		return // the same run of the test: its first prefix set the start
 	}
 	s := &span{start: time.Now()}
 	testSpans.m[t.Name()] = s

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -122,11 +121,14 @@ func watch(ctx context.Context, path string, opts Options, logger *slog.Logger, 
 
 // followFile follows the file at abs with p in force until ctx is done.
 //
-// A system out of watches (inotify's per-user limits on instances and
-// watches, which editors and file-syncing tools use up, are reached in
-// practice) is no reason to refuse to serve: the file is then followed by
-// the poll alone, every pollFactor debounces, which sees every change that
-// alters its size, modification time or identity, and that is logged.
+// A file that loaded but cannot be watched is no reason to refuse to
+// serve: a system out of watches (inotify's per-user limits on instances
+// and watches, which editors and file-syncing tools use up, are reached in
+// practice), a directory the gate may search but not read, inotify denied
+// by a sandbox. The file is then followed by the poll alone, every
+// pollFactor debounces, which sees every change that alters its size,
+// modification time or identity, and that is logged. Only a directory
+// that does not exist stays an error (WatchFailClosed's missing file).
 func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger *slog.Logger, onChange func(old, new *Policy), wc watchConfig) (*Store, error) {
 	s := &Store{done: make(chan struct{})}
 	s.cur.Store(p)
@@ -139,15 +141,14 @@ func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger
 		rl.w = w
 		if _, err = rl.rewatch(); err != nil {
 			w.Close()
-			if !outOfWatches(err) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
 		}
+	} else {
+		err = fmt.Errorf("watching the policy file %s: %w", abs, err)
 	}
 	if err != nil {
-		if !outOfWatches(err) {
-			return nil, fmt.Errorf("watching the policy file %s: %w", abs, err)
-		}
 		rl.w, rl.watched = pollOnly{}, map[string]bool{}
 		if rl.pollEvery <= 0 {
 			rl.pollEvery = pollFactor * rl.debounce
@@ -160,14 +161,6 @@ func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger
 	}
 	go rl.run(ctx)
 	return s, nil
-}
-
-// outOfWatches reports whether err is the system's refusal of another
-// watch or watcher for want of resources, rather than a problem with the
-// path.
-func outOfWatches(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM)
 }
 
 // pollOnly is the dirWatcher of a reloader that has no watches: it reports
@@ -382,9 +375,26 @@ func (rl *reloader) rewatch() (added bool, err error) {
 	return added, nil
 }
 
+// pollAlone is what the reloader does when its watcher ends on its own
+// (a read of the inotify instance failed): it goes on with the poll
+// alone, as when it could not watch at all, rather than stop following
+// the file. It returns the poll's ticks, started if there were none.
+func (rl *reloader) pollAlone(tick <-chan time.Time) <-chan time.Time {
+	rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path,
+		"error", "the file watch ended; following the file by looking at it instead")
+	rl.w.Close()
+	rl.w = pollOnly{}
+	if tick == nil {
+		if rl.pollEvery <= 0 {
+			rl.pollEvery = pollFactor * rl.debounce
+		}
+		tick = time.NewTicker(rl.pollEvery).C
+	}
+	return tick
+}
+
 func (rl *reloader) run(ctx context.Context) {
 	defer close(rl.store.done)
-	defer rl.w.Close()
 	// The first check covers what changed between the load and the watch.
 	timer := time.NewTimer(rl.debounce)
 	rl.poll()
@@ -394,6 +404,7 @@ func (rl *reloader) run(ctx context.Context) {
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	defer func() { rl.w.Close() }() // the watcher in use at the end
 	for {
 		select {
 		case <-ctx.Done():
@@ -405,7 +416,8 @@ func (rl *reloader) run(ctx context.Context) {
 			}
 		case ev, ok := <-rl.w.events():
 			if !ok {
-				return
+				tick = rl.pollAlone(tick)
+				continue
 			}
 			// Only the policy's own events move the deadline: a busy
 			// neighbour (an audit log written every few milliseconds)
@@ -415,7 +427,8 @@ func (rl *reloader) run(ctx context.Context) {
 			}
 		case err, ok := <-rl.w.errors():
 			if !ok {
-				return
+				tick = rl.pollAlone(tick)
+				continue
 			}
 			rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path, "error", err.Error())
 			// An overflowed queue (a busy neighbour can fill it) may have
