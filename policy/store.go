@@ -149,12 +149,8 @@ func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger
 		err = fmt.Errorf("watching the policy file %s: %w", abs, err)
 	}
 	if err != nil {
-		rl.w, rl.watched = pollOnly{}, map[string]bool{}
-		if rl.pollEvery <= 0 {
-			rl.pollEvery = pollFactor * rl.debounce
-		}
-		logger.Warn("policy watch error", "event", "policy_watch", "policy_file", abs,
-			"error", fmt.Sprintf("%v; following the file by looking at it every %s instead (raise fs.inotify.max_user_instances or max_user_watches for changes to apply at once)", err, rl.pollEvery))
+		rl.watched = map[string]bool{}
+		rl.pollAlone(err.Error())
 		if _, err := rl.rewatch(); err != nil {
 			return nil, err
 		}
@@ -375,22 +371,21 @@ func (rl *reloader) rewatch() (added bool, err error) {
 	return added, nil
 }
 
-// pollAlone is what the reloader does when its watcher ends on its own
-// (a read of the inotify instance failed): it goes on with the poll
-// alone, as when it could not watch at all, rather than stop following
-// the file. It returns the poll's ticks, started if there were none.
-func (rl *reloader) pollAlone(tick <-chan time.Time) <-chan time.Time {
-	rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path,
-		"error", "the file watch ended; following the file by looking at it instead")
-	rl.w.Close()
-	rl.w = pollOnly{}
-	if tick == nil {
-		if rl.pollEvery <= 0 {
-			rl.pollEvery = pollFactor * rl.debounce
-		}
-		tick = time.NewTicker(rl.pollEvery).C
+// pollAlone makes the reloader follow the file by the poll alone, with
+// pollOnly for its watcher, and logs why: the file could not be watched
+// (followFile), or its watch ended on its own (a read of the inotify
+// instance failed: run). Either way the policy is still followed, not left
+// as it is.
+func (rl *reloader) pollAlone(why string) {
+	if rl.w != nil {
+		rl.w.Close()
 	}
-	return tick
+	rl.w = pollOnly{}
+	if rl.pollEvery <= 0 {
+		rl.pollEvery = pollFactor * rl.debounce
+	}
+	rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path,
+		"error", fmt.Sprintf("%s; following the file by looking at it every %s instead", why, rl.pollEvery))
 }
 
 func (rl *reloader) run(ctx context.Context) {
@@ -398,13 +393,23 @@ func (rl *reloader) run(ctx context.Context) {
 	// The first check covers what changed between the load and the watch.
 	timer := time.NewTimer(rl.debounce)
 	rl.poll()
+	// The poll's ticks: none while pollEvery is 0 (tests), until the
+	// watch ends and the poll is all there is.
+	var ticker *time.Ticker
 	var tick <-chan time.Time
-	if rl.pollEvery > 0 {
-		ticker := time.NewTicker(rl.pollEvery)
-		defer ticker.Stop()
-		tick = ticker.C
+	startPoll := func() {
+		if ticker == nil && rl.pollEvery > 0 {
+			ticker = time.NewTicker(rl.pollEvery)
+			tick = ticker.C
+		}
 	}
-	defer func() { rl.w.Close() }() // the watcher in use at the end
+	startPoll()
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+		rl.w.Close() // the watcher in use at the end
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -416,7 +421,8 @@ func (rl *reloader) run(ctx context.Context) {
 			}
 		case ev, ok := <-rl.w.events():
 			if !ok {
-				tick = rl.pollAlone(tick)
+				rl.pollAlone("the file watch ended")
+				startPoll()
 				continue
 			}
 			// Only the policy's own events move the deadline: a busy
@@ -427,7 +433,8 @@ func (rl *reloader) run(ctx context.Context) {
 			}
 		case err, ok := <-rl.w.errors():
 			if !ok {
-				tick = rl.pollAlone(tick)
+				rl.pollAlone("the file watch ended")
+				startPoll()
 				continue
 			}
 			rl.logger.Warn("policy watch error", "event", "policy_watch", "policy_file", rl.path, "error", err.Error())
