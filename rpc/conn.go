@@ -105,6 +105,7 @@ type Conn struct {
 	handler Handler
 	log     *slog.Logger
 	done    chan struct{}
+	workers *workers // serve the peer's calls (workers.go)
 
 	handlers sync.WaitGroup // calls being served
 
@@ -240,12 +241,14 @@ func (in *incomingCall) Value(key any) any {
 // Run to start reading. A Conn must be closed (Run closes it before
 // returning), so that t's goroutines end.
 func New(t Transport, h Handler, opts Options) *Conn {
+	done := make(chan struct{})
 	return &Conn{
 		opts:     opts,
 		t:        t,
 		handler:  h,
 		log:      opts.Logger,
-		done:     make(chan struct{}),
+		done:     done,
+		workers:  newWorkers(done),
 		pending:  map[int64]*pendingCall{},
 		incoming: map[string]*incomingCall{},
 	}
@@ -560,7 +563,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		run()
 		return
 	}
-	go run()
+	c.workers.run(run)
 }
 
 // asError is err as a JSON-RPC error: itself when it is one.

@@ -1,0 +1,132 @@
+package rpc
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitIdle waits until w has n idle workers.
+func waitIdle(t *testing.T, w *workers, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.idle.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle workers = %d, want %d", w.idle.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A call handed over while a worker waits runs on that worker, not on a
+// new goroutine: the waiting worker is taken (idle drops to 0 while the
+// call runs).
+func TestWorkersReuseAWaitingWorker(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	w := newWorkers(done)
+	ran := make(chan struct{})
+	w.run(func() { close(ran) })
+	<-ran
+	waitIdle(t, w, 1)
+
+	hold, started := make(chan struct{}), make(chan struct{})
+	w.run(func() { close(started); <-hold })
+	<-started
+	if got := w.idle.Load(); got != 0 {
+		t.Errorf("while the second call runs, %d workers wait: it was not handed to the waiting one", got)
+	}
+	close(hold)
+	waitIdle(t, w, 1)
+}
+
+// No queue and no limit: calls that block never keep a later call from
+// starting, however many there are.
+func TestWorkersNeverQueue(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	w := newWorkers(done)
+	const n = 3 * maxIdleWorkers
+	hold := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	for range n {
+		w.run(func() { started.Done(); <-hold })
+	}
+	ok := make(chan struct{})
+	go func() { started.Wait(); close(ok) }()
+	select {
+	case <-ok:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not all of %d blocking calls started: calls wait for each other", n)
+	}
+	close(hold)
+	// Only maxIdleWorkers of them stay to wait for more.
+	waitIdle(t, w, maxIdleWorkers)
+	time.Sleep(20 * time.Millisecond)
+	if got := w.idle.Load(); got != maxIdleWorkers {
+		t.Errorf("idle workers = %d after a burst of %d, want the cap %d", got, n, maxIdleWorkers)
+	}
+}
+
+// The workers of a closed Conn end.
+func TestWorkersEndWithTheConn(t *testing.T) {
+	done := make(chan struct{})
+	w := newWorkers(done)
+	var wg sync.WaitGroup
+	hold := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		w.run(func() { wg.Done(); <-hold })
+	}
+	wg.Wait() // four at once: four workers
+	close(hold)
+	waitIdle(t, w, 4)
+	close(done)
+	waitIdle(t, w, 0)
+	// A call after the close still runs (a Conn answers what it read),
+	// and its worker does not stay.
+	ran := make(chan struct{})
+	w.run(func() { close(ran) })
+	<-ran
+	waitIdle(t, w, 0)
+}
+
+// deep uses about n KB of stack, as a relayed call's path does.
+//
+//go:noinline
+func deep(n int) byte {
+	var pad [1024]byte
+	pad[n%len(pad)] = byte(n)
+	if n == 0 {
+		return pad[0]
+	}
+	return deep(n-1) + pad[n%len(pad)]
+}
+
+// The cost the workers save: a call whose path needs 16 KB of stack, on a
+// new goroutine each time (go) and handed to a waiting worker (workers).
+func BenchmarkServeGoroutine(b *testing.B) {
+	call := func(wg *sync.WaitGroup) func() { return func() { deep(16); wg.Done() } }
+	b.Run("go", func(b *testing.B) {
+		var wg sync.WaitGroup
+		f := call(&wg)
+		for b.Loop() {
+			wg.Add(1)
+			go f()
+			wg.Wait()
+		}
+	})
+	b.Run("workers", func(b *testing.B) {
+		done := make(chan struct{})
+		defer close(done)
+		w := newWorkers(done)
+		var wg sync.WaitGroup
+		f := call(&wg)
+		for b.Loop() {
+			wg.Add(1)
+			w.run(f)
+			wg.Wait()
+		}
+	})
+}
