@@ -26,7 +26,9 @@ package metrics
 
 import (
 	"io"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
@@ -173,30 +175,36 @@ func one(k string) []string { return []string{k} }
 // family is a labelled metric's series, looked up by label values. The
 // lookup is cached per value set so that a call's hooks neither build nor
 // hash a series name on every call (the library's GetOrCreate* do both).
+// The cache is an immutable map swapped whole when a value set is first
+// seen, so that a hook's lookup takes no lock; the value sets are bounded
+// by the configuration, so copying on the rare insert is cheap.
 type family[K comparable, M any] struct {
-	mu     sync.RWMutex
-	series map[K]M
+	series atomic.Pointer[map[K]M]
+	mu     sync.Mutex // serialises inserts
 	values func(K) []string
 	create func([]string) M
 }
 
 func (f *family[K, M]) init(values func(K) []string, create func([]string) M) {
-	f.series, f.values, f.create = map[K]M{}, values, create
+	f.values, f.create = values, create
+	f.series.Store(&map[K]M{})
 }
 
 func (f *family[K, M]) get(k K) M {
-	f.mu.RLock()
-	s, ok := f.series[k]
-	f.mu.RUnlock()
-	if ok {
+	if s, ok := (*f.series.Load())[k]; ok {
 		return s
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s, ok = f.series[k]; !ok {
-		s = f.create(f.values(k))
-		f.series[k] = s
+	old := *f.series.Load()
+	if s, ok := old[k]; ok {
+		return s
 	}
+	next := make(map[K]M, len(old)+1)
+	maps.Copy(next, old)
+	s := f.create(f.values(k))
+	next[k] = s
+	f.series.Store(&next)
 	return s
 }
 
