@@ -341,7 +341,12 @@ func TestScrapeTimeout(t *testing.T) {
 	m := New(Options{PolicyRevision: func() string { once.Do(func() { <-block }); return "sha256:eeeeeeeeeeee" }})
 	srv := httptest.NewServer(m.handler(1, 50*time.Millisecond))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	// Without the limit the first scrape would hang: fail instead, and
+	// let the render end before the server closes.
+	client := &http.Client{Timeout: 5 * time.Second}
+	release := sync.OnceFunc(func() { close(block) })
+	defer release()
+	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,14 +356,14 @@ func TestScrapeTimeout(t *testing.T) {
 		t.Errorf("a slow scrape: %d %q; want 503 with the timeout and no metrics", resp.StatusCode, b)
 	}
 	// The slow render still holds the only slot.
-	if resp, err := http.Get(srv.URL); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+	if resp, err := client.Get(srv.URL); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a scrape while the slow one renders: %v %v; want 503", resp.StatusCode, err)
 	} else {
 		resp.Body.Close()
 	}
-	close(block)
+	release()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get(srv.URL)
+		resp, err := client.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
