@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (m *Metrics) handler(limit int, timeout time.Duration) http.Handler {
 			body = z.Bytes()
 			hd.Set("Content-Encoding", "gzip")
 		}
-		hd.Set("Content-Length", fmt.Sprint(len(body)))
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
 	})
 	// The handler goes on rendering past the limit (the library's writers
