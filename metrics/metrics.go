@@ -7,28 +7,74 @@
 // A Metrics is created only when the operator asks for it (serve
 // --ops-addr, or the HTTP front end): the gate reaches it through
 // proxy.Observer and policy.ReloadObserver, whose nil values cost a nil
-// comparison. Its registry is its own, never Prometheus' global one, so
+// comparison. Its series live in a private set of
+// github.com/VictoriaMetrics/metrics, never the library's default one, so
 // that two gates in one process (tests) do not collide and nothing is
-// registered at all until New is called.
+// registered at all until New is called. That library was chosen over the
+// Prometheus client for the gate's start-up and idle-memory targets: its
+// package initialisation builds no registry and no collectors, and it
+// links no protobuf model.
 //
 // Every label value comes from the operator's configuration or the gate's
 // own vocabulary (server keys, rule names, verdicts, outcomes), never from
 // a message, so the number of series is bounded by the configuration: tool
-// names, URIs and users are not labels.
+// names, URIs and users are not labels. A configured name may still hold
+// any character; it is escaped for the text format (label.go) before it
+// becomes part of a series name, so no name can break the exposition or
+// make the library panic.
 package metrics
 
 import (
-	"net/http"
+	"io"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	vm "github.com/VictoriaMetrics/metrics"
 )
 
 // Namespace prefixes every metric name.
 const Namespace = "mcp_gate"
+
+// Names of the gate's metric families.
+const (
+	decisionsName     = Namespace + "_decisions_total"
+	approvalsName     = Namespace + "_approvals_total"
+	approvalWaitName  = Namespace + "_approval_wait_seconds"
+	callLatencyName   = Namespace + "_call_duration_seconds"
+	upStartsName      = Namespace + "_upstream_starts_total"
+	upCrashesName     = Namespace + "_upstream_crashes_total"
+	upRestartsName    = Namespace + "_upstream_restarts_total"
+	sessionsName      = Namespace + "_sessions"
+	sessionsTotalName = Namespace + "_sessions_started_total"
+	guardName         = Namespace + "_guard_refusals_total"
+	auditFailuresName = Namespace + "_audit_write_failures_total"
+	reloadsName       = Namespace + "_policy_reloads_total"
+	reloadOKName      = Namespace + "_policy_last_reload_success"
+	policyInfoName    = Namespace + "_policy_info"
+	buildInfoName     = Namespace + "_build_info"
+)
+
+// help is each family's HELP text. The library writes a bare "# HELP
+// name" line; the handler puts these texts in (exposition.go).
+var help = map[string]string{
+	decisionsName:     "Policy decisions, by the kind of request (tool, prompt, resource, sampling), upstream server, verdict (allow, ask, deny) and deciding rule.",
+	approvalsName:     "Approval questions by outcome (approved, approved_session, remembered, declined, cancelled, timeout, unsupported, withdrawn, error, malformed).",
+	approvalWaitName:  "How long an approval question was open before it ended, by outcome; questions never put (remembered, unsupported) are not observed.",
+	callLatencyName:   "Latency of decided requests forwarded to an upstream, from sending to the guarded answer, by server, method and result (ok, error).",
+	upStartsName:      "Upstream children started and initialised, by server.",
+	upCrashesName:     "Upstream children that ended without the gate stopping them, by server.",
+	upRestartsName:    "Upstream children started in place of one that crashed, by server.",
+	sessionsName:      "Host sessions being served.",
+	sessionsTotalName: "Host sessions started.",
+	guardName:         "Result-guard findings that refused what an upstream sent, by server and finding kind (one per finding, as in the audit log).",
+	auditFailuresName: "Decision and approval records that could not be written to the audit log; a call such a record would let through is refused.",
+	reloadsName:       "Policy reloads by result: ok (a new revision is in force) or failed (an invalid or missing file; the last good policy stays).",
+	reloadOKName:      "1 if the last policy reload applied (or none has been tried), 0 if the file's current content was refused and an older revision serves.",
+	policyInfoName:    "The policy in force: always 1, with its revision (sha256: and 12 hex digits of the file) as a label.",
+	buildInfoName:     "Always 1, with the gate's version as a label.",
+}
 
 // Options configure a Metrics.
 type Options struct {
@@ -40,32 +86,26 @@ type Options struct {
 	Version string
 }
 
-// Metrics holds the gate's collectors in a private registry. Its methods
-// implement proxy.Observer and policy.ReloadObserver and are safe for
-// concurrent use; none blocks.
+// Metrics holds the gate's series in a private set. Its methods implement
+// proxy.Observer and policy.ReloadObserver and are safe for concurrent
+// use; none blocks.
 type Metrics struct {
-	reg *prometheus.Registry
+	set *vm.Set
 
-	decisions     *prometheus.CounterVec
-	approvals     *prometheus.CounterVec
-	approvalWait  *prometheus.HistogramVec
-	callLatency   *prometheus.HistogramVec
-	upStarts      *prometheus.CounterVec
-	upCrashes     *prometheus.CounterVec
-	upRestarts    *prometheus.CounterVec
-	sessions      prometheus.Gauge
-	sessionsTotal prometheus.Counter
-	guardRefusals *prometheus.CounterVec
-	auditFailures prometheus.Counter
-	reloads       *prometheus.CounterVec
-	reloadOK      prometheus.Gauge
-
-	// Label lookups are cached per value set, so that a call's hooks do
-	// not hash labels on every call (CounterVec.WithLabelValues does).
-	mu        sync.RWMutex
-	decided   map[[4]string]prometheus.Counter
-	called    map[[3]string]prometheus.Observer
-	refusedBy map[[2]string]prometheus.Counter
+	decisions     family[[4]string, *vm.Counter]
+	approvals     family[string, *vm.Counter]
+	approvalWait  family[string, *vm.PrometheusHistogram]
+	callLatency   family[[3]string, *vm.PrometheusHistogram]
+	upStarts      family[string, *vm.Counter]
+	upCrashes     family[string, *vm.Counter]
+	upRestarts    family[string, *vm.Counter]
+	guardRefusals family[[2]string, *vm.Counter]
+	sessions      *vm.Gauge
+	sessionsTotal *vm.Counter
+	auditFailures *vm.Counter
+	reloadOK      *vm.Gauge
+	reloadsOK     *vm.Counter
+	reloadsFailed *vm.Counter
 }
 
 // Buckets for the latency of a forwarded call, in seconds: from a local
@@ -75,135 +115,110 @@ var callBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .
 // Buckets for how long a human takes to answer, in seconds.
 var approvalBuckets = []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600}
 
-// New returns a Metrics with every collector registered, the Go runtime's
-// and the process's included.
+// New returns a Metrics with every family registered; the Go runtime's
+// and the process's metrics are added at each scrape.
 func New(opts Options) *Metrics {
-	m := &Metrics{
-		reg:       prometheus.NewRegistry(),
-		decided:   map[[4]string]prometheus.Counter{},
-		called:    map[[3]string]prometheus.Observer{},
-		refusedBy: map[[2]string]prometheus.Counter{},
+	// The library writes TYPE (and a bare HELP) lines only when this
+	// process-wide switch is on. Only this package uses the library
+	// (cmd/mcp-gate's TestMetricsLibraryOnlyThroughMetrics), so turning it
+	// on here affects nothing else.
+	vm.ExposeMetadata(true)
+	s := vm.NewSet()
+	m := &Metrics{set: s}
+	counter := func(name string, labels ...string) func([]string) *vm.Counter {
+		return func(values []string) *vm.Counter { return s.GetOrCreateCounter(seriesName(name, labels, values)) }
 	}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
-	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "decisions_total",
-		Help: "Policy decisions, by the kind of request (tool, prompt, resource, sampling), upstream server, verdict (allow, ask, deny) and deciding rule.",
-	}, []string{"kind", "server", "verdict", "rule"})
-	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "approvals_total",
-		Help: "Approval questions by outcome (approved, approved_session, remembered, declined, cancelled, timeout, unsupported, withdrawn, error, malformed).",
-	}, []string{"outcome"})
-	m.approvalWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "approval_wait_seconds",
-		Help:    "How long an approval question was open before it ended, by outcome; questions never put (remembered, unsupported) are not observed.",
-		Buckets: approvalBuckets,
-	}, []string{"outcome"})
-	m.callLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "call_duration_seconds",
-		Help:    "Latency of decided requests forwarded to an upstream, from sending to the guarded answer, by server, method and result (ok, error).",
-		Buckets: callBuckets,
-	}, []string{"server", "method", "result"})
-	m.upStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "upstream_starts_total",
-		Help: "Upstream children started and initialised, by server.",
-	}, []string{"server"})
-	m.upCrashes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "upstream_crashes_total",
-		Help: "Upstream children that ended without the gate stopping them, by server.",
-	}, []string{"server"})
-	m.upRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "upstream_restarts_total",
-		Help: "Upstream children started in place of one that crashed, by server.",
-	}, []string{"server"})
-	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "sessions",
-		Help: "Host sessions being served.",
-	})
-	m.sessionsTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "sessions_started_total",
-		Help: "Host sessions started.",
-	})
-	m.guardRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "guard_refusals_total",
-		Help: "Result-guard findings that refused what an upstream sent, by server and finding kind (one per finding, as in the audit log).",
-	}, []string{"server", "kind"})
-	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "audit_write_failures_total",
-		Help: "Decision and approval records that could not be written to the audit log; a call such a record would let through is refused.",
-	})
-	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "policy_reloads_total",
-		Help: "Policy reloads by result: ok (a new revision is in force) or failed (an invalid or missing file; the last good policy stays).",
-	}, []string{"result"})
-	m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "policy_last_reload_success",
-		Help: "1 if the last policy reload applied (or none has been tried), 0 if the file's current content was refused and an older revision serves.",
-	})
+	histogram := func(name string, buckets []float64, labels ...string) func([]string) *vm.PrometheusHistogram {
+		return func(values []string) *vm.PrometheusHistogram {
+			return s.GetOrCreatePrometheusHistogramExt(seriesName(name, labels, values), buckets)
+		}
+	}
+	// Label names are listed in sorted order, as the Prometheus client
+	// wrote them, so that the exposition is unchanged.
+	m.decisions.init(func(k [4]string) []string { return []string{k[0], k[3], k[1], k[2]} },
+		counter(decisionsName, "kind", "rule", "server", "verdict"))
+	m.approvals.init(one, counter(approvalsName, "outcome"))
+	m.approvalWait.init(one, histogram(approvalWaitName, approvalBuckets, "outcome"))
+	m.callLatency.init(func(k [3]string) []string { return []string{k[1], k[2], k[0]} },
+		histogram(callLatencyName, callBuckets, "method", "result", "server"))
+	m.upStarts.init(one, counter(upStartsName, "server"))
+	m.upCrashes.init(one, counter(upCrashesName, "server"))
+	m.upRestarts.init(one, counter(upRestartsName, "server"))
+	m.guardRefusals.init(func(k [2]string) []string { return []string{k[1], k[0]} },
+		counter(guardName, "kind", "server"))
+	m.sessions = s.NewGauge(sessionsName, nil)
+	m.sessionsTotal = s.NewCounter(sessionsTotalName)
+	m.auditFailures = s.NewCounter(auditFailuresName)
+	m.reloadOK = s.NewGauge(reloadOKName, nil)
 	m.reloadOK.Set(1)
-	for _, c := range []prometheus.Collector{
-		m.decisions, m.approvals, m.approvalWait, m.callLatency,
-		m.upStarts, m.upCrashes, m.upRestarts, m.sessions, m.sessionsTotal,
-		m.guardRefusals, m.auditFailures, m.reloads, m.reloadOK,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		f(c)
-	}
 	// The reload results exist from the start, so that a rate() over them
 	// is defined before the first reload.
-	m.reloads.WithLabelValues("ok")
-	m.reloads.WithLabelValues("failed")
-	if opts.PolicyRevision != nil {
-		f(&revisionCollector{rev: opts.PolicyRevision, desc: prometheus.NewDesc(
-			prometheus.BuildFQName(Namespace, "policy", "info"),
-			"The policy in force: always 1, with its revision (sha256: and 12 hex digits of the file) as a label.",
-			[]string{"revision"}, nil)})
+	m.reloadsOK = s.NewCounter(seriesName(reloadsName, []string{"result"}, []string{"ok"}))
+	m.reloadsFailed = s.NewCounter(seriesName(reloadsName, []string{"result"}, []string{"failed"}))
+	s.NewGauge(seriesName(buildInfoName, []string{"version"}, []string{opts.Version}), func() float64 { return 1 })
+	if rev := opts.PolicyRevision; rev != nil {
+		// Written at each scrape rather than registered: one series, the
+		// revision in force, never a stale one left behind by a reload,
+		// and none before the first policy is loaded.
+		s.RegisterMetricsWriter(func(w io.Writer) {
+			if r := rev(); r != "" {
+				vm.WriteMetadataIfNeeded(w, policyInfoName, "gauge")
+				io.WriteString(w, seriesName(policyInfoName, []string{"revision"}, []string{r})+" 1\n")
+			}
+		})
 	}
-	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "build_info",
-		Help:        "Always 1, with the gate's version as a label.",
-		ConstLabels: prometheus.Labels{"version": opts.Version},
-	}, func() float64 { return 1 }))
 	return m
 }
 
-// Handler serves the registry in the Prometheus exposition formats.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		Registry: m.reg, // counts its own scrapes and errors there
-		// A scrape that cannot be gathered whole says so with a 500 rather
-		// than serving a partial view an alert could misread.
-		ErrorHandling:       promhttp.HTTPErrorOnError,
-		MaxRequestsInFlight: 4,
-		Timeout:             10 * time.Second,
-	})
+func one(k string) []string { return []string{k} }
+
+// family is a labelled metric's series, looked up by label values. The
+// lookup is cached per value set so that a call's hooks neither build nor
+// hash a series name on every call (the library's GetOrCreate* do both).
+// The cache is an immutable map swapped whole when a value set is first
+// seen, so that a hook's lookup takes no lock; the value sets are bounded
+// by the configuration, so copying on the rare insert is cheap.
+type family[K comparable, M any] struct {
+	series atomic.Pointer[map[K]M]
+	mu     sync.Mutex // serialises inserts
+	values func(K) []string
+	create func([]string) M
 }
 
-// Registry is the private registry, for tests and for a caller that adds
-// collectors of its own (the HTTP front end's).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+func (f *family[K, M]) init(values func(K) []string, create func([]string) M) {
+	f.values, f.create = values, create
+	f.series.Store(&map[K]M{})
+}
+
+func (f *family[K, M]) get(k K) M {
+	if s, ok := (*f.series.Load())[k]; ok {
+		return s
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := *f.series.Load()
+	if s, ok := old[k]; ok {
+		return s
+	}
+	next := make(map[K]M, len(old)+1)
+	maps.Copy(next, old)
+	s := f.create(f.values(k))
+	next[k] = s
+	f.series.Store(&next)
+	return s
+}
 
 // Decision counts a policy verdict.
 func (m *Metrics) Decision(kind, server, verdict, rule string) {
-	k := [4]string{kind, server, verdict, rule}
-	m.mu.RLock()
-	c := m.decided[k]
-	m.mu.RUnlock()
-	if c == nil {
-		c = m.decisions.WithLabelValues(kind, server, verdict, rule)
-		m.mu.Lock()
-		m.decided[k] = c
-		m.mu.Unlock()
-	}
-	c.Inc()
+	m.decisions.get([4]string{kind, server, verdict, rule}).Inc()
 }
 
 // Approval counts how a question ended and, when one was put, how long
 // it was open.
 func (m *Metrics) Approval(outcome string, wait time.Duration) {
-	m.approvals.WithLabelValues(outcome).Inc()
+	m.approvals.get(outcome).Inc()
 	if wait > 0 {
-		m.approvalWait.WithLabelValues(outcome).Observe(wait.Seconds())
+		m.approvalWait.get(outcome).Update(wait.Seconds())
 	}
 }
 
@@ -213,32 +228,12 @@ func (m *Metrics) CallDone(server, method string, took time.Duration, failed boo
 	if failed {
 		result = "error"
 	}
-	k := [3]string{server, method, result}
-	m.mu.RLock()
-	o := m.called[k]
-	m.mu.RUnlock()
-	if o == nil {
-		o = m.callLatency.WithLabelValues(server, method, result)
-		m.mu.Lock()
-		m.called[k] = o
-		m.mu.Unlock()
-	}
-	o.Observe(took.Seconds())
+	m.callLatency.get([3]string{server, method, result}).Update(took.Seconds())
 }
 
 // GuardRefused counts one refusing finding of the result guard.
 func (m *Metrics) GuardRefused(server, kind string) {
-	k := [2]string{server, kind}
-	m.mu.RLock()
-	c := m.refusedBy[k]
-	m.mu.RUnlock()
-	if c == nil {
-		c = m.guardRefusals.WithLabelValues(server, kind)
-		m.mu.Lock()
-		m.refusedBy[k] = c
-		m.mu.Unlock()
-	}
-	c.Inc()
+	m.guardRefusals.get([2]string{server, kind}).Inc()
 }
 
 // AuditFailed counts a decision or approval record not written.
@@ -255,42 +250,26 @@ func (m *Metrics) SessionEnded() { m.sessions.Dec() }
 
 // UpstreamStarted counts a child start, and a restart after a crash.
 func (m *Metrics) UpstreamStarted(server string, restart bool) {
-	m.upStarts.WithLabelValues(server).Inc()
+	m.upStarts.get(server).Inc()
 	if restart {
-		m.upRestarts.WithLabelValues(server).Inc()
+		m.upRestarts.get(server).Inc()
 	}
 }
 
 // UpstreamExited counts a crash; a deliberate stop is not one.
 func (m *Metrics) UpstreamExited(server string, crashed bool) {
 	if crashed {
-		m.upCrashes.WithLabelValues(server).Inc()
+		m.upCrashes.get(server).Inc()
 	}
 }
 
 // PolicyReloaded counts a reload by its result.
 func (m *Metrics) PolicyReloaded(ok bool) {
 	if ok {
-		m.reloads.WithLabelValues("ok").Inc()
+		m.reloadsOK.Inc()
 		m.reloadOK.Set(1)
 		return
 	}
-	m.reloads.WithLabelValues("failed").Inc()
+	m.reloadsFailed.Inc()
 	m.reloadOK.Set(0)
-}
-
-// revisionCollector reports the policy revision in force at scrape time:
-// one series, never a stale one left behind by a reload.
-type revisionCollector struct {
-	rev  func() string
-	desc *prometheus.Desc
-}
-
-func (c *revisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *revisionCollector) Collect(ch chan<- prometheus.Metric) {
-	// None before the first policy is loaded: no revision is in force.
-	if rev := c.rev(); rev != "" {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, rev)
-	}
 }

@@ -18,7 +18,7 @@ import (
 
 // opsState is what the operations endpoints read: the metrics (nil when
 // off) and whether the gate is ready. The zero value is "off": a serve
-// without --ops-addr (or --http) creates no registry, starts no goroutine
+// without --ops-addr (or --http) creates no metrics set, starts no goroutine
 // and gives the gate a nil observer (TestOpsOffStartsNothing).
 type opsState struct {
 	m        *metrics.Metrics

@@ -75,14 +75,14 @@ func serveInProcess(t *testing.T, extra ...string) (stderr *lockedBuffer, stop f
 }
 
 // opsGoroutines returns the goroutine stacks that belong to the operations
-// surface: an HTTP server, the metrics package or the client library.
+// surface: an HTTP server, the metrics package or the metrics library.
 func opsGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "net/http.(*Server).Serve") || strings.Contains(g, "mcp-gate/mcp-gate/metrics.") ||
-			strings.Contains(g, "mcp-gate/mcp-gate/ops.") || strings.Contains(g, "prometheus") {
+			strings.Contains(g, "mcp-gate/mcp-gate/ops.") || strings.Contains(g, "VictoriaMetrics/metrics.") {
 			out = append(out, g)
 		}
 	}
