@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -174,4 +176,19 @@ func TestReadiness(t *testing.T) {
 		t.Error("a nil opsState gives an observer")
 	}
 	off.close()
+}
+
+// What a library writes through the standard log package (the metrics
+// library reports a /proc file it cannot read that way) comes out of
+// serve's operational logger, in its format, not as a bare line. Not
+// parallel: the standard logger is the process's.
+func TestStandardLogThroughTheLogger(t *testing.T) {
+	prev := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	stderr, stop := serveInProcess(t)
+	log.Print("a line from the log package")
+	stop()
+	if !strings.Contains(stderr.String(), `level=INFO msg="a line from the log package"`) {
+		t.Errorf("the standard log's line is not in the gate's log format:\n%s", stderr.String())
+	}
 }

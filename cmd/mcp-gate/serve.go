@@ -52,6 +52,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return usageError{err}
 	}
+	// A library that logs through the standard log package (the metrics
+	// library reports a /proc file it cannot read that way) writes
+	// through the operational logger too, in its format, instead of a
+	// bare line on stderr.
+	slog.SetDefault(logger)
 	var probes *opsState // nil: metrics and probes off, at no cost
 	if *opsAddr != "" {
 		if probes, err = serveOps(ctx, *opsAddr, logger); err != nil {
