@@ -92,7 +92,12 @@ func (p *readBufs) get(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	b := p.idle[best].b
-	p.idle = append(p.idle[:best], p.idle[best+1:]...)
+	// The slot left free at the end is cleared: past the length, it
+	// would still keep a buffer the pool has let go.
+	last := len(p.idle) - 1
+	copy(p.idle[best:], p.idle[best+1:])
+	p.idle[last] = idleLine{}
+	p.idle = p.idle[:last]
 	p.bytes -= cap(b)
 	p.reused++
 	poison := p.poison

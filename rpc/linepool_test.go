@@ -456,3 +456,20 @@ func BenchmarkStreamLargeReadRecycled(b *testing.B) {
 		})
 	}
 }
+
+// A buffer the pool hands out or lets go is no longer referred to by the
+// pool, even from past the end of its list: the idle bound is what it
+// keeps alive.
+func TestLinePoolKeepsNoStaleSlot(t *testing.T) {
+	p := newReadBufs(func() int { return 4 << 20 })
+	for _, n := range []int{1 << 20, 1100 << 10, 1200 << 10} {
+		p.put(make([]byte, n))
+	}
+	p.get(1 << 20) // the first: the others move down
+	full := p.idle[:cap(p.idle)]
+	for i, l := range full[len(p.idle):] {
+		if l.b != nil {
+			t.Errorf("slot %d past the idle list still holds a %d-byte buffer", len(p.idle)+i, cap(l.b))
+		}
+	}
+}
