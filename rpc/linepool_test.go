@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -472,4 +473,42 @@ func TestLinePoolKeepsNoStaleSlot(t *testing.T) {
 			t.Errorf("slot %d past the idle list still holds a %d-byte buffer", len(p.idle)+i, cap(l.b))
 		}
 	}
+}
+
+// A handler can hand over for reuse only a line its own request received:
+// a result taken from another request still in flight (the mistake this
+// guards against: a cache, a shared slice) and marked is not recycled, so
+// no request's answer can free memory another still refers to. Lines are
+// found by address elsewhere (written, leaseOf); the mark is not.
+func TestRelayMarkIsTheRequestsOwn(t *testing.T) {
+	poisoned(t)
+	const size = 300 << 10
+	taken, resume := make(chan json.RawMessage, 1), make(chan struct{})
+	var n atomic.Int32
+	r := newRelayRig(t, size, true, func(ctx context.Context, res json.RawMessage) json.RawMessage {
+		if n.Add(1) == 1 {
+			taken <- res
+			<-resume // still in flight while the second answers
+			return res
+		}
+		other := <-taken
+		ReleaseAfterWrite(ctx, other)
+		return other
+	})
+	if _, err := io.WriteString(r.hostIn, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	first := <-r.leases
+	for len(taken) == 0 { // the first handler has the result, and waits
+		time.Sleep(time.Millisecond)
+	}
+	second := r.call(t, 2)
+	r.read(t, 2, "1", size) // the first call's result, with the second call's id
+	time.Sleep(20 * time.Millisecond)
+	if first.isRecycled() || second.isRecycled() {
+		t.Fatalf("recycled: the first call's line %v, the second call's own %v", first.isRecycled(), second.isRecycled())
+	}
+	close(resume)
+	<-r.returned
+	r.read(t, 1, "1", size) // intact: with poisoning on, a recycled line would show
 }
