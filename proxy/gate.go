@@ -276,7 +276,7 @@ type hostMethod struct {
 // relayed serves a method through the pipeline.
 func relayed(r *relay) hostMethod {
 	return hostMethod{serve: func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		return g.run(ctx, r, "", params)
+		return g.runRelayed(ctx, r, params) // relayline.go
 	}}
 }
 

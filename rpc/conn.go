@@ -156,6 +156,11 @@ type leaseSet struct {
 	mu       sync.Mutex
 	leases   []*lineLease
 	answered bool
+	// relay is the line whose result the handler answers with and keeps
+	// nothing of (ReleaseAfterWrite): that result's start and length.
+	relay    *lineLease
+	relayAt  *byte
+	relayLen int
 }
 
 // answeredNone is the leaseSet of a request answered without any.
@@ -549,6 +554,11 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			resp.Result = json.RawMessage("{}")
 		default:
 			resp.Result = result
+			if _, ok := c.t.(*Stream); ok {
+				// Recycled by the Stream once written whole, if the
+				// handler said it keeps nothing of it (relayline.go).
+				resp.reuse = in.relayedLine(result)
+			}
 		}
 		if err := c.writeResponse(wctx, req, resp, sequential); err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("writing response", "peer", c.opts.Peer, "method", LogMethod(req.Method), "error", err)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 )
 
 // Large lines in flight. A large message (a 1 MB tool result) is read into
@@ -38,9 +39,10 @@ import (
 // and never stops a reader for good. Small messages are not counted and
 // never wait.
 //
-// A line is only counted, never reused: its bytes are the message's for as
-// long as anything refers to them (the guard, a parked call's result), as
-// before. The bookkeeping holds the room's address, not the room, so it
+// A line is counted here and reused only through an explicit recycle
+// (linepool.go): its bytes are the message's for as long as anything may
+// refer to them (the guard, a parked call's result). The bookkeeping
+// holds the room's address and a weak pointer to it (for recycle), so it
 // keeps nothing alive.
 
 // largeLinesBudget is how much room of large lines may be in flight, per P
@@ -83,6 +85,15 @@ type lineLease struct {
 	end      uintptr
 	n        int64
 	released bool // under leases.mu
+
+	// room is the line's buffer, for recycle: weak, so that the lease (in
+	// leases.m) keeps nothing alive and the collector still finds a line
+	// nobody refers to. cleanup is the collector's release, stopped when
+	// the buffer is recycled (each reuse would add one more otherwise).
+	room    weak.Pointer[byte]
+	cleanup runtime.Cleanup
+	// recycled says its room went back to the pool; under leases.mu.
+	recycled bool
 }
 
 // leases are the lines in flight of every budget, by the first byte of
@@ -100,6 +111,9 @@ var leases = struct {
 // flight. A decoded message's fields are slices of its line: its id (or,
 // without one, its params) says which.
 func leaseOf(m *Message) *lineLease {
+	if m.line != nil {
+		return m.line
+	}
 	if leases.n.Load() == 0 {
 		return nil
 	}
@@ -135,7 +149,7 @@ func (b *lineBudget) hold(line []byte) *lineLease {
 	}
 	p := unsafe.SliceData(line)
 	base := uintptr(unsafe.Pointer(p))
-	l := &lineLease{b: b, base: base, end: base + uintptr(cap(line)), n: int64(cap(line))}
+	l := &lineLease{b: b, base: base, end: base + uintptr(cap(line)), n: int64(cap(line)), room: weak.Make(p)}
 	leases.mu.Lock()
 	old := leases.m[base]
 	if old != nil {
@@ -147,13 +161,46 @@ func (b *lineBudget) hold(line []byte) *lineLease {
 	leases.n.Store(int64(len(leases.m)))
 	leases.mu.Unlock()
 	b.add(l.n)
-	runtime.AddCleanup(p, (*lineLease).release, l)
+	c := runtime.AddCleanup(p, (*lineLease).release, l)
+	leases.mu.Lock()
+	l.cleanup = c
+	leases.mu.Unlock()
 	return l
+}
+
+// recycle releases l and gives its room back to the line pool
+// (linepool.go), once: the caller is the one consumer that knows nothing
+// refers to the line any more (Stream.finished). A second recycle is a
+// mistake of ownership; it panics in race builds and is a no-op otherwise.
+func (l *lineLease) recycle() {
+	if l == nil {
+		return
+	}
+	leases.mu.Lock()
+	if l.recycled {
+		leases.mu.Unlock()
+		if raceBuild {
+			panic("rpc: a line buffer was recycled twice")
+		}
+		return
+	}
+	l.recycled = true
+	l.releaseLocked()
+	p, c := l.room.Value(), l.cleanup
+	leases.mu.Unlock()
+	if p == nil {
+		return // cannot be: the caller holds the line
+	}
+	// The room is reachable (its caller has it in hand), so the cleanup
+	// has not run: stopped, it never will, and the next line read into
+	// the room adds its own.
+	c.Stop()
+	linePool.put(unsafe.Slice(p, l.n)[:0])
 }
 
 // holds reports whether payload is read from l's line.
 func (l *lineLease) holds(payload []byte) bool {
-	if len(payload) == 0 {
+	if l == nil || len(payload) == 0 {
 		return false
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))

@@ -60,8 +60,9 @@ func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
 		// Grow by a quarter, as append does for large slices, but never
 		// past the limit: a line a little longer than the last one must
 		// not make its message pin twice the room.
-		grown := make([]byte, len(st.buf), min(len(st.buf)+max(len(st.buf)/4, directReadMin), s.max+2))
+		grown := linePool.get(min(len(st.buf)+max(len(st.buf)/4, directReadMin), s.max+2))[:len(st.buf)]
 		copy(grown, st.buf)
+		s.recycleOwn(st.buf) // the reader's alone: nothing was decoded from it
 		st.buf = grown
 		room = cap(st.buf) - len(st.buf)
 	}

@@ -72,6 +72,15 @@ type Message struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  *Error
+
+	// line is the large line the message was read from (a Stream's,
+	// counted in flight: largebudget.go).
+	line *lineLease
+	// reuse, set by Conn.serve alone on the response it writes, is the
+	// line its result is relayed from, which the Stream recycles once it
+	// has written the response whole (relayline.go). A copy of a message
+	// as read never carries it.
+	reuse *lineLease
 }
 
 // IsCall reports whether m is a request that expects a response.

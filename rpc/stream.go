@@ -272,6 +272,7 @@ func (s *Stream) message(r readResult) (m *Message, err error, ok bool) {
 		r.lease.release()
 		return nil, messageError(err, r.line), true
 	}
+	m.line = r.lease
 	return m, nil, true
 }
 
@@ -532,7 +533,7 @@ func (s *Stream) readFragment(st *lineState) error {
 			// With a little slack: results of one tool differ in length
 			// by their ids and counters, and a line one byte longer than
 			// its room would have to grow.
-			st.buf = make([]byte, 0, min(max(s.lineHint+s.lineHint/64, 4*len(frag)), s.max+2))
+			st.buf = linePool.get(min(max(s.lineHint+s.lineHint/64, 4*len(frag)), s.max+2))
 			if s.growR != nil {
 				s.growR()
 			}
@@ -542,8 +543,11 @@ func (s *Stream) readFragment(st *lineState) error {
 		st.tooBig = len(st.buf) + len(frag)
 		if len(st.buf) > salvageWindow {
 			// A copy: the head must not pin the room made for the
-			// whole line while its error is handled.
-			st.buf = bytes.Clone(st.buf[:salvageWindow])
+			// whole line while its error is handled. That room was
+			// the reader's alone.
+			head := bytes.Clone(st.buf[:salvageWindow])
+			s.recycleOwn(st.buf)
+			st.buf = head
 		} else {
 			st.buf = append(st.buf, frag[:min(len(frag), salvageWindow-len(st.buf))]...)
 		}
@@ -568,9 +572,20 @@ func (s *Stream) ownLine(buf []byte) []byte {
 	}
 	line := bytes.TrimRight(buf, "\r\n")
 	if cap(line) > 2*len(line) && cap(line) > s.r.Size() {
-		return bytes.Clone(line)
+		// Nothing was decoded from buf yet: its room goes back.
+		own := append(linePool.get(len(line)), line...)
+		s.recycleOwn(buf)
+		return own
 	}
 	return line
+}
+
+// recycleOwn gives back b, room made for a line that nothing but the
+// reader has seen (linepool.go); a small buffer is left to the collector.
+func (s *Stream) recycleOwn(b []byte) {
+	if cap(b) > s.r.Size() {
+		linePool.put(b)
+	}
 }
 
 // keepTail appends frag to tail and keeps the last salvageWindow bytes.
@@ -683,7 +698,8 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		s.q.progressed()
 	}
 	if len(o.body) > 0 && n >= len(o.msg)+len(o.body) {
-		written(o.body)
+		o.finished()
+		o.line = nil // the rest, if any, is the tail: no part of the line
 	}
 	rest, left := o.after(n)
 	if !left {
@@ -711,6 +727,24 @@ func (s *Stream) writeDirect(o outgoing, wait bool) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// finished is called once o's body has been written whole, by the one
+// writer that wrote its last byte: the line it was read from is no longer
+// in flight, and when the Conn handed the line on for reuse (o.line), no
+// reference to it is left anywhere: the handler returned and kept nothing
+// of it (ReleaseAfterWrite), the Conn's response was encoded into o (its
+// head a pooled or copied buffer of its own), the write system call that
+// took the last byte has returned (write(2) copies into the pipe or
+// socket), and neither what is queued (a copy of the head, the tail) nor
+// the caller, which only compares addresses (settle), reads the body
+// again. So it goes back to the line pool.
+func (o *outgoing) finished() {
+	if o.line != nil {
+		o.line.recycle()
+		return
+	}
+	written(o.body)
 }
 
 // writeParts writes a, b and c with tw, as one write. Called with wmu held.
@@ -804,7 +838,7 @@ func (s *Stream) writeLoop() {
 			}
 		}
 		if len(o.body) > 0 {
-			written(o.body)
+			o.finished()
 		}
 		s.q.sent(o)
 		if s.tw != nil {

@@ -186,6 +186,9 @@ type outgoing struct {
 	body, tail []byte
 	flushed    chan struct{}
 	size       int64 // bytes accounted in the queue's byte bound, released once written
+	// line, when set, is the line body is read from, recycled once body
+	// is written whole (Message.reuse, relayline.go).
+	line *lineLease
 }
 
 // len is how many bytes of message o holds.
@@ -199,7 +202,7 @@ func (o outgoing) after(n int) (outgoing, bool) {
 		k := min(n, len(parts[i]))
 		parts[i], n = parts[i][k:], n-k
 	}
-	rest := outgoing{msg: parts[0], body: parts[1], tail: parts[2]}
+	rest := outgoing{msg: parts[0], body: parts[1], tail: parts[2], line: o.line}
 	return rest, rest.len() > 0
 }
 

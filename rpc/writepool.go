@@ -17,8 +17,11 @@ import (
 // writeBatched). A large payload is never in the buffer: it is sent from
 // the message's own bytes (encodeLine), and only its head is.
 //
-// Received lines are not pooled: a message aliases its line for as long
-// as anything refers to it (largeread.go).
+// Received lines are pooled apart (linepool.go): a message aliases its
+// line for as long as anything refers to it (largeread.go), so a large
+// line goes back only once the host's Stream has written whole the
+// response that relays it (outgoing.line), and only when its handler said
+// it keeps nothing of it (ReleaseAfterWrite).
 
 // pooledLineMax is the largest buffer kept: a pooled line holds a small
 // message or a large one's head, and a rare larger one is not worth
@@ -52,7 +55,11 @@ func (s *Stream) writePooled(ctx context.Context, m *Message) error {
 // the message's size (encodeMessage), a large payload none (its head only).
 func encodeLineInto(buf []byte, m *Message) (outgoing, error) {
 	if head, body, ok := appendLargeHead(buf, m, largePayload); ok {
-		return outgoing{msg: head, body: body, tail: lineTail}, nil
+		o := outgoing{msg: head, body: body, tail: lineTail}
+		if m.reuse.holds(body) {
+			o.line = m.reuse
+		}
+		return o, nil
 	}
 	var b []byte
 	var err error

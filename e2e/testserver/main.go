@@ -83,6 +83,8 @@ func main() {
 		err = runMtimeoutModern(ev)
 	case "preinit-silent", "preinit-exit":
 		err = runPreinit(ev, (*mode)[len("preinit-"):])
+	case "lbuf":
+		err = runLbuf()
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: configuration error: missing API key (exiting on purpose)")
 		os.Exit(3)

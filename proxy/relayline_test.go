@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/rpc"
+	"github.com/mcp-gate/mcp-gate/upstream"
+)
+
+// lineLauncher is pipeLauncher with an upstream that writes its answers in
+// parts, allocating nothing per call: what a relay allocates is then the
+// gate's alone.
+type lineLauncher struct{ pipeLauncher }
+
+func (l *lineLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &rawProcess{Stream: rpc.NewStream(outR, inW, nil, lim), exited: make(chan struct{})}
+	pr, pw := io.Pipe()
+	p.in = pw
+	go func() { io.Copy(pw, inR); pw.Close() }()
+	go func() {
+		defer outW.Close()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		w := bufio.NewWriterSize(outW, 64<<10)
+		for sc.Scan() {
+			line := sc.Text()
+			var res string
+			switch {
+			case strings.Contains(line, `"initialize"`):
+				res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+			case strings.Contains(line, `"tools/list"`):
+				res = `{"tools":[{"name":"get","inputSchema":{"type":"object"}}]}`
+			case strings.Contains(line, `"tools/call"`):
+				res = l.result
+			default:
+				continue
+			}
+			w.WriteString(`{"jsonrpc":"2.0","id":`)
+			w.WriteString(between(line, `"id":`, `,`))
+			w.WriteString(`,"result":`)
+			w.WriteString(res)
+			w.WriteString("}\n")
+			w.Flush()
+		}
+	}()
+	go func() { <-p.exited; inR.Close(); outR.Close() }()
+	return p, nil
+}
+
+// A 2025-era host's tools/call whose large result the gate relays as it
+// is reuses the line it was read into (runRelayed marks it, the host's
+// Stream recycles it once written: rpc/linepool.go), so a run of 1 MB
+// results allocates far less than a line per call; and every result still
+// arrives whole. Without the mark each call costs its line.
+func TestRelayedResultReusesItsLine(t *testing.T) {
+	text := strings.Repeat("0123456789abcdef", 1<<16) // 1 MB
+	result := `{"content":[{"type":"text","text":"` + text + `"}]}`
+	g, err := New(Options{
+		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
+		Launcher: &lineLauncher{pipeLauncher{rawLauncher{result: result}}},
+		Policy:   static(t, allowAll),
+		Logger:   slog.New(slog.DiscardHandler),
+		Audit:    audit.New(io.Discard),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateR, hostW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostR, gateW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(context.Background(), gateR, gateW)
+	t.Cleanup(func() { hostW.Close(); time.Sleep(10 * time.Millisecond) })
+	rd := bufio.NewReaderSize(hostR, 2<<20)
+	want := `{"jsonrpc":"2.0","id":1,"result":` + result + "}\n"
+	call := func(line string) string {
+		if _, err := hostW.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rd.ReadSlice('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(resp)
+	}
+	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__get","arguments":{}}}` + "\n"
+	for range 3 {
+		if got := call(line); got != want {
+			t.Fatalf("the host got %d bytes, not the upstream's result", len(got))
+		}
+	}
+	const n = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		resp, err := func() ([]byte, error) {
+			if _, err := hostW.WriteString(line); err != nil {
+				return nil, err
+			}
+			return rd.ReadSlice('\n')
+		}()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp) != len(want) || resp[len(resp)-200] != want[len(want)-200] {
+			t.Fatalf("the host got %d bytes, not the upstream's result", len(resp))
+		}
+	}
+	runtime.ReadMemStats(&after)
+	per := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("%d bytes allocated a call", per)
+	if per > uint64(len(text))/2 {
+		t.Errorf("a relayed 1 MB result allocates %d bytes a call: its line was not reused", per)
+	}
+}
