@@ -116,10 +116,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if local != nil {
 		defer local.Close()
 	}
+	pinStore := openPins(logger)
 	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
-		Launcher:        &guardAhead{Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger}},
+		Launcher:        &guardAhead{Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger}, preload: preloadPins(pinStore)},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
@@ -130,7 +131,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Audit:           auditLog,
 		Observer:        probes.observer(),
 		Trouble:         trouble.report,
-		Pins:            openPins(logger),
+		Pins:            pinStore,
 		LocalApprover:   localApprover(local),
 	}
 	if !*noCache {
