@@ -137,6 +137,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if !*noCache {
 		opts.CatalogCache = openCatalogCache(logger)
 	}
+	if !httpOpts.enabled() {
+		opts.Settled = oneHostProcsSoon // procs.go
+	}
 	g, err := proxy.New(opts)
 	if err != nil {
 		return err
@@ -150,7 +153,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
 	in, out, closeStdio := rpc.Stdio(stdin, stdout)
 	defer closeStdio()
-	oneHostProcs()
 	if err := g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser())); err != nil {
 		return err
 	}
