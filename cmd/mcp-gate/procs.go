@@ -29,10 +29,11 @@ import (
 // whose blocks are touched then for the first time. Against the drop
 // before the session was served, as this did before, the cold start
 // unpinned took 0.93-0.99x (`go run ./e2e/bench -base-gate OLD -gate NEW
-// -only cold -cpu unpinned -cold 20`, twice, on a loaded machine); a drop
-// as soon as the flags were read, or at the first launch, was no faster
-// (docs/design.md, "Cold start: where it goes"). Pinned, Go starts with
-// one P and nothing changes.
+// -only cold -cpu unpinned -cold 30`, four runs, on a loaded machine),
+// for some 0.5-0.9 ms more CPU (the second P spins, and the drop is paid
+// later); a drop as soon as the flags were read, or at the first launch,
+// was no faster (docs/design.md, "Cold start: where it goes"). Pinned, Go
+// starts with one P and nothing changes.
 func oneHostProcs() {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set {
 		return
