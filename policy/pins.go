@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -37,7 +38,8 @@ func (p *Policy) PinAction(server string) Verdict {
 // PinsSet reports whether the policy has a pins: section.
 func (p *Policy) PinsSet() bool { return p.pins.set }
 
-var pinServerKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+// pinServerKey is compiled on first need, a policy with a pins: section.
+var pinServerKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
 
 func (pr *parser) pinsSection(n *yaml.Node) pinPolicy {
 	ps := pr.ps
@@ -77,7 +79,7 @@ func (pr *parser) pinsSection(n *yaml.Node) pinPolicy {
 		out.servers = map[string]Verdict{}
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, v := m.Content[i], m.Content[i+1]
-			if k.Kind != yaml.ScalarNode || !pinServerKey.MatchString(k.Value) {
+			if k.Kind != yaml.ScalarNode || !pinServerKey().MatchString(k.Value) {
 				ps.errorf(k.Line, k.Column, "pins.servers has the key %q; expected a server key (lower-case letters, digits and -)", k.Value)
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -24,7 +25,10 @@ import (
 // unbounded memory and time.
 const maxYAMLBytes = 4 << 20
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLineRE reads the line out of the YAML library's errors. It is
+// compiled on first need, a file that does not parse: a gate's start
+// compiles nothing it does not use (docs/design.md, "Cold start").
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // readDocument parses data as exactly one YAML document whose root is a
 // mapping, reporting syntax errors, anchors and aliases. It returns nil when
@@ -101,7 +105,7 @@ func syntaxHint(problem string) string {
 // problem without it.
 func splitYAMLError(err error) (int, string) {
 	msg := err.Error()
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return line, m[2]
 	}

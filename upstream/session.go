@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -181,8 +182,9 @@ func (c capsOnWire) caps() Capabilities {
 	}
 }
 
-// versionShape is what an MCP protocol version looks like.
-var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+// versionShape is what an MCP protocol version looks like. It is compiled
+// on first need, a server answering with a version the gate does not know.
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`) })
 
 // initialize performs the MCP handshake on a new connection.
 func (s *Session) initialize(ctx context.Context, params json.RawMessage) error {
@@ -207,7 +209,7 @@ func (s *Session) initialized(ctx context.Context, res json.RawMessage) error {
 		// Described, not quoted, when it is not even shaped like one: the
 		// string is the server's to choose, and this error is logged.
 		v := strconv.Quote(r.ProtocolVersion)
-		if !versionShape.MatchString(r.ProtocolVersion) {
+		if !versionShape().MatchString(r.ProtocolVersion) {
 			v = audit.PayloadString(r.ProtocolVersion)
 		}
 		return fmt.Errorf("initialize: the server answered with protocol version %s; the gate speaks %v", v, protocol.Known())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
@@ -27,5 +28,36 @@ func TestGuardAheadDelegates(t *testing.T) {
 	}
 	if len(inner.got) != 2 || inner.got[0] != "a" || inner.got[1] != "b" {
 		t.Fatalf("launches passed on: %v", inner.got)
+	}
+}
+
+// guardAhead runs preload with the server's name at every launch, beside
+// the launch, whether the launch succeeds or not; without a preload it
+// launches all the same.
+func TestGuardAheadPreloads(t *testing.T) {
+	got := make(chan string, 4)
+	inner := &countingLauncher{}
+	l := &guardAhead{Launcher: inner, preload: func(server string) { got <- server }}
+	for _, name := range []string{"a", "b", "a"} {
+		_, _ = l.Launch(context.Background(), upstream.Config{Name: name}, rpc.Limits{})
+	}
+	seen := map[string]int{}
+	for range 3 {
+		select {
+		case s := <-got:
+			seen[s]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("preload ran for %v only; want a, b and a again", seen)
+		}
+	}
+	if seen["a"] != 2 || seen["b"] != 1 {
+		t.Fatalf("preload ran for %v; want a twice and b once", seen)
+	}
+	if preloadPins(nil) != nil {
+		t.Fatal("preloadPins without a store gave a preload; want none")
+	}
+	bare := &guardAhead{Launcher: inner}
+	if _, err := bare.Launch(context.Background(), upstream.Config{Name: "c"}, rpc.Limits{}); err == nil || err.Error() != "not launched: c" {
+		t.Fatalf("launch without a preload: error %v", err)
 	}
 }

@@ -35,6 +35,17 @@ func openPins(log *slog.Logger) *pins.Store {
 	return pins.Open(dir)
 }
 
+// preloadPins reads a server's pins into the store's cache (guardAhead
+// runs it while the server starts), nil without a store. An error is left
+// for the pin check, which reads the file again and refuses the call with
+// it.
+func preloadPins(s *pins.Store) func(server string) {
+	if s == nil {
+		return nil
+	}
+	return func(server string) { _, _ = s.Load(server) }
+}
+
 // openCatalogCache opens the user's catalog cache (nil with a warning when
 // there is no cache directory: every session then lists live).
 func openCatalogCache(log *slog.Logger) *catalogcache.Store {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime"
+	"time"
 )
 
 // oneHostProcs gives the Go runtime one P for the rest of a stdio session,
@@ -18,12 +19,32 @@ import (
 // second, a 1 MB result 0.80×). The HTTP front end, which serves many
 // sessions at once, keeps the runtime's default.
 //
-// It is called once the session's set-up is done, so that the start-up
-// work run beside it (the local approval surface, the guard's tables)
-// still has every CPU.
+// It is called once the session has settled, a moment after its first
+// relayed request has its answer (proxy.Options.Settled, oneHostProcsSoon):
+// the start-up burst (the gate's set-up, the first child's start beside
+// the gate's own work for it: the guard's tables, the pins, the child's
+// lists) runs on every CPU, and the drop does not cost the cold start its
+// price. That price is some 146 page faults, half a millisecond unpinned:
+// the runtime hands the removed P's cached spans back to shared lists
+// whose blocks are touched then for the first time. Against the drop
+// before the session was served, as this did before, the cold start
+// unpinned took 0.93-0.99x (`go run ./e2e/bench -base-gate OLD -gate NEW
+// -only cold -cpu unpinned -cold 30`, four runs, on a loaded machine),
+// for some 0.5-0.9 ms more CPU (the second P spins, and the drop is paid
+// later); a drop as soon as the flags were read, or at the first launch,
+// was no faster (docs/design.md, "Cold start: where it goes"). Pinned, Go
+// starts with one P and nothing changes.
 func oneHostProcs() {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set {
 		return
 	}
 	runtime.GOMAXPROCS(1)
 }
+
+// settleDelay is how long after the first relayed answer the P goes: the
+// answer is written to the host after the call path returns, and the drop
+// stops the world, which should not hold that write.
+const settleDelay = time.Millisecond
+
+// oneHostProcsSoon is oneHostProcs, settleDelay from now.
+func oneHostProcsSoon() { time.AfterFunc(settleDelay, oneHostProcs) }

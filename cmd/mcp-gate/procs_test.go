@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 )
 
 func TestOneHostProcs(t *testing.T) {
@@ -31,5 +32,26 @@ func TestOneHostProcs(t *testing.T) {
 	oneHostProcs()
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("without GOMAXPROCS the stdio gate runs with %d Ps, want 1", got)
+	}
+}
+
+// oneHostProcsSoon drops to one P a moment later, off the caller's path.
+func TestOneHostProcsSoon(t *testing.T) {
+	prev := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	env, had := os.LookupEnv("GOMAXPROCS")
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("GOMAXPROCS", env)
+		} else {
+			os.Unsetenv("GOMAXPROCS")
+		}
+	})
+	os.Unsetenv("GOMAXPROCS")
+	oneHostProcsSoon()
+	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after oneHostProcsSoon the gate still runs with %d Ps; want 1", runtime.GOMAXPROCS(0))
+		}
 	}
 }

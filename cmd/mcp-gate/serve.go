@@ -121,10 +121,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if local != nil {
 		defer local.Close()
 	}
+	pinStore := openPins(logger)
 	opts := proxy.Options{
 		Name:            *name,
 		Servers:         servers,
-		Launcher:        &guardAhead{Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger}},
+		Launcher:        &guardAhead{Launcher: &remote.Launcher{Stdio: &upstream.ExecLauncher{Logger: logger, Mark: mark}, Logger: logger}, preload: preloadPins(pinStore)},
 		StartTimeout:    *startTO,
 		IdleTimeout:     *idleTO,
 		MaxMessageBytes: *maxMsg,
@@ -135,11 +136,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Audit:           auditLog,
 		Observer:        probes.observer(),
 		Trouble:         trouble.report,
-		Pins:            openPins(logger),
+		Pins:            pinStore,
 		LocalApprover:   localApprover(local),
 	}
 	if !*noCache {
 		opts.CatalogCache = openCatalogCache(logger)
+	}
+	if !httpOpts.enabled() {
+		opts.Settled = oneHostProcsSoon // procs.go
 	}
 	g, err := proxy.New(opts)
 	if err != nil {
@@ -154,7 +158,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// runtime's only P on a one-CPU machine (rpc.Stdio says why).
 	in, out, closeStdio := rpc.Stdio(stdin, stdout)
 	defer closeStdio()
-	oneHostProcs()
 	if err := g.Serve(ctx, in, out, proxy.WithIdentity(proxy.OSUser())); err != nil {
 		return err
 	}

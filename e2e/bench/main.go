@@ -136,6 +136,11 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// Binaries given are measured as installed, not as a linker may just
+	// have left them (loadgen.Install); those built here are copied too.
+	if err := loadgen.InstallInto(dir, &cfg.gateBin, &cfg.baseGate, &cfg.echoBin, &cfg.floorBin); err != nil {
+		return err
+	}
 	if (cfg.floor || cfg.withFloor) && cfg.floorBin == "" {
 		cfg.floorBin = filepath.Join(dir, "minrelay")
 		if err := loadgen.Build(cfg.floorBin, "e2e/minrelay"); err != nil {
@@ -148,7 +153,7 @@ func run(cfg config) error {
 	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
 		return err
 	}
-	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin, "-minrelay", cfg.floorBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "echo", "minrelay", "floor")
+	return loadgen.RunModes(cfg.cpu, pinnedEnv, []string{"-gate", cfg.gateBin, "-base-gate", cfg.baseGate, "-echo", cfg.echoBin, "-minrelay", cfg.floorBin, "-floor=" + fmt.Sprint(cfg.floor)}, "gate", "base-gate", "echo", "minrelay", "floor")
 }
 
 // balancedOrders are, per number of sides, the orders the rounds take in
