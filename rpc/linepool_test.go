@@ -549,3 +549,20 @@ func TestPooledRoomKeepsTheLimit(t *testing.T) {
 		t.Fatalf("a line of %d bytes, over the limit of %d, was read as a message (result of %d bytes), err %v", len(line), limit, got, err)
 	}
 }
+
+// A buffer goes about idleLineLife after it was put back, not up to twice
+// that: the timer that let an older one go looks again when the next
+// oldest is due, rather than a whole idleLineLife later.
+func TestLinePoolIdleLifeIsItsOwn(t *testing.T) {
+	p := newReadBufs(func() int { return 3 << 20 })
+	p.put(make([]byte, 1<<20))
+	time.Sleep(idleLineLife / 4)
+	p.put(make([]byte, 1<<20))
+	put := time.Now()
+	for p.idleBytes() != 0 {
+		if since := time.Since(put); since > idleLineLife+idleLineLife*3/8 {
+			t.Fatalf("a buffer still idle %s after it was put back (idle life %s)", since, idleLineLife)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
