@@ -64,7 +64,10 @@ func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
 		copy(grown, st.buf)
 		s.recycleOwn(st.buf) // the reader's alone: nothing was decoded from it
 		st.buf = grown
-		room = cap(st.buf) - len(st.buf)
+		// The pool may hand out room a quarter larger than asked for
+		// (another Stream's line, under a higher limit): read no
+		// further than this Stream's limit into it.
+		room = min(cap(st.buf), s.max+2) - len(st.buf)
 	}
 	start := len(st.buf)
 	n, err := s.src.Read(st.buf[start : start+room])

@@ -138,7 +138,7 @@ func (p *readBufs) put(b []byte) {
 }
 
 // trim lets go of the buffers idle for idleLineLife, and looks again
-// later while any are left.
+// when the oldest left is due, while any are left.
 func (p *readBufs) trim() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -156,7 +156,10 @@ func (p *readBufs) trim() {
 		p.idle, p.timer = nil, nil
 		return
 	}
-	p.timer.Reset(idleLineLife)
+	// Again when the oldest left is due (not a whole idleLineLife from
+	// now, which would keep it up to twice that), and not at once over
+	// and over for a clock that stands still (tests).
+	p.timer.Reset(max(p.idle[0].at.Add(idleLineLife).Sub(p.now()), idleLineLife/16))
 }
 
 // idleBytes reports the idle buffers' capacity, for tests.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -511,4 +512,57 @@ func TestRelayMarkIsTheRequestsOwn(t *testing.T) {
 	close(resume)
 	<-r.returned
 	r.read(t, 1, "1", size) // intact: with poisoning on, a recycled line would show
+}
+
+// A buffer from the pool may be up to a quarter larger than asked for (a
+// line of another Stream, whose limit is higher, went back to it): a line
+// grown into such a buffer is still read no further than the Stream's own
+// limit, and a line past it is refused, as with room made to measure.
+func TestPooledRoomKeepsTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	linePool.mu.Lock()
+	linePool.idle, linePool.bytes = nil, 0
+	// As on a machine with more Ps: the smaller rooms this line grows
+	// through, given back, do not push the large one out.
+	maxIdle := linePool.maxIdle
+	linePool.maxIdle = func() int { return 16 << 20 }
+	linePool.mu.Unlock()
+	defer func() {
+		linePool.mu.Lock()
+		linePool.maxIdle = maxIdle
+		linePool.mu.Unlock()
+	}()
+	// Another Stream's line, larger than this Stream's limit, but within
+	// a quarter of it: what the last growth, to the limit, may be handed.
+	linePool.put(make([]byte, 0, limit+limit/5))
+	body := strings.Repeat("x", limit+limit/10)
+	line := `{"jsonrpc":"2.0","id":7,"result":"` + body + `"}` + "\n"
+	s := NewStream(strings.NewReader(line), nopWriter{}, nil, Limits{MaxMessageBytes: limit})
+	defer s.Close()
+	m, err := s.Read(readCtx(t))
+	var me *MessageError
+	if !errors.As(err, &me) || !strings.Contains(me.Reason, "exceeds the limit") {
+		got := 0
+		if m != nil {
+			got = len(m.Result)
+		}
+		t.Fatalf("a line of %d bytes, over the limit of %d, was read as a message (result of %d bytes), err %v", len(line), limit, got, err)
+	}
+}
+
+// A buffer goes about idleLineLife after it was put back, not up to twice
+// that: the timer that let an older one go looks again when the next
+// oldest is due, rather than a whole idleLineLife later.
+func TestLinePoolIdleLifeIsItsOwn(t *testing.T) {
+	p := newReadBufs(func() int { return 3 << 20 })
+	p.put(make([]byte, 1<<20))
+	time.Sleep(idleLineLife / 4)
+	p.put(make([]byte, 1<<20))
+	put := time.Now()
+	for p.idleBytes() != 0 {
+		if since := time.Since(put); since > idleLineLife+idleLineLife*3/8 {
+			t.Fatalf("a buffer still idle %s after it was put back (idle life %s)", since, idleLineLife)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
