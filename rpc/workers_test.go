@@ -130,3 +130,22 @@ func BenchmarkServeGoroutine(b *testing.B) {
 		}
 	})
 }
+
+// A worker that waits idleFor for nothing ends: a quiet session keeps no
+// goroutines. One that gets a call in time stays.
+func TestWorkersEndWhenQuiet(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	w := newWorkers(done)
+	w.idleFor = 50 * time.Millisecond
+	var wg sync.WaitGroup
+	hold := make(chan struct{})
+	for range 3 {
+		wg.Add(1)
+		w.run(func() { wg.Done(); <-hold })
+	}
+	wg.Wait()
+	close(hold)
+	waitIdle(t, w, 3)
+	waitIdle(t, w, 0) // all three end, the Conn still open
+}
