@@ -58,7 +58,7 @@ func TestClaudeCodeModernHTTP(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(claude, args...)
 		cmd.Dir = home
-		cmd.Env = append(os.Environ(), "HOME="+home, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_API_KEY=", race)
+		cmd.Env = append(os.Environ(), "HOME="+home, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_API_KEY=", claudeWaitsForMCP, race)
 		done := make(chan struct{})
 		var b []byte
 		var err error

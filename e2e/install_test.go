@@ -20,6 +20,10 @@ type hostHome struct {
 	race string
 }
 
+// claudeWaitsForMCP makes Claude Code's print mode connect its MCP
+// servers before the session starts, as its interactive mode does.
+const claudeWaitsForMCP = "MCP_CONNECTION_NONBLOCKING=0"
+
 func newHostHome(t *testing.T) *hostHome {
 	t.Helper()
 	dir := t.TempDir()
@@ -33,6 +37,11 @@ func newHostHome(t *testing.T) *hostHome {
 		"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
 		"CODEX_HOME=" + filepath.Join(dir, ".codex"), "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TMPDIR=" + os.TempDir(),
+		// Claude Code's print mode does not wait for its MCP servers by
+		// default: a gate still starting its upstreams when the session
+		// begins (under -race, beside other tests) is missing from the
+		// init event's tools. Its own harness sets this to make it wait.
+		claudeWaitsForMCP,
 		// The gates the host starts exit without the race runtime's
 		// second of sleep (TestMain), and write their race reports
 		// where this test reads them (racelog_test.go).

@@ -455,7 +455,7 @@ func TestClaudeMcpListShowsConfigError(t *testing.T) {
 	run := func(args ...string) string {
 		cmd := exec.Command(claude, args...)
 		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", race}
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", claudeWaitsForMCP, race}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("claude %v: %v\n%s", args, err, out)
