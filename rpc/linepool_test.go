@@ -308,13 +308,7 @@ func TestUnmarkedLineNotRecycled(t *testing.T) {
 			r := newRelayRig(t, size, true, relay)
 			l := r.call(t, 1)
 			r.read(t, 1, "1", size)
-			deadline := time.Now().Add(hang)
-			for !l.isReleased() {
-				if time.Now().After(deadline) {
-					t.Fatal("the line is still in flight after the answer")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitReleased(t, l)
 			if l.isRecycled() {
 				t.Fatal("a line the handler did not hand over whole was recycled")
 			}
@@ -348,13 +342,7 @@ func TestLineNotRecycledForOtherTransports(t *testing.T) {
 	if l == nil || len(resp.Result) < 300<<10 {
 		t.Fatalf("the relay did not pass a large line (lease %v, %d bytes)", l, len(resp.Result))
 	}
-	deadline := time.Now().Add(hang)
-	for !l.isReleased() {
-		if time.Now().After(deadline) {
-			t.Fatal("the line is still in flight after the answer")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitReleased(t, l)
 	if l.isRecycled() {
 		t.Fatal("a line answered through a Pipe was recycled")
 	}
@@ -564,5 +552,18 @@ func TestLinePoolIdleLifeIsItsOwn(t *testing.T) {
 			t.Fatalf("a buffer still idle %s after it was put back (idle life %s)", since, idleLineLife)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitReleased waits until l is out of flight, as it must be once its
+// answer has been read.
+func waitReleased(t *testing.T, l *lineLease) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for !l.isReleased() {
+		if time.Now().After(deadline) {
+			t.Fatal("the line is still in flight after the answer")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

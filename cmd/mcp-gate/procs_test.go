@@ -10,14 +10,9 @@ import (
 func TestOneHostProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	env, had := os.LookupEnv("GOMAXPROCS")
-	t.Cleanup(func() {
-		if had {
-			os.Setenv("GOMAXPROCS", env)
-		} else {
-			os.Unsetenv("GOMAXPROCS")
-		}
-	})
+	// t.Setenv puts the variable back as it was, set or not, whatever
+	// the test does with it meanwhile.
+	t.Setenv("GOMAXPROCS", "")
 
 	// Set by whoever started the gate: theirs to decide, left alone.
 	runtime.GOMAXPROCS(3)
@@ -39,14 +34,7 @@ func TestOneHostProcs(t *testing.T) {
 func TestOneHostProcsSoon(t *testing.T) {
 	prev := runtime.GOMAXPROCS(2)
 	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	env, had := os.LookupEnv("GOMAXPROCS")
-	t.Cleanup(func() {
-		if had {
-			os.Setenv("GOMAXPROCS", env)
-		} else {
-			os.Unsetenv("GOMAXPROCS")
-		}
-	})
+	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS")
 	oneHostProcsSoon()
 	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
