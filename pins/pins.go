@@ -161,6 +161,16 @@ type Store struct {
 
 	mu    sync.Mutex
 	cache map[string]cached // server → the file as last read
+	// gen counts this store's writes (update). A read begun before a
+	// write may not put what it read in the cache once the write has
+	// dropped it: a load compares gen before and after, so that a
+	// concurrent read (the preload at a server's launch, another
+	// session's check) cannot bring back the file as it was before this
+	// store's own write for the next revalidate. Guarded by mu.
+	gen uint64
+	// loaded, when set (tests), runs after a load has read the file and
+	// before it is cached.
+	loaded func(server string)
 }
 
 type cached struct {
@@ -208,6 +218,7 @@ func (s *Store) load(server string, fresh bool) (*File, error) {
 	}
 	s.mu.Lock()
 	c, ok := s.cache[server]
+	gen := s.gen
 	s.mu.Unlock()
 	now := time.Now()
 	if ok && !fresh && now.Sub(c.checked) < revalidate {
@@ -222,19 +233,29 @@ func (s *Store) load(server string, fresh bool) (*File, error) {
 		return nil, fmt.Errorf("pins of %q: %w", server, err)
 	}
 	if ok && c.modTime.Equal(fi.ModTime()) && c.size == fi.Size() {
-		s.mu.Lock()
-		s.cache[server] = cached{f: c.f, modTime: c.modTime, size: c.size, checked: now}
-		s.mu.Unlock()
+		s.cacheIfUnwritten(server, gen, cached{f: c.f, modTime: c.modTime, size: c.size, checked: now})
 		return c.f, nil
 	}
 	f, err := s.read(server)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.cache[server] = cached{f: f, modTime: fi.ModTime(), size: fi.Size(), checked: now}
-	s.mu.Unlock()
+	if s.loaded != nil {
+		s.loaded(server)
+	}
+	s.cacheIfUnwritten(server, gen, cached{f: f, modTime: fi.ModTime(), size: fi.Size(), checked: now})
 	return f, nil
+}
+
+// cacheIfUnwritten caches c unless this store has written a file since
+// the load that read c began (gen): what it read may be older than that
+// write, and the next load must read the file again.
+func (s *Store) cacheIfUnwritten(server string, gen uint64, c cached) {
+	s.mu.Lock()
+	if s.gen == gen {
+		s.cache[server] = c
+	}
+	s.mu.Unlock()
 }
 
 func emptyFile(server string) *File {
@@ -335,6 +356,7 @@ func (s *Store) update(server string, change func(f *File) bool) error {
 	}
 	s.mu.Lock()
 	delete(s.cache, server) // re-read (and re-stat) on the next Load
+	s.gen++                 // and a load begun before this write does not cache what it read
 	s.mu.Unlock()
 	return nil
 }

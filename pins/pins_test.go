@@ -242,3 +242,33 @@ func FuzzDiff(f *testing.F) {
 		}
 	})
 }
+
+// A load that read the file before this store wrote it (the preload at a
+// server's launch racing an accept) does not put the older file back in
+// the cache: the store's own writes are seen at once, so going back to the
+// definition pinned before is a change, not a match served from a stale
+// read for the next revalidate.
+func TestLoadRacingAWriteDoesNotCacheTheOlderFile(t *testing.T) {
+	s := Open(filepath.Join(t.TempDir(), "pins"))
+	v1 := json.RawMessage(`{"name":"t","description":"one"}`)
+	v2 := json.RawMessage(`{"name":"t","description":"two"}`)
+	if _, err := s.Observe("srv", map[string]json.RawMessage{"tool:t": v1}); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	s.loaded = func(string) {
+		// The file is read (v1 pinned); before it is cached, this store
+		// accepts v2.
+		once.Do(func() {
+			if err := s.Accept("srv", "tool:t", v2, Digest(v2)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if f, err := s.Load("srv"); err != nil || f.Pinned["tool:t"].Digest != Digest(v1) {
+		t.Fatalf("the racing load: %v", err)
+	}
+	if st, pin, err := s.Check("srv", "tool:t", v1, Digest(v1)); err != nil || st != Changed || pin.Digest != Digest(v2) {
+		t.Fatalf("v1 after v2 was accepted: %v (pinned %s, %v); want a change from the v2 pin", st, Short(pin.Digest), err)
+	}
+}

@@ -182,13 +182,21 @@ func TestReadiness(t *testing.T) {
 // library reports a /proc file it cannot read that way) comes out of
 // serve's operational logger, in its format, not as a bare line. Not
 // parallel: the standard logger is the process's.
+//
+// Such a line is written at warn (the library's are errors), so that
+// --log-level warn still shows it (serveInProcess needs info to see the
+// session start, so the level is checked here, not the filter).
 func TestStandardLogThroughTheLogger(t *testing.T) {
 	prev := slog.Default()
-	t.Cleanup(func() { slog.SetDefault(prev) })
+	prevLevel := slog.SetLogLoggerLevel(slog.LevelInfo)
+	t.Cleanup(func() {
+		slog.SetDefault(prev)
+		slog.SetLogLoggerLevel(prevLevel)
+	})
 	stderr, stop := serveInProcess(t)
-	log.Print("a line from the log package")
+	log.Print("ERROR: a line from the log package")
 	stop()
-	if !strings.Contains(stderr.String(), `level=INFO msg="a line from the log package"`) {
-		t.Errorf("the standard log's line is not in the gate's log format:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), `level=WARN msg="ERROR: a line from the log package"`) {
+		t.Errorf("the standard log's line is not in the gate's log format, at warn:\n%s", stderr.String())
 	}
 }

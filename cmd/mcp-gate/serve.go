@@ -55,8 +55,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// A library that logs through the standard log package (the metrics
 	// library reports a /proc file it cannot read that way) writes
 	// through the operational logger too, in its format, instead of a
-	// bare line on stderr.
+	// bare line on stderr. At warn, as the HTTP servers' error logs
+	// (ops.go, servehttp.go): what a library logs that way is trouble
+	// (the metrics library's lines all begin "ERROR:"), and at the bridge's
+	// default, info, --log-level warn or error would drop it unseen.
 	slog.SetDefault(logger)
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 	var probes *opsState // nil: metrics and probes off, at no cost
 	if *opsAddr != "" {
 		if probes, err = serveOps(ctx, *opsAddr, logger); err != nil {
