@@ -43,3 +43,18 @@ func TestOneHostProcsSoon(t *testing.T) {
 		}
 	}
 }
+
+// A session that never relays a request still drops to one P: by
+// oneHostProcsBy's bound at the latest.
+func TestOneHostProcsBy(t *testing.T) {
+	prev := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	defer oneHostProcsBy(20 * time.Millisecond).Stop()
+	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after oneHostProcsBy(20ms) the gate still runs with %d Ps; want 1", runtime.GOMAXPROCS(0))
+		}
+	}
+}

@@ -148,6 +148,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	if !httpOpts.enabled() {
 		opts.Settled = oneHostProcsSoon // procs.go
+		defer oneHostProcsBy(settleLatest).Stop()
 	}
 	g, err := proxy.New(opts)
 	if err != nil {
