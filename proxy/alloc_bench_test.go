@@ -20,6 +20,16 @@ import (
 type pipeLauncher struct{ rawLauncher }
 
 func (l *pipeLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
+	return launchOverPipes(lim, func(in io.Reader, out io.WriteCloser) {
+		io.Copy(out, l.serve(in))
+		out.Close()
+	})
+}
+
+// launchOverPipes starts a test upstream over OS pipes: serve reads what
+// the gate writes from in and writes its answers to out, on a goroutine
+// of its own, until in ends.
+func launchOverPipes(lim rpc.Limits, serve func(in io.Reader, out io.WriteCloser)) (upstream.Connection, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -32,7 +42,7 @@ func (l *pipeLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limi
 	pr, pw := io.Pipe()
 	p.in = pw
 	go func() { io.Copy(pw, inR); pw.Close() }()
-	go func() { io.Copy(outW, l.serve(pr)); outW.Close() }()
+	go serve(pr, outW)
 	go func() { <-p.exited; inR.Close(); outR.Close() }()
 	return p, nil
 }

@@ -22,21 +22,9 @@ import (
 type lineLauncher struct{ pipeLauncher }
 
 func (l *lineLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limits) (upstream.Connection, error) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	p := &rawProcess{Stream: rpc.NewStream(outR, inW, nil, lim), exited: make(chan struct{})}
-	pr, pw := io.Pipe()
-	p.in = pw
-	go func() { io.Copy(pw, inR); pw.Close() }()
-	go func() {
+	return launchOverPipes(lim, func(in io.Reader, outW io.WriteCloser) {
 		defer outW.Close()
-		sc := bufio.NewScanner(pr)
+		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		w := bufio.NewWriterSize(outW, 64<<10)
 		for sc.Scan() {
@@ -59,9 +47,7 @@ func (l *lineLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limi
 			w.WriteString("}\n")
 			w.Flush()
 		}
-	}()
-	go func() { <-p.exited; inR.Close(); outR.Close() }()
-	return p, nil
+	})
 }
 
 // A 2025-era host's tools/call whose large result the gate relays as it
