@@ -119,8 +119,15 @@ func acceptsGzip(header string) bool {
 		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
 			continue
 		}
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		// A weight of zero refuses it (RFC 9110 12.4.2): "q" in either
+		// case, with or without decimals. A coding named twice counts
+		// only at its first mention, as before.
+		q := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(params), " ", ""))
+		w, ok := strings.CutPrefix(q, "q=")
+		if !ok {
+			return true
+		}
+		return strings.Trim(w, "0.") != "" || !strings.HasPrefix(w, "0")
 	}
 	return false
 }

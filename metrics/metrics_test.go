@@ -553,3 +553,29 @@ func grep(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Accept-Encoding: gzip with a zero weight, however it is spelled, is a
+// refusal; any other weight, or none, offers it.
+func TestAcceptsGzip(t *testing.T) {
+	for header, want := range map[string]bool{
+		"gzip":                 true,
+		"GZIP":                 true,
+		"deflate, gzip":        true,
+		"gzip;q=0.5":           true,
+		"gzip;q=1":             true,
+		"gzip;q=1.0":           true,
+		"gzip; q=0.001":        true,
+		"gzip;q=0":             false,
+		"gzip;Q=0":             false,
+		"gzip; q=0.000":        false,
+		"gzip;q=0.":            false,
+		"deflate, gzip ;Q=0.0": false,
+		"":                     false,
+		"identity":             false,
+		"x-gzip":               false,
+	} {
+		if got := acceptsGzip(header); got != want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
