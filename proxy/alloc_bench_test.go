@@ -91,27 +91,7 @@ func between(s, from, to string) string {
 //
 //	go test -run '^$' -bench RelayCallDirect -benchmem ./proxy
 func BenchmarkRelayCallDirect(b *testing.B) {
-	g, err := New(Options{
-		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
-		Launcher: &pipeLauncher{rawLauncher{result: `{"content":[{"type":"text","text":"ok"}]}`}},
-		Policy:   static(b, allowAll),
-		Logger:   slog.New(slog.DiscardHandler),
-		Audit:    audit.New(io.Discard),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gateR, hostW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	hostR, gateW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	go g.Serve(context.Background(), gateR, gateW)
-	b.Cleanup(func() { hostW.Close(); time.Sleep(10 * time.Millisecond) })
-	rd := bufio.NewReaderSize(hostR, 1<<20)
+	hostW, rd := pipedGate(b, &pipeLauncher{rawLauncher{result: `{"content":[{"type":"text","text":"ok"}]}`}}, 1<<20)
 	call := func(line string) {
 		if _, err := hostW.WriteString(line); err != nil {
 			b.Fatal(err)
@@ -133,4 +113,32 @@ func BenchmarkRelayCallDirect(b *testing.B) {
 	for b.Loop() {
 		call(line)
 	}
+}
+
+// pipedGate serves a gate under allowAll with one upstream, "up", from l,
+// to a host on OS pipes, as a stdio gate is: the host writes requests to
+// hostW and reads the answers from rd (a reader of readSize bytes).
+func pipedGate(tb testing.TB, l upstream.Launcher, readSize int) (hostW *os.File, rd *bufio.Reader) {
+	tb.Helper()
+	g, err := New(Options{
+		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
+		Launcher: l,
+		Policy:   static(tb, allowAll),
+		Logger:   slog.New(slog.DiscardHandler),
+		Audit:    audit.New(io.Discard),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gateR, hostW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hostR, gateW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go g.Serve(context.Background(), gateR, gateW)
+	tb.Cleanup(func() { hostW.Close(); time.Sleep(10 * time.Millisecond) })
+	return hostW, bufio.NewReaderSize(hostR, readSize)
 }

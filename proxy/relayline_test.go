@@ -4,14 +4,10 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/rpc"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
@@ -58,27 +54,7 @@ func (l *lineLauncher) Launch(_ context.Context, _ upstream.Config, lim rpc.Limi
 func TestRelayedResultReusesItsLine(t *testing.T) {
 	text := strings.Repeat("0123456789abcdef", 1<<16) // 1 MB
 	result := `{"content":[{"type":"text","text":"` + text + `"}]}`
-	g, err := New(Options{
-		Servers:  []upstream.Config{{Name: "up", Type: upstream.TypeStdio, Command: "in-memory"}},
-		Launcher: &lineLauncher{pipeLauncher{rawLauncher{result: result}}},
-		Policy:   static(t, allowAll),
-		Logger:   slog.New(slog.DiscardHandler),
-		Audit:    audit.New(io.Discard),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateR, hostW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostR, gateW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(context.Background(), gateR, gateW)
-	t.Cleanup(func() { hostW.Close(); time.Sleep(10 * time.Millisecond) })
-	rd := bufio.NewReaderSize(hostR, 2<<20)
+	hostW, rd := pipedGate(t, &lineLauncher{pipeLauncher{rawLauncher{result: result}}}, 2<<20)
 	want := `{"jsonrpc":"2.0","id":1,"result":` + result + "}\n"
 	call := func(line string) string {
 		if _, err := hostW.WriteString(line); err != nil {
