@@ -139,21 +139,19 @@ func followFile(ctx context.Context, abs string, p *Policy, opts Options, logger
 	w, err := wc.newWatcher()
 	if err == nil {
 		rl.w = w
-		if _, err = rl.rewatch(); err != nil {
+		if _, err = rl.rewatch(); err != nil && errors.Is(err, fs.ErrNotExist) {
 			w.Close()
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, err
-			}
+			return nil, err
 		}
 	} else {
 		err = fmt.Errorf("watching the policy file %s: %w", abs, err)
 	}
 	if err != nil {
+		// pollAlone closes the watcher that failed, if any. The rewatch
+		// then only records the symlink chain: pollOnly's Add never fails.
 		rl.watched = map[string]bool{}
 		rl.pollAlone(err.Error())
-		if _, err := rl.rewatch(); err != nil {
-			return nil, err
-		}
+		_, _ = rl.rewatch()
 	}
 	go rl.run(ctx)
 	return s, nil
