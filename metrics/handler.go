@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
@@ -49,9 +50,11 @@ func (m *Metrics) handler(limit int, timeout time.Duration) http.Handler {
 		hd.Add("Vary", "Accept-Encoding")
 		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 			var z bytes.Buffer
-			zw := gzip.NewWriter(&z)
+			zw := gzipWriters.Get().(*gzip.Writer)
+			zw.Reset(&z)
 			zw.Write(body)
 			zw.Close()
+			gzipWriters.Put(zw)
 			body = z.Bytes()
 			hd.Set("Content-Encoding", "gzip")
 		}
@@ -63,6 +66,10 @@ func (m *Metrics) handler(limit int, timeout time.Duration) http.Handler {
 	// against the four.
 	return http.TimeoutHandler(h, timeout, fmt.Sprintf("Exceeded the scrape timeout of %v.\n", timeout))
 }
+
+// gzipWriters keeps compressors between scrapes: each holds some hundreds
+// of KB of state, which a new one per scrape would make again.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // gather renders the whole exposition: the gate's families, then the Go
 // runtime's and the process's. A panic in a writer (the library panics on

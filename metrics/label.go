@@ -72,6 +72,6 @@ func escapeLabelValue(b *strings.Builder, v string) {
 
 // escapeHelp writes a HELP text as the format wants it: backslash and
 // line feed escaped.
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
+func escapeHelp(s string) string { return helpEscaper.Replace(s) }
+
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
