@@ -20,7 +20,7 @@ import (
 // sessions at once, keeps the runtime's default.
 //
 // It is called once the session has settled, a moment after its first
-// relayed request has its answer (proxy.Options.Settled, oneHostProcsSoon),
+// relayed request has its answer (proxy.Options.Settled, oneHostProcsBy(settleDelay)),
 // or settleLatest after the start if none is ever relayed (oneHostProcsBy):
 // the start-up burst (the gate's set-up, the first child's start beside
 // the gate's own work for it: the guard's tables, the pins, the child's
@@ -47,15 +47,13 @@ func oneHostProcs() {
 // stops the world, which should not hold that write.
 const settleDelay = time.Millisecond
 
-// oneHostProcsSoon is oneHostProcs, settleDelay from now.
-func oneHostProcsSoon() { time.AfterFunc(settleDelay, oneHostProcs) }
-
 // settleLatest bounds how long a stdio session keeps every CPU when no
 // request is ever relayed (a host that only lists from the catalog cache,
 // or whose every call is refused): the start-up burst is long over by
 // then, and a second drop is a no-op.
 const settleLatest = 2 * time.Second
 
-// oneHostProcsBy arms oneHostProcs for d from now, whatever the session
-// does: the latest the drop comes.
+// oneHostProcsBy runs oneHostProcs d from now, off the caller's path:
+// settleDelay after the first relayed answer (proxy.Options.Settled), and
+// settleLatest after the start whatever the session does.
 func oneHostProcsBy(d time.Duration) *time.Timer { return time.AfterFunc(d, oneHostProcs) }

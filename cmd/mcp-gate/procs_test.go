@@ -30,31 +30,21 @@ func TestOneHostProcs(t *testing.T) {
 	}
 }
 
-// oneHostProcsSoon drops to one P a moment later, off the caller's path.
-func TestOneHostProcsSoon(t *testing.T) {
-	prev := runtime.GOMAXPROCS(2)
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
-	oneHostProcsSoon()
-	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after oneHostProcsSoon the gate still runs with %d Ps; want 1", runtime.GOMAXPROCS(0))
-		}
-	}
-}
-
-// A session that never relays a request still drops to one P: by
-// oneHostProcsBy's bound at the latest.
+// oneHostProcsBy drops to one P a moment later, off the caller's path:
+// after the first relayed answer (settleDelay) and, for a session that
+// never relays a request, after settleLatest at the latest.
 func TestOneHostProcsBy(t *testing.T) {
-	prev := runtime.GOMAXPROCS(2)
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
-	defer oneHostProcsBy(20 * time.Millisecond).Stop()
-	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after oneHostProcsBy(20ms) the gate still runs with %d Ps; want 1", runtime.GOMAXPROCS(0))
+	for _, d := range []time.Duration{settleDelay, 20 * time.Millisecond} {
+		prev := runtime.GOMAXPROCS(2)
+		t.Setenv("GOMAXPROCS", "")
+		os.Unsetenv("GOMAXPROCS")
+		timer := oneHostProcsBy(d)
+		for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after oneHostProcsBy(%v) the gate still runs with %d Ps; want 1", d, runtime.GOMAXPROCS(0))
+			}
 		}
+		timer.Stop()
+		runtime.GOMAXPROCS(prev)
 	}
 }

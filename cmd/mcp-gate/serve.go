@@ -147,7 +147,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		opts.CatalogCache = openCatalogCache(logger)
 	}
 	if !httpOpts.enabled() {
-		opts.Settled = oneHostProcsSoon // procs.go
+		opts.Settled = func() { oneHostProcsBy(settleDelay) } // procs.go
 		defer oneHostProcsBy(settleLatest).Stop()
 	}
 	g, err := proxy.New(opts)
