@@ -80,9 +80,6 @@ type Options struct {
 	CatalogCache *catalogcache.Store
 	// Pins, when set, holds every definition to its pin (pinning.go).
 	Pins *pins.Store
-	// Settled, when set, is called once, when the first request relayed
-	// to an upstream has its answer (settled.go).
-	Settled func()
 }
 
 // A Gate is what the host sessions of one process share: the policy, the
@@ -123,7 +120,6 @@ type Gate struct {
 
 	known   knownCaps  // each server's capabilities, once a child of it started (advertise.go)
 	answers answerBook // the host's elicitation answers, by call in flight (elicited.go)
-	settled sync.Once  // Options.Settled, once (settled.go)
 	// startFailed: child → why its last start for a list failed
 	// (trouble.go). Guarded by mu.
 	startFailed map[child]error

@@ -111,7 +111,6 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	sp := g.startCall()
 	res, err := send(g, ctx, r, t)
-	g.settle()
 	if own, ok := asGateAnswer(err); ok {
 		g.endCall(sp, t.server, r.method, nil)
 		return own.res, nil // a parked call's question, or a refused retry (parked.go)

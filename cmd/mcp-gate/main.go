@@ -113,6 +113,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cmd, rest := args[0], args[1:]
+	if cmd != "serve" {
+		procsFor(false) // serve decides once its flags are read
+	}
 	var err error
 	switch cmd {
 	case "serve":

@@ -48,6 +48,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	procsFor(!httpOpts.enabled()) // procs.go
 	logger, stderrLog, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return usageError{err}
@@ -145,10 +146,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	if !*noCache {
 		opts.CatalogCache = openCatalogCache(logger)
-	}
-	if !httpOpts.enabled() {
-		opts.Settled = func() { oneHostProcsBy(settleDelay) } // procs.go
-		defer oneHostProcsBy(settleLatest).Stop()
 	}
 	g, err := proxy.New(opts)
 	if err != nil {
