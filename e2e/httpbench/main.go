@@ -96,6 +96,11 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// Binaries given are measured as installed, not as a linker may just
+	// have left them (loadgen.Install); those built here are copied too.
+	if err := loadgen.InstallInto(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
+		return err
+	}
 	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
 		return err
 	}
