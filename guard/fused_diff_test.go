@@ -211,3 +211,75 @@ func FuzzScanReference(f *testing.F) {
 		checkScanRef(t, append(bytes.Repeat([]byte("z"), 64), b...))
 	})
 }
+
+// bothQuiets runs f with the vector loop, where there is one, and with
+// quietGo alone.
+func bothQuiets(t *testing.T, f func(t *testing.T)) {
+	old := quietVector
+	defer func() { quietVector = old }()
+	for _, v := range []bool{false, true} {
+		if v && !old {
+			continue
+		}
+		quietVector = v
+		t.Run(map[bool]string{false: "go", true: "vector"}[v], f)
+	}
+}
+
+// TestScanBothQuiets runs the differential tests with each quiet.
+func TestScanBothQuiets(t *testing.T) {
+	bothQuiets(t, func(t *testing.T) {
+		t.Run("offsets", TestScanEveryOffset)
+		t.Run("events", TestScanRandomEvents)
+		t.Run("bytes", TestScanRandomBytes)
+		t.Run("quiet", TestQuietPassesOnlyQuietBlocks)
+	})
+}
+
+// TestQuietVectorMatchesGo holds the vector loop to quietGo on random
+// buffers of many blocks, with and without the stem look: both must stop
+// at the same block, or both pass all that the vector loop may read.
+func TestQuietVectorMatchesGo(t *testing.T) {
+	if !quietVector {
+		t.Skip("no vector loop here")
+	}
+	const alphabet = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx  \\\\nnt\"/uubfF0aAlLoOwWpPrRvVeE\x1b\x7f\t\x00\x1f\x20\x7e\x80\xff\xc2\xe2\x5b\x5d\x7c"
+	r := rand.New(rand.NewPCG(4, 4))
+	p := pf()
+	stops := 0
+	for range 20000 {
+		b := make([]byte, r.IntN(400))
+		rate := 1 + r.IntN(200)
+		for i := range b {
+			if r.IntN(rate) == 0 {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[i] = 'x'
+			}
+		}
+		for _, stems := range []bool{false, true} {
+			from := r.IntN(8) * 8
+			if from > len(b) {
+				from = 0
+			}
+			to := len(b) - r.IntN(2)
+			end := min(to+1, len(b))
+			if end-from < 33 {
+				continue
+			}
+			got := from + quietAVX2(&p.bloom, &b[from], end-from, stems)
+			want := quietGo(&p.bloom, b, from, to, stems)
+			// The vector loop stops one block short of quietGo at the end,
+			// where it has no byte to read past the block.
+			if got != want && !(got+32 <= to && got+33 > end && want > got) {
+				t.Fatalf("stems %v from %d to %d: vector stops at %d, Go at %d, in %q", stems, from, to, got, want, b)
+			}
+			if want+32 <= to {
+				stops++
+			}
+		}
+	}
+	if stops < 1000 {
+		t.Fatalf("only %d stops: the inputs do not exercise the loops", stops)
+	}
+}
