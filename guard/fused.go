@@ -169,14 +169,28 @@ func scanRange(p *prefilter, b []byte, from, to int) fusedPart {
 	best, hidden, h := n, -1, from
 	uesc := false
 	var highs uint64
+	skip, backoff := 0, 0
 	i := from
 	for i+32 <= to {
 		stems := best == n
 		switch {
 		case hidden < 0 && h <= i:
+			if skip > 0 {
+				skip--
+				break
+			}
 			// Quiet bytes are printable ASCII: highs stay as they are.
-			i = quiet(&p.bloom, b, i, to, stems)
-			h = i
+			j := quiet(&p.bloom, b, i, to, stems)
+			if j == i {
+				// Nothing passed, as in text that is not English: the next
+				// blocks go the slow way without asking quiet first, one,
+				// then three, up to fifteen while it stays so.
+				backoff = min(2*backoff+1, 15)
+				skip = backoff
+			} else {
+				backoff = 0
+			}
+			i, h = j, j
 		case hidden >= 0 && stems:
 			var hs uint64
 			i, hs = quietStems(&p.bloom, b, i, to)
