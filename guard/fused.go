@@ -67,10 +67,10 @@ func NeutralizeScanned(raw []byte, sc Scan) ([]byte, int, error) {
 
 // scanFused is, in one pass over b, the prefilter's nextHigh(b, 0) (does a
 // stem occur, and is there a byte >= 0x80) and firstHiddenJSON(b). It
-// reads b in aligned 8-byte words, as nextHigh does; the neutraliser's look
-// shares each word's load and skips a word of printable ASCII without a
-// backslash, as firstHiddenJSON does, and goes byte by byte (token by
-// token: an escape, a UTF-8 sequence) only elsewhere. stemAt is len(b)
+// reads b in the aligned windows nextHigh reads, 32 bytes at a time where
+// there is nothing to see (see scanRange and quiet); the neutraliser's
+// look shares the loads and goes token by token (an escape, a UTF-8
+// sequence) only where a byte is not printable ASCII. stemAt is len(b)
 // when no stem occurs, else the start of some occurrence (not necessarily
 // the first: the detector only asks whether there is one). high and uesc
 // are exact when no stem occurs; after one they are only true or unknown.
