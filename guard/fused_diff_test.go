@@ -283,3 +283,20 @@ func TestQuietVectorMatchesGo(t *testing.T) {
 		t.Fatalf("only %d stops: the inputs do not exercise the loops", stops)
 	}
 }
+
+// TestScanChunkEnds puts events around the ends of the pieces quiet hands
+// the vector loop (quietChunk) in inputs of a few of them.
+func TestScanChunkEnds(t *testing.T) {
+	bothQuiets(t, func(t *testing.T) {
+		for _, fill := range scanFills[:2] {
+			base := strings.Repeat(fill, (2*quietChunk+200)/len(fill)+1)[:2*quietChunk+100]
+			for _, ev := range []string{"approve", `\u202e`, "\u200b", `\\\\`, "\xff"} {
+				for _, end := range []int{quietChunk, 2 * quietChunk} {
+					for at := end - 40; at <= end+8; at += 3 {
+						checkScanRef(t, []byte(base[:at]+ev+base[at:]))
+					}
+				}
+			}
+		}
+	})
+}
