@@ -290,7 +290,7 @@ func quiet(bloom *[1 << 12]uint64, b []byte, i, to int, stems bool) int {
 			k := quietAVX2(bloom, &b[i], n, stems)
 			i += k
 			if k < n-32 {
-				break // it stopped at a block
+				return i // it stopped at a block, where quietGo would
 			}
 		}
 	}
@@ -405,9 +405,12 @@ func stemWords(p *prefilter, b []byte, i, end, best int) int {
 	for ; i < end && best == len(b); i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:]) | k20
 		lo, hi := uint32(w), uint32(w>>32)
-		xl, xh := bloomHash(lo), bloomHash(hi)
-		if p.bloom[xl>>6]&(1<<(xl&63))|p.bloom[xh>>6]&(1<<(xh&63)) != 0 {
+		// A window the filter does not hold is no key of the exact
+		// table either: only the windows it holds are verified.
+		if xl := bloomHash(lo); p.bloom[xl>>6]&(1<<(xl&63)) != 0 {
 			best, _ = p.verify(b, 0, i, lo, best, -1)
+		}
+		if xh := bloomHash(hi); p.bloom[xh>>6]&(1<<(xh&63)) != 0 {
 			best, _ = p.verify(b, 0, i+4, hi, best, -1)
 		}
 	}
