@@ -15,7 +15,8 @@
 //     (one signed compare for below 0x20 and >= 0x80, one for DEL); a
 //     backslash stops when the byte after it (the block loaded again one
 //     byte on) is 'u', '\\', 'b' or 'f', or when it ends the block.
-// Hence the one byte read past each block.
+// Hence the one byte read past each block. Y15 is left alone (Go's
+// internal ABI keeps zero in X15; the wrapper would restore it anyway).
 
 // func quietAVX2(bloom *[4096]uint64, b *byte, n int, stems bool) int
 TEXT ·quietAVX2(SB), NOSPLIT, $0-40
@@ -29,7 +30,6 @@ TEXT ·quietAVX2(SB), NOSPLIT, $0-40
 	VMOVDQU quietMul<>(SB), Y2  // bloomHash's multiplier in every dword
 	VMOVDQU quietK5C<>(SB), Y13 // '\\'
 	VMOVDQU quietK7F<>(SB), Y14 // DEL
-	VMOVDQU quietK75<>(SB), Y15 // 'u'
 
 loop:
 	LEAQ 33(BX), R8
@@ -60,7 +60,7 @@ text:
 	VPOR     Y4, Y3, Y3        // and DEL
 	VPCMPEQB Y0, Y13, Y4       // backslashes
 	VPCMPEQB Y5, Y13, Y11      // followers that are '\\'
-	VPCMPEQB Y5, Y15, Y12      // 'u'
+	VPCMPEQB quietK75<>(SB), Y5, Y12 // 'u'
 	VPOR     Y12, Y11, Y11
 	VPOR     quietK04<>(SB), Y5, Y12
 	VPCMPEQB quietK66<>(SB), Y12, Y12 // 'b' or 'f'
