@@ -1,0 +1,77 @@
+package rpc
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// repeatReader hands out one line over and over without end, up to piece
+// bytes a read and across the lines' ends, as a pipe holding an upstream's
+// results written back to back does.
+type repeatReader struct {
+	line  []byte
+	off   int
+	piece int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := min(len(p), r.piece)
+	for i := range n {
+		p[i] = r.line[r.off]
+		r.off = (r.off + 1) % len(r.line)
+	}
+	return n, nil
+}
+
+// TestStreamOverreadMakesNoGarbage: in a run of 1 MB lines written back
+// to back, a direct read takes the start of the next line with it. Those
+// bytes go into room the Stream keeps, not into memory of their own for
+// every line, and the read stops near where the line is expected to end
+// even in room a quarter larger, as the line pool may hand out: the
+// garbage of a run of large results whose rooms are reused is nearly
+// nothing (it was a copy of up to a quarter of a line per line).
+func TestStreamOverreadMakesNoGarbage(t *testing.T) {
+	line := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":"%s"}`+"\n", strings.Repeat("v", 1<<20)))
+	s := NewStream(&repeatReader{line: line, piece: 4 << 20}, nopWriter{}, nil, Limits{MaxMessageBytes: 4 << 20})
+	defer s.Close()
+	s.budget = newLineBudget(64 << 20) // leases, so that each line's room goes back to the pool
+	want := line[len(`{"jsonrpc":"2.0","id":1,"result":`) : len(line)-2]
+	// read reads a line, checks it and recycles its room. Checked without
+	// a copy: nothing but the Stream may allocate while it is measured.
+	read := func() {
+		t.Helper()
+		m, err := s.Read(readCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.line == nil {
+			t.Fatal("a large line was read without a lease: its room cannot be recycled")
+		}
+		if !bytes.Equal(m.Result, want) {
+			t.Fatalf("a line came out changed (%d bytes, want %d)", len(m.Result), len(want))
+		}
+		m.line.recycle()
+	}
+	read() // the first sets the hint
+	// The pool holds one room, a quarter larger than the line: each line
+	// is read into it and gives it back.
+	linePool.mu.Lock()
+	linePool.idle, linePool.bytes = nil, 0
+	linePool.mu.Unlock()
+	linePool.put(make([]byte, 0, len(line)+len(line)/4))
+	read() // the reader reads a line ahead (goroutine mode): two rooms circulate
+	read()
+	const n = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 8<<10 {
+		t.Errorf("%d bytes allocated per line of %d whose room is reused, want at most %d: the bytes read past each line's end are copied into memory of their own", per, len(line), 8<<10)
+	}
+}
