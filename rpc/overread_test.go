@@ -75,3 +75,42 @@ func TestStreamOverreadMakesNoGarbage(t *testing.T) {
 		t.Errorf("%d bytes allocated per line of %d whose room is reused, want at most %d: the bytes read past each line's end are copied into memory of their own", per, len(line), 8<<10)
 	}
 }
+
+// TestStreamFirstLargeLineAllocates: the first large line of a Stream (no
+// hint of its length yet) costs about twice its size, its pieces and its
+// room, not the chain of rooms a quarter larger each, with a copy each
+// time, that made five times its size; and its room is the one the next
+// line of that size asks for, so that it can be reused.
+func TestStreamFirstLargeLineAllocates(t *testing.T) {
+	line := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":"%s"}`+"\n", strings.Repeat("v", 1<<20)))
+	want := line[len(`{"jsonrpc":"2.0","id":1,"result":`) : len(line)-2]
+	for _, piece := range []int{64 << 10, 1 << 20, 4 << 20} {
+		// One line, then the end: the reader goroutine reads no next
+		// line while the first is measured.
+		s := NewStream(&pieceReader{b: bytes.Clone(line), piece: piece}, nopWriter{}, nil, Limits{MaxMessageBytes: 4 << 20})
+		s.budget = newLineBudget(64 << 20)
+		linePool.mu.Lock()
+		linePool.idle, linePool.bytes = nil, 0
+		linePool.mu.Unlock()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, err := s.Read(readCtx(t))
+		runtime.ReadMemStats(&after)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.Result, want) {
+			t.Fatalf("pieces of %d bytes: the line came out changed (%d bytes, want %d)", piece, len(m.Result), len(want))
+		}
+		// Its room (len+len/64), its pieces (its length, a piece more at
+		// most) and the Stream's own (a 64 KB reader and a few more): 2.3
+		// times the line; the rooms a quarter larger each made 5.
+		if got, most := after.TotalAlloc-before.TotalAlloc, uint64(5*len(line)/2); got > most {
+			t.Errorf("pieces of %d bytes: the first line of %d bytes made %d bytes, want at most %d", piece, len(line), got, most)
+		}
+		if l := m.line; l == nil || int(l.n) < len(line)+len(line)/64 || int(l.n) > len(line)+len(line)/64+len(line)/4 {
+			t.Errorf("pieces of %d bytes: the line's room is not one the next line of its size can reuse (lease %v)", piece, l)
+		}
+	}
+}
