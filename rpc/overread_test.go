@@ -2,7 +2,9 @@ package rpc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -111,6 +113,50 @@ func TestStreamFirstLargeLineAllocates(t *testing.T) {
 		}
 		if l := m.line; l == nil || int(l.n) < len(line)+len(line)/64 || int(l.n) > len(line)+len(line)/64+len(line)/4 {
 			t.Errorf("pieces of %d bytes: the line's room is not one the next line of its size can reuse (lease %v)", piece, l)
+		}
+	}
+}
+
+// stutterReader returns nothing, and no error, on every other read, as a
+// reader may (io.Reader allows it); the bufio.Reader retries such reads.
+type stutterReader struct {
+	r    io.Reader
+	skip bool
+}
+
+func (s *stutterReader) Read(p []byte) (int, error) {
+	if s.skip = !s.skip; s.skip {
+		return 0, nil
+	}
+	return s.r.Read(p)
+}
+
+// TestStreamPiecesEmptyReads: lines longer than their room, read in pieces
+// from a reader that returns nothing every other time, come out whole, and
+// so does the one over the limit's error and the line after it.
+func TestStreamPiecesEmptyReads(t *testing.T) {
+	const limit = 900 << 10
+	sizes := []int{300 << 10, 800 << 10, limit + 100<<10, 70 << 10, 850 << 10}
+	var in bytes.Buffer
+	for i, n := range sizes {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"result":"%s"}`+"\n", i, strings.Repeat(string(rune('a'+i)), n))
+	}
+	s := NewStream(&stutterReader{r: &pieceReader{b: in.Bytes(), piece: 200 << 10}}, nopWriter{}, nil, Limits{MaxMessageBytes: limit})
+	defer s.Close()
+	for i, n := range sizes {
+		m, err := s.Read(readCtx(t))
+		if n > limit {
+			var me *MessageError
+			if !errors.As(err, &me) || string(me.ID) != fmt.Sprint(i) {
+				t.Fatalf("message %d over the limit: got %v, %v", i, m, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if want := `"` + strings.Repeat(string(rune('a'+i)), n) + `"`; string(m.ID) != fmt.Sprint(i) || string(m.Result) != want {
+			t.Fatalf("message %d: id %s, result of %d bytes (want %d)", i, m.ID, len(m.Result), len(want))
 		}
 	}
 }
