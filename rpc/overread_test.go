@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -159,4 +160,58 @@ func TestStreamPiecesEmptyReads(t *testing.T) {
 			t.Fatalf("message %d: id %s, result of %d bytes (want %d)", i, m.ID, len(m.Result), len(want))
 		}
 	}
+}
+
+// FuzzStreamLargeLines reads runs of messages of the sizes it is given,
+// many longer than the reader's buffer and than the room the last one
+// left (read in pieces), some over the limit, through reads cut at random
+// (a stuttering reader among them), and checks each against what was
+// written: whole and in order, an oversized one as its error with the
+// message after it intact, and none changed by later reads.
+func FuzzStreamLargeLines(f *testing.F) {
+	f.Add(uint64(1), uint32(300<<10), uint32(1<<20), uint32(70<<10), uint32(900<<10), uint32(64<<10), false)
+	f.Add(uint64(2), uint32(1<<20+5), uint32(1<<20+17000), uint32(1<<20), uint32(40), uint32(3<<20), true)
+	f.Add(uint64(3), uint32(2<<20), uint32(256<<10), uint32(256<<10+1), uint32(2<<20-1), uint32(1<<20), false)
+	f.Add(uint64(4), uint32(65<<10), uint32(4<<20), uint32(10), uint32(300<<10), uint32(1), true)
+	f.Fuzz(func(t *testing.T, seed uint64, a, b, c, d, chunk uint32, stutter bool) {
+		const limit = 2 << 20
+		sizes := []int{int(a % (3 << 20)), int(b % (3 << 20)), int(c % (3 << 20)), int(d % (3 << 20))}
+		var in bytes.Buffer
+		for i, n := range sizes {
+			fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"result":"%s"}`+"\n", i, strings.Repeat(string(rune('a'+i)), n))
+		}
+		var src io.Reader = &chunkReader{b: in.Bytes(), r: rand.New(rand.NewPCG(seed, 9)), max: 1 + int(chunk%(4<<20))}
+		if stutter {
+			src = &stutterReader{r: src}
+		}
+		s := NewStream(src, nopWriter{}, nil, Limits{MaxMessageBytes: limit})
+		defer s.Close()
+		var got []*Message
+		for i, n := range sizes {
+			m, err := s.Read(readCtx(t))
+			if n+len(`{"jsonrpc":"2.0","id":0,"result":""}`) > limit {
+				var me *MessageError
+				if !errors.As(err, &me) || string(me.ID) != fmt.Sprint(i) {
+					t.Fatalf("message %d (%d bytes) over the limit: got %v, %v", i, n, m, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("message %d (%d bytes): %v", i, n, err)
+			}
+			if string(m.ID) != fmt.Sprint(i) || len(m.Result) != n+2 || strings.Trim(string(m.Result[1:n+1]), string(rune('a'+i))) != "" {
+				t.Fatalf("message %d: id %s, result of %d bytes (want %d)", i, m.ID, len(m.Result), n+2)
+			}
+			got = append(got, m)
+		}
+		if m, err := s.Read(readCtx(t)); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the last message: %v, %v; want EOF", m, err)
+		}
+		for _, m := range got {
+			i := int(m.ID[0] - '0')
+			if strings.Trim(string(m.Result[1:len(m.Result)-1]), string(rune('a'+i))) != "" {
+				t.Fatalf("message %d changed after later reads", i)
+			}
+		}
+	})
 }
