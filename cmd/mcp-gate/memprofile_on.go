@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 )
 
@@ -25,6 +26,10 @@ func startMemProfile() func() {
 			return
 		}
 		defer f.Close()
+		// The profile is as of the last completed collection: one now
+		// brings in what was allocated since (a burst at the end of a
+		// run, such as the bench's last scenario, would be missing).
+		runtime.GC()
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 			fmt.Fprintf(os.Stderr, "mcp-gate: MCP_GATE_MEMPROFILE: %v\n", err)
 		}
