@@ -4,8 +4,9 @@
 // is counted rather than guessed. It starts the process in front of the
 // echo server (e2e/echoserver) as e2e/bench does, warms it up, attaches
 // `perf record` to every thread of it for the raw_syscalls and sched
-// tracepoints while the load generator (e2e/loadgen) makes N calls, and
-// divides what perf saw by N.
+// tracepoints, enables them (perf's control FIFO, acknowledged) only while
+// the load generator (e2e/loadgen) makes N calls, and divides what perf
+// saw by N. It fails rather than print counts perf dropped events from.
 //
 //	go build -o /tmp/syscount ./e2e/syscount
 //	taskset -c 0 /tmp/syscount -gate BIN -echo ECHO -c 1 -calls 5000    # pinned
@@ -155,7 +156,17 @@ func run(cfg config) error {
 	if cfg.keep != "" {
 		data = cfg.keep
 	}
-	args := []string{cfg.perf, "record", "-q", "-o", data,
+	// perf starts with its events disabled and is told through a control
+	// FIFO to enable them once attached, and to disable them after the
+	// calls, each acknowledged: what it counts is the calls', however
+	// long it takes to attach to every thread.
+	ctl, ack := filepath.Join(dir, "ctl"), filepath.Join(dir, "ack")
+	for _, f := range []string{ctl, ack} {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			return fmt.Errorf("control FIFO for perf: %w", err)
+		}
+	}
+	args := []string{cfg.perf, "record", "-q", "-o", data, "-m", "16M", "-D", "-1", "--control", "fifo:" + ctl + "," + ack,
 		"-e", "raw_syscalls:sys_enter", "-e", "raw_syscalls:sys_exit",
 		"-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
 		"-p", strconv.Itoa(pid)}
@@ -167,11 +178,44 @@ func run(cfg config) error {
 		args = append([]string{"taskset", "-c", cpus}, args...)
 	}
 	rec := exec.Command(args[0], args[1:]...)
-	rec.Stderr = os.Stderr
+	var recErr strings.Builder
+	rec.Stderr = &recErr
 	if err := rec.Start(); err != nil {
 		return fmt.Errorf("starting perf: %w", err)
 	}
-	time.Sleep(700 * time.Millisecond) // perf attaches to every thread
+	stop := func() {
+		_ = rec.Process.Signal(syscall.SIGINT)
+		// perf ends on the interrupt, whether or not it reports it as
+		// its status; what it wrote is read below.
+		_ = rec.Wait()
+	}
+	ctlW, err := os.OpenFile(ctl, os.O_WRONLY, 0)
+	if err != nil {
+		stop()
+		return err
+	}
+	defer ctlW.Close()
+	ackR, err := os.OpenFile(ack, os.O_RDONLY, 0)
+	if err != nil {
+		stop()
+		return err
+	}
+	defer ackR.Close()
+	acks := bufio.NewReader(ackR)
+	command := func(c string) error {
+		if _, err := ctlW.WriteString(c + "\n"); err != nil {
+			return err
+		}
+		line, err := acks.ReadString('\n')
+		if err != nil || strings.Trim(line, "\x00\n ") != "ack" {
+			return fmt.Errorf("perf did not acknowledge %s (%q, %v): %s", c, line, err, recErr.String())
+		}
+		return nil
+	}
+	if err := command("enable"); err != nil {
+		stop()
+		return err
+	}
 	t0 := time.Now()
 	if cfg.conc <= 1 {
 		_, err = loadgen.Latency(c, echo, cfg.calls, nil)
@@ -179,16 +223,19 @@ func run(cfg config) error {
 		err = c.Pipeline(echo, cfg.conc, cfg.calls)
 	}
 	took := time.Since(t0)
-	time.Sleep(100 * time.Millisecond)
-	_ = rec.Process.Signal(syscall.SIGINT)
-	// perf ends on the interrupt, whether or not it reports it as its
-	// status; what it wrote is read below.
-	_ = rec.Wait()
+	if derr := command("disable"); derr != nil && err == nil {
+		err = derr
+	}
+	stop()
 	if err != nil {
 		return err
 	}
+	if strings.Contains(recErr.String(), "LOST") || strings.Contains(recErr.String(), "lost") {
+		return fmt.Errorf("perf lost events: %s", recErr.String())
+	}
 	script := exec.Command(cfg.perf, "script", "-i", data, "-F", "tid,event,trace")
-	script.Stderr = io.Discard
+	var scriptErr strings.Builder
+	script.Stderr = &scriptErr
 	out, err := script.StdoutPipe()
 	if err != nil {
 		return err
@@ -201,7 +248,10 @@ func run(cfg config) error {
 		return err
 	}
 	if err := script.Wait(); err != nil {
-		return fmt.Errorf("perf script: %w", err)
+		return fmt.Errorf("perf script: %w: %s", err, scriptErr.String())
+	}
+	if t.lost > 0 {
+		return fmt.Errorf("perf lost %d events: count again with fewer calls", t.lost)
 	}
 	t.print(os.Stdout, target.Name, cfg, took)
 	return nil
@@ -329,6 +379,8 @@ type tally struct {
 	switches map[string]int // the state a gate thread left the CPU in
 	wakeups  map[string]int // by waker: a gate thread woke a thread of the gate or another
 	total    int
+	lost     int             // exits without their entry: events perf dropped
+	exited   map[string]bool // threads seen leaving a system call
 }
 
 type enter struct {
@@ -337,7 +389,7 @@ type enter struct {
 }
 
 func newTally(fds map[int]string) *tally {
-	return &tally{fds: fds, pending: map[string]enter{}, counts: map[string]int{}, threads: map[string]bool{}, switches: map[string]int{}, wakeups: map[string]int{}}
+	return &tally{fds: fds, pending: map[string]enter{}, counts: map[string]int{}, threads: map[string]bool{}, switches: map[string]int{}, wakeups: map[string]int{}, exited: map[string]bool{}}
 }
 
 // read takes perf script's lines (-F tid,event,trace).
@@ -368,8 +420,16 @@ func (t *tally) read(r io.Reader) error {
 			e, ok := t.pending[tid]
 			delete(t.pending, tid)
 			if !ok || e.nr != nr {
+				// A call entered before the events were enabled (the
+				// thread's first exit) is not counted; any other exit
+				// without its entry is an event perf dropped.
+				if t.exited[tid] {
+					t.lost++
+				}
+				t.exited[tid] = true
 				continue
 			}
+			t.exited[tid] = true
 			t.counts[t.key(e, ret)]++
 			t.total++
 		case "sched:sched_switch":
