@@ -162,7 +162,7 @@ func run(cfg config) error {
 	// long it takes to attach to every thread.
 	ctl, ack := filepath.Join(dir, "ctl"), filepath.Join(dir, "ack")
 	for _, f := range []string{ctl, ack} {
-		if err := syscall.Mkfifo(f, 0o600); err != nil {
+		if err := mkfifo(f); err != nil {
 			return fmt.Errorf("control FIFO for perf: %w", err)
 		}
 	}
@@ -376,8 +376,9 @@ type tally struct {
 	pending  map[string]enter // by tid
 	counts   map[string]int
 	threads  map[string]bool
-	switches map[string]int // the state a gate thread left the CPU in
-	wakeups  map[string]int // by waker: a gate thread woke a thread of the gate or another
+	switches map[string]int    // the state a gate thread left the CPU in
+	wakeups  map[string]int    // whom the process's threads woke: one of them, or another
+	woken    map[[2]string]int // by pid and comm, while reading
 	total    int
 	lost     int             // exits without their entry: events perf dropped
 	exited   map[string]bool // threads seen leaving a system call
@@ -389,7 +390,7 @@ type enter struct {
 }
 
 func newTally(fds map[int]string) *tally {
-	return &tally{fds: fds, pending: map[string]enter{}, counts: map[string]int{}, threads: map[string]bool{}, switches: map[string]int{}, wakeups: map[string]int{}, exited: map[string]bool{}}
+	return &tally{fds: fds, pending: map[string]enter{}, counts: map[string]int{}, threads: map[string]bool{}, switches: map[string]int{}, wakeups: map[string]int{}, woken: map[[2]string]int{}, exited: map[string]bool{}}
 }
 
 // read takes perf script's lines (-F tid,event,trace).
@@ -402,6 +403,7 @@ func (t *tally) read(r io.Reader) error {
 			continue
 		}
 		tid, ev := f[0], strings.TrimSuffix(f[1], ":")
+		t.threads[tid] = true // perf records the process's threads alone
 		switch ev {
 		case "raw_syscalls:sys_enter":
 			// NR 0 (fd, buf, ...)
@@ -409,7 +411,6 @@ func (t *tally) read(r io.Reader) error {
 			rest := strings.Join(f[4:], " ")
 			rest = strings.Trim(rest, "()")
 			t.pending[tid] = enter{nr: nr, args: strings.Split(rest, ", ")}
-			t.threads[tid] = true
 		case "raw_syscalls:sys_exit":
 			// NR 0 = ret
 			nr, _ := strconv.Atoi(f[3])
@@ -439,13 +440,17 @@ func (t *tally) read(r io.Reader) error {
 				t.switches["out, "+stateName(state)]++
 			}
 		case "sched:sched_wakeup":
-			// comm=X pid=N prio=P target_cpu=C
-			who := "other"
-			if t.threads[field(f, "pid=")] {
-				who = "gate thread"
-			}
-			t.wakeups["woke "+who+" ("+field(f, "comm=")+")"]++
+			// comm=X pid=N prio=P target_cpu=C: whom a thread of the
+			// process woke, told apart once every thread is known.
+			t.woken[[2]string{field(f, "pid="), field(f, "comm=")}]++
 		}
+	}
+	for w, n := range t.woken {
+		who := "other"
+		if t.threads[w[0]] {
+			who = "gate thread"
+		}
+		t.wakeups["woke "+who+" ("+w[1]+")"] += n
 	}
 	return sc.Err()
 }
