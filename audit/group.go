@@ -11,8 +11,8 @@ import (
 //
 // A burst of calls read in one read (a host with eight calls outstanding)
 // becomes as many handler goroutines, each deciding its call and writing
-// its record before it forwards the call. On one CPU (or one P) the others
-// of the burst can only run while one of them yields, so a record per write(2)
+// its record before it forwards the call. On one CPU the others of the
+// burst can only run while one of them yields, so a record per write(2)
 // was a system call per call (15% of the gate's CPU at c=8, pinned). When
 // a burst is under way (BurstSource), a record is therefore appended to
 // the records pending and its writer yields once (runtime.Gosched): the
@@ -23,14 +23,13 @@ import (
 // record with no burst under way is written at once, with no yield.
 
 // burstSource, when set, counts the bursts read by the process (package
-// rpc sets it, and counts only where bursts gather: a process on one CPU
-// or on one P).
+// rpc sets it where bursts are gathered: a process on one CPU).
 var burstSource atomic.Pointer[func() uint64]
 
 // SetBurstSource makes the records of a Logger writing JSON lines (New)
 // gather while reads() has changed since the last record: reads counts
 // the lines read while more input was buffered behind them. Package rpc
-// calls it at start-up.
+// calls it at start-up on one CPU.
 func SetBurstSource(reads func() uint64) { burstSource.Store(&reads) }
 
 // groupMax bounds the bytes gathered for one write: a record that finds

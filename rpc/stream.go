@@ -121,8 +121,6 @@ type Stream struct {
 	yield func()
 	// groupAlways gathers bursts whatever GOMAXPROCS is (tests).
 	groupAlways bool
-	// procsLook counts the reader's looks for a burst (countsBursts).
-	procsLook uint
 
 	// growR and growW, when not nil, ask once for a larger buffer on the
 	// pipe read or written, the first time a message larger than the
@@ -508,10 +506,10 @@ func (s *Stream) readLineRaw() (line, tail []byte, tooBig int, err error) {
 	}
 	buf, tail, tooBig := st.buf, st.tail, st.tooBig
 	*st = lineState{}
-	if s.r.Buffered() > 0 && s.countsBursts() {
+	if s.r.Buffered() > 0 && s.grouping() {
 		// More is read already: a burst (batch.go). Counted only where
-		// bursts are gathered (auditburst.go): elsewhere the process-wide
-		// counter would be a cache line every reader writes, for nothing.
+		// bursts are gathered: elsewhere the process-wide counter would
+		// be a cache line every reader writes, for nothing.
 		burstReads.Add(1)
 	}
 	if tooBig > 0 {
