@@ -22,6 +22,7 @@ func (e *FramingError) Error() string { return e.Reason }
 func (s *Stream) failFraming(reason error) error {
 	s.framingOne.Do(func() {
 		s.framingErr = &FramingError{Reason: reason.Error()}
+		s.stopping.Store(true)
 		close(s.framing)
 		if s.rdl != nil {
 			// Direct mode: the read waiting on the peer is on Read's own

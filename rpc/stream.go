@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,9 @@ type Stream struct {
 	framingErr error
 	framingOne sync.Once
 	done       chan struct{} // closed by Close or a write failure
+	// stopping is set before done or framing is closed: until it is, a
+	// Read need not look at either.
+	stopping atomic.Bool
 
 	// Goroutine mode (a reader that cannot be interrupted).
 	readOnce sync.Once
@@ -293,14 +297,18 @@ func (s *Stream) readDirect(ctx context.Context) (*Message, error) {
 			return nil, s.directErr
 		}
 		s.intrMu.Lock()
-		select {
-		case <-s.done:
-			s.intrMu.Unlock()
-			return nil, s.closedErr()
-		case <-s.framing:
-			s.intrMu.Unlock()
-			return nil, s.framingErr
-		default:
+		if s.stopping.Load() {
+			// (A two-channel select locks both channels: only once one
+			// may be closed.)
+			select {
+			case <-s.done:
+				s.intrMu.Unlock()
+				return nil, s.closedErr()
+			case <-s.framing:
+				s.intrMu.Unlock()
+				return nil, s.framingErr
+			default:
+			}
 		}
 		if s.interrupted {
 			// Under intrMu, after the check of done: a Close cannot set its
@@ -878,6 +886,7 @@ func (s *Stream) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.intrMu.Lock()
+		s.stopping.Store(true)
 		close(s.done)
 		if s.rdl != nil {
 			// Ends a read waiting in direct mode; under intrMu, so that a

@@ -149,3 +149,34 @@ func TestWorkersEndWhenQuiet(t *testing.T) {
 	waitIdle(t, w, 3)
 	waitIdle(t, w, 0) // all three end, the Conn still open
 }
+
+// A session whose calls thin out keeps only the workers it still uses:
+// each period with calls ends one waiting worker beyond the first, even
+// though, handed calls in turn (a channel's waiting receivers take sends
+// first come, first served), each of them gets one well within a period.
+func TestWorkersThinOut(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	w := newWorkers(done)
+	w.idleFor = 200 * time.Millisecond
+	var wg sync.WaitGroup
+	hold := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		w.run(func() { wg.Done(); <-hold })
+	}
+	wg.Wait() // four at once: four workers
+	close(hold)
+	waitIdle(t, w, 4)
+	deadline := time.Now().Add(10 * time.Second)
+	for w.idle.Load() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers still wait for calls that come one at a time", w.idle.Load())
+		}
+		ran := make(chan struct{})
+		w.run(func() { close(ran) })
+		<-ran
+		time.Sleep(time.Millisecond)
+	}
+	waitIdle(t, w, 1)
+}
