@@ -6,8 +6,8 @@ import "github.com/mcp-gate/mcp-gate/audit"
 // messages (audit/group.go), and where a Stream does: on one CPU, where
 // the goroutines of a burst only run while one of them yields (grouping).
 //
-// Not on one P with more CPUs (the stdio gate unpinned, after its drop to
-// one P): tried, it took the gate's system calls at 8 calls in flight from
+// Not on one P with more CPUs (the stdio gate unpinned, which runs on one
+// P): tried, it took the gate's system calls at 8 calls in flight from
 // 4.2 to 3.4 per call (the audit writes from 1 to 0.21, e2e/syscount) and
 // its CPU per call down by some 6 %, but in two runs of six alternating
 // rounds of 60,000 calls the calls took 1.1x and 1.4x as long: the first
