@@ -133,13 +133,7 @@ func run(cfg config) error {
 		if err != nil {
 			return err
 		}
-		t0 := time.Now()
-		if cfg.conc <= 1 {
-			_, err = loadgen.Latency(c, echo, cfg.calls, nil)
-		} else {
-			err = c.Pipeline(echo, cfg.conc, cfg.calls)
-		}
-		took := time.Since(t0)
+		took, err := calls(cfg, c, echo)
 		if err != nil {
 			return err
 		}
@@ -216,13 +210,7 @@ func run(cfg config) error {
 		stop()
 		return err
 	}
-	t0 := time.Now()
-	if cfg.conc <= 1 {
-		_, err = loadgen.Latency(c, echo, cfg.calls, nil)
-	} else {
-		err = c.Pipeline(echo, cfg.conc, cfg.calls)
-	}
-	took := time.Since(t0)
+	took, err := calls(cfg, c, echo)
 	if derr := command("disable"); derr != nil && err == nil {
 		err = derr
 	}
@@ -569,4 +557,17 @@ func (t *tally) print(w io.Writer, name string, cfg config, took time.Duration) 
 	rows(t.switches, cfg.top)
 	fmt.Fprintln(w, "wake-ups made by the process's threads per call:")
 	rows(t.wakeups, cfg.top)
+}
+
+// calls makes the counted calls: cfg.calls echo calls, one at a time or
+// cfg.conc outstanding, and says how long they took.
+func calls(cfg config, c *loadgen.Client, echo loadgen.Call) (time.Duration, error) {
+	t0 := time.Now()
+	var err error
+	if cfg.conc <= 1 {
+		_, err = loadgen.Latency(c, echo, cfg.calls, nil)
+	} else {
+		err = c.Pipeline(echo, cfg.conc, cfg.calls)
+	}
+	return time.Since(t0), err
 }
