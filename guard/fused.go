@@ -276,9 +276,10 @@ const (
 // Its bloom test is the one nextHigh makes, per window: the window,
 // folded, hashed to a bit of the filter. On amd64 with AVX2 the blocks go
 // through quietAVX2 (quiet_amd64.s), which passes exactly the blocks
-// quietGo does, eight windows to a gather; quietGo then finishes where it
-// stops (rechecking that one block) and does the last block, which the
-// vector loop cannot read one byte past.
+// quietGo does, eight windows to a gather. Where it stops at a block,
+// quiet returns that block's start; where it runs out, quietGo does the
+// last block, which the vector loop cannot read one byte past (that byte
+// must be inside b: TestScanReadsOnlyItsSlice).
 func quiet(bloom *[1 << 12]uint64, b []byte, i, to int, stems bool) int {
 	if quietVector {
 		// The vector loop reads one byte past each block it passes. It
