@@ -197,8 +197,28 @@ func (s *Stream) readPieces(st *lineState) (ok, whole bool, err error) {
 			return true, false, rerr
 		}
 	}
-	s.join(st, full, cur, total)
+	// At the limit, and no newline: the line is over it. Joined, its room
+	// would be made and filled only to be let go at once (readFragment
+	// keeps only its head and tail): a line over the limit would cost
+	// twice the limit. So the head and tail are taken from the pieces,
+	// and readFragment skips the rest of the line from there.
+	s.overPieces(st, full, cur, total)
 	return false, false, nil
+}
+
+// overPieces makes st a line over the limit (what readFragment makes of
+// one): its head and its tail so far, and total, its length so far, from
+// st.buf, full's pieces and cur. The old room was the reader's alone.
+func (s *Stream) overPieces(st *lineState, full [][]byte, cur []byte, total int) {
+	parts := append(append([][]byte{st.buf}, full...), cur)
+	head := make([]byte, 0, salvageWindow)
+	var tail []byte
+	for _, p := range parts {
+		head = append(head, p[:min(len(p), salvageWindow-len(head))]...)
+		tail = keepTail(tail, p)
+	}
+	s.recycleOwn(st.buf)
+	*st = lineState{buf: head, tail: tail, tooBig: total}
 }
 
 // join makes st.buf the line so far: st.buf, then full's pieces, then cur
