@@ -151,16 +151,23 @@ func (s *Stream) readInto(st *lineState) (ok, whole bool, err error) {
 // into: the first room of a line of unknown length (readFragment).
 const linePiece = 256 << 10
 
+// maxEmptyReads is how many reads in a row that return nothing and no
+// error readPieces makes before it leaves the line to the bufio.Reader
+// (which makes as many more, then fails with io.ErrNoProgress).
+const maxEmptyReads = 100
+
 // readPieces reads the rest of a line that has filled its room into
 // pieces, then joins them (join) into st.buf, which is the line so far
 // again whatever it returns. It returns what readInto does; ok false at
-// the limit (ReadSlice's path finds the line too big) or when a read
-// returns nothing and no error (ReadSlice's reader retries).
+// the limit (ReadSlice's path finds the line too big) or when reads return
+// nothing and no error maxEmptyReads times in a row (ReadSlice's reader
+// retries).
 func (s *Stream) readPieces(st *lineState) (ok, whole bool, err error) {
 	limit := s.max + 2
 	total := len(st.buf)
 	var full [][]byte // the pieces filled, in order
 	var cur []byte
+	empty := 0 // reads in a row that returned nothing and no error
 	for total < limit {
 		if len(cur) == cap(cur) {
 			if cur != nil {
@@ -185,9 +192,16 @@ func (s *Stream) readPieces(st *lineState) (ok, whole bool, err error) {
 		cur = cur[:start+n]
 		total += n
 		if n == 0 && rerr == nil {
+			// Retried here, as the bufio.Reader retries: a join at
+			// every empty read would copy the whole line so far each
+			// time, a cost that grows with the square of its length.
+			if empty++; empty < maxEmptyReads {
+				continue
+			}
 			s.join(st, full, cur, total)
 			return false, false, nil
 		}
+		empty = 0
 		if s.watch != nil {
 			s.watch.consumed(n, false)
 		}
@@ -197,8 +211,28 @@ func (s *Stream) readPieces(st *lineState) (ok, whole bool, err error) {
 			return true, false, rerr
 		}
 	}
-	s.join(st, full, cur, total)
+	// At the limit, and no newline: the line is over it. Joined, its room
+	// would be made and filled only to be let go at once (readFragment
+	// keeps only its head and tail): a line over the limit would cost
+	// twice the limit. So the head and tail are taken from the pieces,
+	// and readFragment skips the rest of the line from there.
+	s.overPieces(st, full, cur, total)
 	return false, false, nil
+}
+
+// overPieces makes st a line over the limit (what readFragment makes of
+// one): its head and its tail so far, and total, its length so far, from
+// st.buf, full's pieces and cur. The old room was the reader's alone.
+func (s *Stream) overPieces(st *lineState, full [][]byte, cur []byte, total int) {
+	parts := append(append([][]byte{st.buf}, full...), cur)
+	head := make([]byte, 0, salvageWindow)
+	var tail []byte
+	for _, p := range parts {
+		head = append(head, p[:min(len(p), salvageWindow-len(head))]...)
+		tail = keepTail(tail, p)
+	}
+	s.recycleOwn(st.buf)
+	*st = lineState{buf: head, tail: tail, tooBig: total}
 }
 
 // join makes st.buf the line so far: st.buf, then full's pieces, then cur

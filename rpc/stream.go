@@ -496,16 +496,31 @@ func (s *Stream) readLineRaw() (line, tail []byte, tooBig int, err error) {
 			// in st for the next call.
 			return nil, nil, 0, errInterrupted
 		}
-		buf, tooBig := st.buf, st.tooBig
+		buf, tail, tooBig := st.buf, st.tail, st.tooBig
 		*st = lineState{}
 		if errors.Is(err, io.EOF) && len(buf) > 0 && tooBig == 0 {
 			// A last message without a newline still counts.
+			if n := lineLen(buf); n > s.max {
+				head, tail := s.overLimit(buf)
+				return head, tail, n, nil
+			}
 			return s.ownLine(buf), nil, 0, nil
+		}
+		if errors.Is(err, io.EOF) && tooBig > 0 {
+			// So does a last message over the limit: its error, as
+			// for one with a newline; the next read finds the end.
+			return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 		}
 		return nil, nil, 0, err
 	}
 	buf, tail, tooBig := st.buf, st.tail, st.tooBig
 	*st = lineState{}
+	if tooBig == 0 {
+		if n := lineLen(buf); n > s.max {
+			buf, tail = s.overLimit(buf)
+			tooBig = n
+		}
+	}
 	if s.r.Buffered() > 0 && s.grouping() {
 		// More is read already: a burst (batch.go). Counted only where
 		// bursts are gathered: elsewhere the process-wide counter would
@@ -516,6 +531,35 @@ func (s *Stream) readLineRaw() (line, tail []byte, tooBig int, err error) {
 		return buf, bytes.TrimRight(tail, "\r\n"), tooBig, nil
 	}
 	return s.ownLine(buf), nil, 0, nil
+}
+
+// A line is kept whole while it fits the limit and a CR LF (readFragment,
+// readInto, readPieces), since its end is not counted; once whole, its
+// length without its end is what the limit bounds: a line ended by a LF
+// alone, or by the input's end, gets no two bytes more than the limit.
+
+// lineLen is the length of a line read whole without its end (LF or CR
+// LF; none for the input's last line).
+func lineLen(buf []byte) int {
+	n := len(buf)
+	if n > 0 && buf[n-1] == '\n' {
+		n--
+	}
+	if n > 0 && buf[n-1] == '\r' {
+		n--
+	}
+	return n
+}
+
+// overLimit turns a line read whole but over the limit into what an
+// oversized line leaves (readFragment): its head and its tail, copies,
+// for salvaging its id; its room, the reader's alone, goes back.
+func (s *Stream) overLimit(buf []byte) (head, tail []byte) {
+	line := buf[:lineLen(buf)]
+	head = bytes.Clone(line[:min(len(line), salvageWindow)])
+	tail = bytes.Clone(line[max(0, len(line)-salvageWindow):])
+	s.recycleOwn(buf)
+	return head, tail
 }
 
 // readFragment reads the next piece of the line through the bufio.Reader:
