@@ -134,20 +134,29 @@ func BenchmarkServeGoroutine(b *testing.B) {
 // A worker that waits idleFor for nothing ends: a quiet session keeps no
 // goroutines. One that gets a call in time stays.
 func TestWorkersEndWhenQuiet(t *testing.T) {
+	w := waitingWorkers(t, 50*time.Millisecond, 3)
+	waitIdle(t, w, 0) // all three end, the Conn still open
+}
+
+// waitingWorkers returns the workers of an open Conn, ending idle ones
+// after idleFor, once n of them have served a call each at once and
+// wait for the next.
+func waitingWorkers(t *testing.T, idleFor time.Duration, n int32) *workers {
+	t.Helper()
 	done := make(chan struct{})
-	defer close(done)
+	t.Cleanup(func() { close(done) })
 	w := newWorkers(done)
-	w.idleFor = 50 * time.Millisecond
+	w.idleFor = idleFor
 	var wg sync.WaitGroup
 	hold := make(chan struct{})
-	for range 3 {
+	for range n {
 		wg.Add(1)
 		w.run(func() { wg.Done(); <-hold })
 	}
-	wg.Wait()
+	wg.Wait() // n at once: n workers
 	close(hold)
-	waitIdle(t, w, 3)
-	waitIdle(t, w, 0) // all three end, the Conn still open
+	waitIdle(t, w, n)
+	return w
 }
 
 // A session whose calls thin out keeps only the workers it still uses:
@@ -155,19 +164,7 @@ func TestWorkersEndWhenQuiet(t *testing.T) {
 // though, handed calls in turn (a channel's waiting receivers take sends
 // first come, first served), each of them gets one well within a period.
 func TestWorkersThinOut(t *testing.T) {
-	done := make(chan struct{})
-	defer close(done)
-	w := newWorkers(done)
-	w.idleFor = 200 * time.Millisecond
-	var wg sync.WaitGroup
-	hold := make(chan struct{})
-	for range 4 {
-		wg.Add(1)
-		w.run(func() { wg.Done(); <-hold })
-	}
-	wg.Wait() // four at once: four workers
-	close(hold)
-	waitIdle(t, w, 4)
+	w := waitingWorkers(t, 200*time.Millisecond, 4)
 	deadline := time.Now().Add(10 * time.Second)
 	for w.idle.Load() > 1 {
 		if time.Now().After(deadline) {
