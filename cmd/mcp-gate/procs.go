@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 
+	// Both run before the other packages' initialisers: see their docs.
+	_ "github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/mainstack"
 	"github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/oneproc"
 )
 
