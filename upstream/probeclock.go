@@ -47,8 +47,13 @@ func (s *Session) probeContext(ctx context.Context) (context.Context, context.Ca
 	if !ok || !okf {
 		return context.WithTimeout(ctx, ProbeTimeout)
 	}
+	// The timeout is read once: the watcher must not outlive the probe or
+	// read a setting after it, and its end is waited for below.
+	timeout := ProbeTimeout
 	pctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		tick := time.NewTicker(probePoll)
 		defer tick.Stop()
 		// unreadAt is the last moment the probe was seen unread: the
@@ -65,7 +70,7 @@ func (s *Session) probeContext(ctx context.Context) (context.Context, context.Ca
 					unreadAt = now
 					continue
 				}
-				if now.Sub(unreadAt) < ProbeTimeout {
+				if now.Sub(unreadAt) < timeout {
 					continue
 				}
 				// Time is up if the probe was written and read: make sure
@@ -79,10 +84,13 @@ func (s *Session) probeContext(ctx context.Context) (context.Context, context.Ca
 					unreadAt = time.Now()
 					continue
 				}
-				cancel(fmt.Errorf("no answer to server/discover within %s of the server reading it: %w", ProbeTimeout, context.DeadlineExceeded))
+				cancel(fmt.Errorf("no answer to server/discover within %s of the server reading it: %w", timeout, context.DeadlineExceeded))
 				return
 			}
 		}
 	}()
-	return pctx, func() { cancel(context.Canceled) }
+	// Cancelling ends the watcher and waits for it (a tick's ioctl or a
+	// flush under the cancelled context at most), so that nothing of the
+	// probe runs once it is over.
+	return pctx, func() { cancel(context.Canceled); <-done }
 }
