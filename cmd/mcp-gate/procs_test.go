@@ -2,13 +2,9 @@ package main
 
 import (
 	"fmt"
-	"go/parser"
-	"go/token"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -79,61 +75,6 @@ func TestProcsFor(t *testing.T) {
 		// A value the runtime ignores leaves its default.
 		if _, _, after := procsIn(t, kind, "GOMAXPROCS=many"); after != start {
 			t.Fatalf("%s with GOMAXPROCS=many: runs with %d Ps; want the default, %d", kind, after, start)
-		}
-	}
-}
-
-// oneproc only works while it imports nothing but runtime: Go initialises
-// a package once its imports are, the first by import path, so any other
-// import would put its initialiser after theirs.
-func TestOneprocImportsOnlyRuntime(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("internal", "oneproc", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("oneproc's files: %v %v", files, err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p != "runtime" {
-				t.Errorf("%s imports %q: oneproc may import only runtime, or its initialiser runs after that package's", f, p)
-			}
-		}
-	}
-}
-
-// The one P is set before the initialisers that allocate most run: those
-// of os's dependents, protobuf and cel-go, and the gate's own packages.
-func TestOneprocInitialisedFirst(t *testing.T) {
-	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	order := map[string]int{}
-	n := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
-			order[f[1]] = n
-			n++
-		}
-	}
-	at, ok := order["github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/oneproc"]
-	if !ok {
-		t.Fatalf("no init line for oneproc in GODEBUG=inittrace=1's output:\n%s", out)
-	}
-	for _, later := range []string{"os", "google.golang.org/protobuf/reflect/protodesc", "github.com/google/cel-go/cel", "github.com/mcp-gate/mcp-gate/guard"} {
-		if l, ok := order[later]; ok && l < at {
-			t.Errorf("%s was initialised before oneproc (%d, oneproc %d of %d)", later, l, at, n)
-		} else if !ok {
-			t.Errorf("no init line for %s: the test no longer says what it claims", later)
 		}
 	}
 }

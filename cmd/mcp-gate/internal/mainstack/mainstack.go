@@ -18,7 +18,8 @@
 //
 // It imports nothing, so Go initialises it before any package that imports
 // something (of the packages whose imports are done, the first by import
-// path): cmd/mcp-gate/mainstack_test.go holds it to that and to its effect.
+// path): cmd/mcp-gate's early_test.go holds it to that, mainstack_test.go
+// to its effect.
 // Every command gets it: it only sizes one stack.
 package mainstack
 
