@@ -24,7 +24,7 @@ var earlyPackages = []struct {
 	later   []string
 }{
 	{"oneproc", []string{"runtime"}, []string{"os", "google.golang.org/protobuf/reflect/protodesc", "github.com/google/cel-go/cel", "github.com/mcp-gate/mcp-gate/guard"}},
-	{"mainstack", nil, []string{"os", "go.yaml.in/yaml/v3", "google.golang.org/protobuf/reflect/protodesc", "github.com/google/cel-go/cel", "github.com/mcp-gate/mcp-gate/policy"}},
+	{"mainstack", []string{"unsafe"}, []string{"os", "go.yaml.in/yaml/v3", "google.golang.org/protobuf/reflect/protodesc", "github.com/google/cel-go/cel", "github.com/mcp-gate/mcp-gate/policy"}},
 }
 
 func TestEarlyPackagesImports(t *testing.T) {

@@ -3,13 +3,22 @@ package main
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/mainstack"
 )
 
-// stackMovedInInit says whether the main goroutine's stack moved while
-// this package's initialisers, the last to run, used 96 KiB of it: a stack
-// moves when it grows. internal/mainstack grew it to 128 KiB before the
-// other initialisers ran, so it must not have.
-var stackMovedInInit = stackMoves(96 << 10)
+// stackTopInInit is where this package's initialisers, the last to run,
+// find the top of the main goroutine's stack. It is near mainstack.Top
+// only if no initialiser after mainstack's grew the stack: a stack grows
+// by being copied to new memory, at least 64 KiB away, since the old stack
+// is still in use while it is copied.
+var stackTopInInit = stackTop()
+
+//go:noinline
+func stackTop() uintptr {
+	var here byte
+	return uintptr(unsafe.Pointer(&here))
+}
 
 // stackMoves uses n bytes of the stack below its own frame and says
 // whether its frame moved meanwhile. Only a uintptr keeps the old address:
@@ -31,12 +40,15 @@ func useStack(n int) byte {
 	return useStack(n-len(frame)) + frame[1]
 }
 
-func TestMainStackGrownBeforeInitialisers(t *testing.T) {
-	if stackMovedInInit {
-		t.Error("the main goroutine's stack grew while the initialisers ran: internal/mainstack did not size it first (is it still imported?)")
+func TestMainStackSizedBeforeInitialisers(t *testing.T) {
+	if mainstack.Top == 0 {
+		t.Fatal("mainstack's initialiser did not run")
 	}
-	// The probe itself can tell: past 128 KiB the stack has to grow.
-	if !stackMoves(160 << 10) {
-		t.Error("using 160 KiB of a 128 KiB stack did not move it: stackMoves cannot tell")
+	if d := int64(stackTopInInit) - int64(mainstack.Top); d < -16<<10 || d > 16<<10 {
+		t.Errorf("the top of the main goroutine's stack moved by %d bytes between mainstack's initialiser and this package's: an initialiser grew the stack after mainstack sized it", d)
+	}
+	// The check can tell: a stack that grows moves.
+	if !stackMoves(256 << 10) {
+		t.Error("using 256 KiB of the stack did not move it: a moved stack cannot be told here")
 	}
 }
