@@ -154,6 +154,17 @@ func truncDetailN(s string, max int) string {
 	return s[:cut] + "…"
 }
 
+// PathWithKey returns the path of the member key of the object at path, as
+// a Finding's Path writes it ("" is the inspected value itself). Callers
+// that walk a decoded copy of what they inspected use it to tell where a
+// finding lies.
+func PathWithKey(path, key string) string {
+	var sb strings.Builder
+	sb.WriteString(path)
+	pathKey(&sb, []byte(key))
+	return sb.String()
+}
+
 // pathKey renders one object key as a path segment: ".name" for plain keys,
 // `["..."]` otherwise.
 func pathKey(sb *strings.Builder, key []byte) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,6 +40,11 @@ import (
 type elicitAnswers struct {
 	mu      sync.Mutex
 	answers []json.RawMessage
+	// delivered are the answers as the gate delivered them to the server:
+	// the JSON-RPC response to its request, which a server that logs what
+	// it got writes back whole. Its jsonrpc, id and result members are the
+	// gate's, so the guard may take it out as a whole, like an answer.
+	delivered []json.RawMessage
 }
 
 func (a *elicitAnswers) add(res json.RawMessage) {
@@ -49,13 +55,48 @@ func (a *elicitAnswers) add(res json.RawMessage) {
 	}
 }
 
+// addDelivered adds an answer, and the response that carried it to the
+// server (to its request id).
+func (a *elicitAnswers) addDelivered(id, res json.RawMessage) {
+	a.add(res)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.delivered) < maxElicitAnswers && plainID(id) {
+		a.delivered = append(a.delivered, json.RawMessage(`{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+string(res)+`}`))
+	}
+}
+
+// plainID reports whether a request id is a number or a short token: the
+// server chose it, and a response taken out whole must not carry the
+// server's own words (an id that is a sentence) past the guard.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 || len(id) > 66 {
+		return false
+	}
+	if id[0] != '"' {
+		return id[0] == '-' || '0' <= id[0] && id[0] <= '9'
+	}
+	if len(id) < 3 || id[len(id)-1] != '"' {
+		return false
+	}
+	for _, c := range id[1 : len(id)-1] {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *elicitAnswers) list() []json.RawMessage {
 	if a == nil {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.answers
+	if len(a.delivered) == 0 {
+		return a.answers
+	}
+	return append(append([]json.RawMessage(nil), a.answers...), a.delivered...)
 }
 
 // maxElicitAnswers bounds what one call records: a server that asks more
@@ -121,12 +162,13 @@ func (e answerEntry) end() {
 	}
 }
 
-// record adds the host's answer to every call of s to server in flight.
-func (b *answerBook) record(s *Session, server string, res json.RawMessage) {
+// record adds the host's answer to the server's request id to every call
+// of s to server in flight.
+func (b *answerBook) record(s *Session, server string, id, res json.RawMessage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for a := range b.calls[answerKey{s, server}] {
-		a.add(res)
+		a.addDelivered(id, res)
 	}
 }
 
@@ -137,22 +179,97 @@ const maxMaskTries = 4096
 // exemptAnswers returns the findings that remain once the host's answers
 // are taken out of the result, auditing the ones that go.
 func (g *Session) exemptAnswers(server, tool string, res json.RawMessage, findings []guard.Finding, answers *elicitAnswers) []guard.Finding {
-	list := answers.list()
-	if len(findings) == 0 || len(list) == 0 {
-		return findings
-	}
-	masked, ok := maskAnswers(res, list)
-	if !ok {
-		return findings
-	}
-	rest := guard.InspectResult(masked)
-	for _, f := range findings {
-		if !containsFinding(rest, f) {
-			g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "exempted", Kind: f.Kind,
-				Detail: f.Path + ": the host's own answer to this server's elicitation during the call"})
-		}
+	rest, exempted := remainingFindings(res, findings, answers.list())
+	for _, f := range exempted {
+		g.audit.Guard(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "exempted", Kind: f.Kind,
+			Detail: f.Path + ": the host's own answer to this server's elicitation during the call"})
 	}
 	return rest
+}
+
+// remainingFindings splits the findings of a result into those that stand
+// and those the host's answers account for. A finding is exempted only
+// when it goes once the answers are masked and it lies inside an answer
+// the result echoes: in a member or an item of it, in JSON read out of it,
+// or, for a string the host answered, text read in that string (prose, a
+// dialog). A finding at an echoed answer's own place is the judgement of
+// the object around it, whose keys are the server's: {"permissionDecision":
+// <the host's "allow">} or {"toolApproval": <the host's answer>} is an
+// approval of the server's making, built from an innocuous question ("Which
+// region?", with approval words behind the titles the human reads), and it
+// stands.
+func remainingFindings(res json.RawMessage, findings []guard.Finding, answers []json.RawMessage) (rest, exempted []guard.Finding) {
+	if len(findings) == 0 || len(answers) == 0 {
+		return findings, nil
+	}
+	masked, spots, ok := maskAnswerSpots(res, answers)
+	if !ok {
+		return findings, nil
+	}
+	rest = guard.InspectResult(masked)
+	for _, f := range findings {
+		if containsFinding(rest, f) {
+			continue
+		}
+		if !spots.cover(f) {
+			rest = append(rest, f)
+			continue
+		}
+		exempted = append(exempted, f)
+	}
+	return rest, exempted
+}
+
+// maskSpot is where the masker took an answer out: a whole answer (or its
+// content), a string the host answered, or a string with an answer
+// written inside it.
+type maskSpot struct {
+	path string // as a guard.Finding's Path writes it
+	str  bool   // a string: text findings at path itself are inside it
+	// members, for answers read out of a string as JSON (path ends in
+	// "(json)"), are the path segments of their members: a finding is in
+	// an answer only under one of them. Under another, it is in a JSON
+	// value of the server's that holds the answer.
+	members  []string
+	embedded bool
+}
+
+type maskSpots []maskSpot
+
+// textKinds are the findings made by reading one string's text, reported
+// at that string's path.
+var textKinds = map[string]bool{
+	guard.KindApprovalProse:     true,
+	guard.KindHostDialog:        true,
+	guard.KindGateImpersonation: true,
+}
+
+// cover reports whether f lies inside a masked answer.
+func (s maskSpots) cover(f guard.Finding) bool {
+	for _, sp := range s {
+		if sp.path == "" {
+			return true // the result is an answer itself
+		}
+		if f.Path == sp.path {
+			if sp.str && textKinds[f.Kind] {
+				return true
+			}
+			continue
+		}
+		rest, ok := strings.CutPrefix(f.Path, sp.path)
+		if !ok || rest == "" || !strings.ContainsRune(".[(", rune(rest[0])) {
+			continue
+		}
+		if !sp.embedded {
+			return true
+		}
+		for _, seg := range sp.members {
+			if after, ok := strings.CutPrefix(rest, seg); ok && (after == "" || strings.ContainsRune(".[(", rune(after[0]))) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func containsFinding(fs []guard.Finding, f guard.Finding) bool {
@@ -169,10 +286,16 @@ func containsFinding(fs []guard.Finding, f guard.Finding) bool {
 // when it cannot be read unambiguously or within bounds, in which case
 // nothing is exempted.
 func maskAnswers(res json.RawMessage, answers []json.RawMessage) (json.RawMessage, bool) {
+	masked, _, ok := maskAnswerSpots(res, answers)
+	return masked, ok
+}
+
+// maskAnswerSpots is maskAnswers, and where it masked.
+func maskAnswerSpots(res json.RawMessage, answers []json.RawMessage) (json.RawMessage, maskSpots, bool) {
 	// One reading only: a result with duplicate keys could show the host
 	// one member and the masked copy another.
 	if rawjson.UniqueKeys(res) != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	var values []any // each answer, and its content
 	strs := map[string]bool{}
@@ -190,11 +313,11 @@ func maskAnswers(res json.RawMessage, answers []json.RawMessage) (json.RawMessag
 		}
 	}
 	if len(values) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	tree, err := decodeNumber(res)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	// An answer written out with indentation is longer than as sent; one
 	// over this window is not read, and its findings stand.
@@ -203,17 +326,17 @@ func maskAnswers(res json.RawMessage, answers []json.RawMessage) (json.RawMessag
 		window = max(window, 8*len(a)+1024)
 	}
 	m := masker{window: window, values: values, strs: strs}
-	tree = m.walk(tree)
+	tree = m.walk(tree, "")
 	if m.tries > maxMaskTries {
-		return nil, false
+		return nil, nil, false
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(tree); err != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	return bytes.TrimSpace(buf.Bytes()), true
+	return bytes.TrimSpace(buf.Bytes()), m.spots, true
 }
 
 func decodeNumber(b []byte) (any, error) {
@@ -251,6 +374,26 @@ type masker struct {
 	values []any
 	strs   map[string]bool
 	tries  int
+	spots  maskSpots
+	// members are the path segments of the members of the answers text
+	// took out of the string being read.
+	members []string
+}
+
+// appendMembers appends the path segments of v's members (".key",
+// "[0]") as a Finding's Path writes them.
+func appendMembers(segs []string, v any) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for k := range x {
+			segs = append(segs, guard.PathWithKey("_", k)[1:])
+		}
+	case []any:
+		for i := range x {
+			segs = append(segs, "["+strconv.Itoa(i)+"]")
+		}
+	}
+	return segs
 }
 
 func (m *masker) isAnswer(v any) bool {
@@ -262,30 +405,43 @@ func (m *masker) isAnswer(v any) bool {
 	return false
 }
 
-func (m *masker) walk(v any) any {
+func (m *masker) walk(v any, path string) any {
 	if m.isAnswer(v) {
+		m.spots = append(m.spots, maskSpot{path: path})
 		return nil
 	}
 	switch x := v.(type) {
 	case string:
 		if m.strs[x] {
+			m.spots = append(m.spots, maskSpot{path: path, str: true})
 			return ""
 		}
-		return m.text(x)
+		m.members = m.members[:0]
+		out := m.text(x)
+		if out != x {
+			// Answers read as JSON texts out of the string: the inspector
+			// reports what it finds in them under the string's path and
+			// "(json)", whether an answer is a JSON text of its own or a
+			// member of one the server wrapped around it. Only findings in
+			// an answer's own members are its.
+			m.spots = append(m.spots, maskSpot{path: path + "(json)", members: append([]string(nil), m.members...), embedded: true})
+		}
+		return out
 	case map[string]any:
 		for k, e := range x {
-			x[k] = m.walk(e)
+			x[k] = m.walk(e, guard.PathWithKey(path, k))
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = m.walk(e)
+			x[i] = m.walk(e, path+"["+strconv.Itoa(i)+"]")
 		}
 	}
 	return v
 }
 
 // text replaces each JSON object or array embedded in s that is an answer
-// with null; the prose around it is kept, and read as before.
+// with null; the prose around it is kept, and read as before. The path
+// segments of the members of what it took out are left in m.members.
 func (m *masker) text(s string) string {
 	var out []byte
 	last := 0
@@ -303,6 +459,7 @@ func (m *masker) text(s string) string {
 		if dec.Decode(&v) != nil || !m.isAnswer(v) {
 			continue
 		}
+		m.members = appendMembers(m.members, v)
 		end = i + int(dec.InputOffset())
 		out = append(out, s[last:i]...)
 		out = append(out, "null"...)

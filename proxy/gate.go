@@ -586,20 +586,7 @@ func upstreamError(server, method string, err error) error {
 	}
 	var werr *rpc.Error
 	if errors.As(err, &werr) {
-		if werr.Raw != nil {
-			if e, ok := neutralRawError(werr); ok {
-				return e
-			}
-		}
-		msg, n := guard.Neutralize(werr.Message)
-		data, m, derr := guard.NeutralizeJSON(werr.Data)
-		if derr != nil {
-			data, m = nil, 1 // data it cannot pass whole is left out
-		}
-		if n+m == 0 && werr.Raw == nil {
-			return werr
-		}
-		return &rpc.Error{Code: werr.Code, Message: msg, Data: data}
+		return &upstreamRPCError{e: neutralError(werr), orig: werr}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
@@ -610,6 +597,36 @@ func upstreamError(server, method string, err error) error {
 		Data:    mustJSON(map[string]string{"server": server}),
 	}
 }
+
+// neutralError is an upstream's error object with hidden characters in its
+// message and data made visible.
+func neutralError(werr *rpc.Error) *rpc.Error {
+	if werr.Raw != nil {
+		if e, ok := neutralRawError(werr); ok {
+			return e
+		}
+	}
+	msg, n := guard.Neutralize(werr.Message)
+	data, m, derr := guard.NeutralizeJSON(werr.Data)
+	if derr != nil {
+		data, m = nil, 1 // data it cannot pass whole is left out
+	}
+	if n+m == 0 && werr.Raw == nil {
+		return werr
+	}
+	return &rpc.Error{Code: werr.Code, Message: msg, Data: data}
+}
+
+// upstreamRPCError is an error object an upstream answered a relayed
+// request with, neutralised (e), and as the upstream wrote it (orig), which
+// the pipeline's guard reads (guardError): hosts show an error's message
+// to the model as the call's outcome, as they show a result.
+type upstreamRPCError struct {
+	e, orig *rpc.Error
+}
+
+func (u *upstreamRPCError) Error() string { return u.e.Error() }
+func (u *upstreamRPCError) Unwrap() error { return u.e }
 
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)

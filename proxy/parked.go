@@ -139,7 +139,7 @@ type parkedCall struct {
 	parked  bool     // pending is with the host, and no host request waits
 	caps    hostInfo // what the host request waiting (or last waiting) declared
 	timer   *time.Timer
-	answers []json.RawMessage // the host's elicitation answers, for the result guard
+	answers []parkedAnswer // the host's elicitation answers, for the result guard
 	done    bool
 	ended   bool // taken out of the table
 }
@@ -183,6 +183,7 @@ func (c *callCtx) Value(key any) any {
 // question is an upstream's request, as the host is to see it.
 type question struct {
 	method string
+	id     json.RawMessage // the upstream's request id
 	params json.RawMessage
 	reply  chan json.RawMessage // cap 1
 }
@@ -533,7 +534,7 @@ func (t *parkedTable) answer(pc *parkedCall, ans json.RawMessage) {
 	}
 	pc.pending, pc.asked = nil, nil
 	if q.method == "elicitation/create" && len(pc.answers) < maxElicitAnswers {
-		pc.answers = append(pc.answers, ans)
+		pc.answers = append(pc.answers, parkedAnswer{id: q.id, res: ans})
 	}
 	t.mu.Unlock()
 	q.reply <- ans
@@ -559,10 +560,16 @@ func (t *parkedTable) hostCaps(pc *parkedCall) hostInfo {
 	return pc.caps
 }
 
-func (t *parkedTable) answersOf(pc *parkedCall) []json.RawMessage {
+func (t *parkedTable) answersOf(pc *parkedCall) []parkedAnswer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]json.RawMessage(nil), pc.answers...)
+	return append([]parkedAnswer(nil), pc.answers...)
+}
+
+// parkedAnswer is the host's answer to an upstream's elicitation of a
+// parked call, and the upstream's id of that request.
+type parkedAnswer struct {
+	id, res json.RawMessage
 }
 
 // gateAnswer is an answer of the gate's own coming out of a send: a parked
@@ -666,7 +673,7 @@ func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *pa
 		g.takeHold(ctx, pc)
 		if t.answers != nil && pc.state.Load() == callTabled { // a call never asked has no answers
 			for _, a := range g.parked.answersOf(pc) {
-				t.answers.add(a)
+				t.answers.addDelivered(a.id, a.res)
 			}
 		}
 		return res, err
@@ -772,7 +779,7 @@ func (g *Gate) parkedRequest(ctx context.Context, s *Session, key, server string
 	case own != nil:
 		return own, nil // the host is not asked (a refused elicitation, declined)
 	}
-	ans, err := g.parked.ask(ctx, pc, &question{method: req.Method, params: params, reply: make(chan json.RawMessage, 1)})
+	ans, err := g.parked.ask(ctx, pc, &question{method: req.Method, id: req.ID, params: params, reply: make(chan json.RawMessage, 1)})
 	if err != nil {
 		return refuse(err)
 	}

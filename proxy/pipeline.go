@@ -116,6 +116,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 		return own.res, nil // a parked call's question, or a refused retry (parked.go)
 	}
 	if err != nil {
+		err = g.guardError(pol, r, t, err)
 		g.endCall(sp, t.server, r.method, err)
 		return nil, err
 	}
@@ -126,6 +127,39 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	res, err = r.guard(g, pol, r, t, res)
 	g.endCall(sp, t.server, r.method, err)
 	return res, err
+}
+
+// guardError inspects an error an upstream answered the request with, as
+// its result would be inspected: hosts hand an error's message to the
+// model as the call's outcome ("MCP error -32000: ..."), so an approval
+// forged there is refused like one in a result, and audited; log-only
+// relays it, audited. Errors of the gate's own, and the host's (a sampling
+// request's), pass as they are.
+func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) error {
+	var up *upstreamRPCError
+	if !errors.As(err, &up) || g.noGuard.Load() {
+		return err
+	}
+	raw := up.orig.Raw
+	if raw == nil {
+		raw = mustJSON(up.orig)
+	}
+	findings := guard.InspectResult(raw)
+	if len(findings) == 0 {
+		return err
+	}
+	outcome := "refused"
+	if pol.GuardLogOnly(t.server) {
+		outcome = "logged"
+	}
+	for _, f := range findings {
+		g.guardAudit(audit.Guard{Session: g.session, Server: t.server, Tool: t.name, Outcome: outcome, Kind: f.Kind, Detail: r.method + " error " + f.Path + ": " + f.Detail})
+	}
+	if outcome == "logged" {
+		return err
+	}
+	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+
+		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, t.wire, findings[0].Kind, findings[0].Path)}
 }
 
 // forwardTo sends the request to the upstream that owns its target.

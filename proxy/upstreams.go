@@ -216,7 +216,7 @@ func (g *Session) relayElicitation(ctx context.Context, server string, host host
 	}
 	res, err := g.host.Call(ctx, req.Method, params)
 	if err == nil {
-		g.Gate.answers.record(g, server, res)
+		g.Gate.answers.record(g, server, req.ID, res)
 	}
 	return res, err
 }

@@ -61,6 +61,8 @@ func main() {
 		err = runLife(ev, flag.Args())
 	case "relayfid":
 		err = runRaw(relayfidHandlers(), ev)
+	case "bypass7":
+		err = runRaw(bypass7Handlers(), ev)
 	case "relayfid-old":
 		err = runRaw(relayfidOldHandlers(), ev)
 	case "stubborn":
