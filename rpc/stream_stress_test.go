@@ -241,3 +241,69 @@ func TestStreamCloseRacesRead(t *testing.T) {
 		peerW.Close()
 	}
 }
+
+// A direct Read looks at done and framing only once the Stream's stopping
+// flag is set (readDirect): a stall found, or a Close, at any point of a
+// Read that its context keeps interrupting (each Read clearing the last
+// one's deadline) must still end it, with the framing error or
+// ErrClosed, and every Read after that too; none may wait on the silent
+// peer.
+func TestStreamDirectStopRacesRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress")
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 300; i++ {
+		connR, peerW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stall := time.Duration(500+rng.Intn(2500)) * time.Microsecond
+		s := NewStream(connR, io.Discard, connR, Limits{ReadStall: stall})
+		if s.rdl == nil {
+			connR.Close()
+			peerW.Close()
+			t.Skip("not in direct mode here")
+		}
+		// Part of a message, then silence: the stall watch runs while a
+		// Read waits on the rest.
+		if _, err := io.WriteString(peerW, `{"jsonrpc":"2.0","method":"x","par`); err != nil {
+			t.Fatal(err)
+		}
+		closeAt := time.Duration(-1)
+		if i%3 == 0 {
+			closeAt = time.Duration(rng.Intn(3000)) * time.Microsecond
+			time.AfterFunc(closeAt, func() { s.Close() })
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		var end error
+		for end == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d (stall %v, close at %v): Reads still wait on a silent peer", i, stall, closeAt)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.Intn(4000))*time.Microsecond)
+			_, err := s.Read(ctx)
+			cancel()
+			var fe *FramingError
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+			case errors.As(err, &fe), errors.Is(err, ErrClosed):
+				end = err
+			default:
+				t.Fatalf("round %d: Read = %v", i, err)
+			}
+		}
+		// Once ended, every Read says so at once, under a context that
+		// would not interrupt it (as Conn.Run's does not).
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		start := time.Now()
+		_, err = s.Read(ctx)
+		cancel()
+		if took := time.Since(start); err == nil || errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second {
+			t.Fatalf("round %d: the Read after %v = %v, after %v", i, end, err, took)
+		}
+		s.Close()
+		connR.Close()
+		peerW.Close()
+	}
+}
