@@ -21,6 +21,10 @@ go test -race -count=1 -timeout 14m -parallel 4 ./... "$@"
 # allocates on its own account: they run once more without it here, so that
 # what they hold (docs/design.md, "The wire") is checked where CI runs.
 go test -count=1 -run 'Alloc|DoesNotAllocate|TestDecisionIDDigest' ./rpc/ ./proxy/ ./policy/
+# The main goroutine's stack as the gate is built, without the race
+# detector, whose larger stack guard changes how the runtime sizes it
+# (cmd/mcp-gate/internal/mainstack).
+go test -count=1 -run 'TestMainStack' ./cmd/mcp-gate/
 # The Kubernetes manifests and the Dockerfile, checked in a module of their
 # own so that the main module does not depend on k8s.io/api.
 (cd deploy/kubernetes && go test -count=1 ./...)

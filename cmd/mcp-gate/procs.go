@@ -29,7 +29,11 @@ import (
 // oneproc's doc (an idle gate's peak RSS).
 func procsFor(stdioSession bool) {
 	if v, set := os.LookupEnv("GOMAXPROCS"); set {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		// Parsed as the runtime parses it, a 32-bit integer, so that a
+		// value it ignored (3000000000) gets the default back, which
+		// follows the CPU limit, rather than the same number set by hand
+		// (the count is the same either way: no test can tell them apart).
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n > 0 {
 			runtime.GOMAXPROCS(oneproc.AtStart()) // the environment's, as the runtime read it
 		} else {
 			runtime.SetDefaultGOMAXPROCS() // the runtime ignored it

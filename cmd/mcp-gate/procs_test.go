@@ -17,6 +17,11 @@ import (
 const procsChild = "MCP_GATE_TEST_PROCS_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mainstackChildEnv) != "" {
+		moved, by := stackMovedInInit() // mainstack_test.go
+		fmt.Printf("moved=%t by=%d\n", moved, by)
+		os.Exit(0)
+	}
 	if kind := os.Getenv(procsChild); kind != "" {
 		init := runtime.GOMAXPROCS(0)
 		procsFor(kind == "stdio")

@@ -13,7 +13,7 @@
 // against 14.8 MB with GOMAXPROCS=1 in the environment. Go initialises,
 // of the packages whose imports are done, the first by import path, so a
 // package that imports only runtime goes among the first few (the
-// seventh in the gate, some 0.6 ms after exec; GODEBUG=inittrace=1).
+// eighth in the gate, some 0.6 ms after exec; GODEBUG=inittrace=1).
 // It must stay so: this package imports nothing else, and it cannot read
 // the command line or the environment, which is why the command decides
 // afterwards.
