@@ -165,6 +165,17 @@ func PathWithKey(path, key string) string {
 	return sb.String()
 }
 
+// PathExact reports whether path names one place only: no key on it was
+// cut short or had characters made visible, as pathKey does to a key too
+// long or hidden characters in it. Two keys that differ only past the cut,
+// or in a hidden character and its visible form ("k\u200b" and
+// "k[U+200B]"), are written alike; a path with such a key may be another
+// member's. Callers that match a finding's path against a place they know
+// must not match such a path.
+func PathExact(path string) bool {
+	return !strings.Contains(path, "…") && !strings.Contains(path, "[U+") && !strings.Contains(path, "[0x")
+}
+
 // pathKey renders one object key as a path segment: ".name" for plain keys,
 // `["..."]` otherwise.
 func pathKey(sb *strings.Builder, key []byte) {

@@ -232,6 +232,10 @@ type maskSpot struct {
 	// value of the server's that holds the answer.
 	members  []string
 	embedded bool
+	// envelope: what was taken out is (or, embedded, includes) an answer
+	// as the gate delivered it, whose result member is the host's answer
+	// in the gate's response: a finding there judges that response.
+	envelope bool
 }
 
 type maskSpots []maskSpot
@@ -244,11 +248,35 @@ var textKinds = map[string]bool{
 	guard.KindGateImpersonation: true,
 }
 
+// answerKinds are the findings an echoed answer can account for: the
+// answer's own shape (an accepting elicitation result: its action and
+// content members are the host's protocol, not the server's words), and
+// text read in a string in it. Any other shape inside an answer is made of
+// the form's field names, which are the server's: a form with the fields
+// "permissionDecision" (one choice, "allow", titled "Europe") and
+// "tool_call_id" (defaulted to "call_1") is answered with an approval
+// decision of the server's making, and the finding stands.
+var answerKinds = map[string]bool{
+	guard.KindElicitationResult: true,
+	guard.KindApprovalProse:     true,
+	guard.KindHostDialog:        true,
+	guard.KindGateImpersonation: true,
+}
+
 // cover reports whether f lies inside a masked answer.
 func (s maskSpots) cover(f guard.Finding) bool {
 	for _, sp := range s {
 		if sp.path == "" {
 			return true // the result is an answer itself
+		}
+		if !guard.PathExact(sp.path) {
+			continue // another member's path may be written alike
+		}
+		if sp.envelope && f.Path == sp.path+".result" {
+			return true
+		}
+		if !answerKinds[f.Kind] {
+			continue
 		}
 		if f.Path == sp.path {
 			if sp.str && textKinds[f.Kind] {
@@ -264,6 +292,9 @@ func (s maskSpots) cover(f guard.Finding) bool {
 			return true
 		}
 		for _, seg := range sp.members {
+			if !guard.PathExact(seg) {
+				continue
+			}
 			if after, ok := strings.CutPrefix(rest, seg); ok && (after == "" || strings.ContainsRune(".[(", rune(after[0]))) {
 				return true
 			}
@@ -376,8 +407,10 @@ type masker struct {
 	tries  int
 	spots  maskSpots
 	// members are the path segments of the members of the answers text
-	// took out of the string being read.
-	members []string
+	// took out of the string being read; envelope, whether one of them
+	// was an answer as the gate delivered it.
+	members  []string
+	envelope bool
 }
 
 // appendMembers appends the path segments of v's members (".key",
@@ -396,6 +429,17 @@ func appendMembers(segs []string, v any) []string {
 	return segs
 }
 
+// isEnvelope reports whether an answer is one as the gate delivered it
+// (elicitAnswers.delivered): a JSON-RPC response.
+func isEnvelope(v any) bool {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, ok = o["jsonrpc"]
+	return ok
+}
+
 func (m *masker) isAnswer(v any) bool {
 	for _, a := range m.values {
 		if reflect.DeepEqual(a, v) {
@@ -407,7 +451,7 @@ func (m *masker) isAnswer(v any) bool {
 
 func (m *masker) walk(v any, path string) any {
 	if m.isAnswer(v) {
-		m.spots = append(m.spots, maskSpot{path: path})
+		m.spots = append(m.spots, maskSpot{path: path, envelope: isEnvelope(v)})
 		return nil
 	}
 	switch x := v.(type) {
@@ -416,7 +460,7 @@ func (m *masker) walk(v any, path string) any {
 			m.spots = append(m.spots, maskSpot{path: path, str: true})
 			return ""
 		}
-		m.members = m.members[:0]
+		m.members, m.envelope = m.members[:0], false
 		out := m.text(x)
 		if out != x {
 			// Answers read as JSON texts out of the string: the inspector
@@ -424,7 +468,7 @@ func (m *masker) walk(v any, path string) any {
 			// "(json)", whether an answer is a JSON text of its own or a
 			// member of one the server wrapped around it. Only findings in
 			// an answer's own members are its.
-			m.spots = append(m.spots, maskSpot{path: path + "(json)", members: append([]string(nil), m.members...), embedded: true})
+			m.spots = append(m.spots, maskSpot{path: path + "(json)", members: append([]string(nil), m.members...), embedded: true, envelope: m.envelope})
 		}
 		return out
 	case map[string]any:
@@ -460,6 +504,7 @@ func (m *masker) text(s string) string {
 			continue
 		}
 		m.members = appendMembers(m.members, v)
+		m.envelope = m.envelope || isEnvelope(v)
 		end = i + int(dec.InputOffset())
 		out = append(out, s[last:i]...)
 		out = append(out, "null"...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcp-gate/mcp-gate/guard"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
@@ -137,7 +138,7 @@ type inputQuestion struct {
 
 func badRound(server string) func(format string, args ...any) error {
 	return func(format string, args ...any) error {
-		return rpc.Errorf(rpc.CodeInternalError, "upstream %q sent an input-required result mcp-gate cannot serve: %s", server, fmt.Sprintf(format, args...))
+		return quotingUpstream(rpc.Errorf(rpc.CodeInternalError, "upstream %q sent an input-required result mcp-gate cannot serve: %s", server, fmt.Sprintf(format, args...)))
 	}
 }
 
@@ -187,5 +188,19 @@ func inputRequestFailed(server, key, method string, err error) error {
 	if errors.As(err, &re) && re.Code == CodeDenied {
 		code = CodeDenied
 	}
-	return rpc.Errorf(code, "upstream %q asked for input mcp-gate could not get (%s %s): %v", server, shorten(method, 40), shorten(key, 40), err)
+	// The reason is the gate's or the host's; the question's method and
+	// key are the upstream's, left out if they read as an approval.
+	method, key = shorten(method, 40), shorten(key, 40)
+	if len(guard.InspectResult(mustJSON(map[string]any{"content": []map[string]string{{"type": "text", "text": method + " " + key}}}))) > 0 {
+		method, key = "(a question", "whose method or key reads as an approval)"
+	}
+	return neutralError(rpc.Errorf(code, "upstream %q asked for input mcp-gate could not get (%s %s): %v", server, method, key, err))
+}
+
+// quotingUpstream is an error of the gate's own that quotes an upstream's
+// words (a question's key or method): hosts show its message to the model
+// as the call's outcome, so it is neutralised, and guarded as the
+// upstream's error (guardError).
+func quotingUpstream(e *rpc.Error) error {
+	return &upstreamRPCError{e: neutralError(e), orig: e}
 }

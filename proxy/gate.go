@@ -591,11 +591,16 @@ func upstreamError(server, method string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return &rpc.Error{
+	// The gate's report of the failure can carry the upstream's own words:
+	// the tail of its stderr when it dies or fails to start. Hosts show
+	// the message to the model as the call's outcome, so it is neutralised
+	// and, as an upstream's error, guarded (guardError).
+	orig := &rpc.Error{
 		Code:    rpc.CodeInternalError,
 		Message: fmt.Sprintf("%s: %v", method, err),
 		Data:    mustJSON(map[string]string{"server": server}),
 	}
+	return &upstreamRPCError{e: neutralError(orig), orig: orig}
 }
 
 // neutralError is an upstream's error object with hidden characters in its
