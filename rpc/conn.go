@@ -549,7 +549,7 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 			// asError's target escapes to errors.As: declared here, it
 			// would be allocated for every call, answered with an error
 			// or not.
-			resp.Error = asError(err)
+			resp.Error = asError(endedWith(cctx, err))
 		case result == nil:
 			resp.Result = json.RawMessage("{}")
 		default:
@@ -574,6 +574,24 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		return
 	}
 	c.workers.run(run)
+}
+
+// endedWith is err, or, when err only says that the call's context ended
+// (a handler returning ctx.Err()), the reason it was ended with: the
+// host's input ended and the drain time ran out, a signal stopped the
+// gate. "context canceled" tells the peer nothing.
+func endedWith(ctx context.Context, err error) error {
+	if ctx.Err() == nil || (!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return cause
+	}
+	return err
 }
 
 // asError is err as a JSON-RPC error: itself when it is one.

@@ -1221,6 +1221,26 @@ func TestDrainTimeoutCancelsAndAnswers(t *testing.T) {
 	}
 }
 
+// A call that ends because its context did, answering only ctx.Err(), is
+// answered with the reason the context ended (here the drain's), not with
+// "context canceled".
+func TestDrainedCallAnswersWithTheCause(t *testing.T) {
+	connR, peerW := io.Pipe()
+	var out lockedBuffer
+	c := New(NewStream(connR, &out, nil, Limits{}), funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}, Options{Peer: "host", Logger: testLogger(t), Drain: 50 * time.Millisecond})
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(context.Background()) }()
+	io.WriteString(peerW, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`+"\n")
+	peerW.Close()
+	wait(t, ran, "Run")
+	if got := out.String(); !strings.Contains(got, ErrDrained.Error()) || strings.Contains(got, "context canceled") {
+		t.Errorf("the Conn wrote %q, want an error saying %q", got, ErrDrained)
+	}
+}
+
 // stalledConn returns a running Conn whose peer neither reads what it writes
 // nor closes its own end; over a stream it has no closer (like stdin and
 // stdout). runErr waits for Run to return and returns what it returned.
