@@ -304,6 +304,13 @@ func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k
 	}
 	key, snap, ok := g.resolve(ctx, c, p.name)
 	if !ok {
+		if ctx.Err() != nil {
+			// The request ended while its server was being listed (the
+			// host's input ended and the drain time ran out, the gate is
+			// stopping): the name may well exist, so say why it was not
+			// found rather than that it is unknown.
+			return target{}, fmt.Errorf("%s %q was not looked up: %w", c.kind.noun, p.name, context.Cause(ctx))
+		}
 		return target{}, g.unknown(c.kind.noun, p.name)
 	}
 	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: p.withName(params, key.Name), snap: snap}, nil
