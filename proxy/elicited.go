@@ -312,16 +312,10 @@ func containsFinding(fs []guard.Finding, f guard.Finding) bool {
 	return false
 }
 
-// maskAnswers returns a copy of the result for inspection with the host's
-// answers replaced by null (a JSON value) or "" (a whole string); false
-// when it cannot be read unambiguously or within bounds, in which case
-// nothing is exempted.
-func maskAnswers(res json.RawMessage, answers []json.RawMessage) (json.RawMessage, bool) {
-	masked, _, ok := maskAnswerSpots(res, answers)
-	return masked, ok
-}
-
-// maskAnswerSpots is maskAnswers, and where it masked.
+// maskAnswerSpots returns a copy of the result for inspection with the
+// host's answers replaced by null (a JSON value) or "" (a whole string),
+// and where it masked them; false when it cannot be read unambiguously or
+// within bounds, in which case nothing is exempted.
 func maskAnswerSpots(res json.RawMessage, answers []json.RawMessage) (json.RawMessage, maskSpots, bool) {
 	// One reading only: a result with duplicate keys could show the host
 	// one member and the masked copy another.
