@@ -96,12 +96,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	// Binaries given are measured as installed, not as a linker may just
-	// have left them (loadgen.Install); those built here are copied too.
-	if err := loadgen.InstallInto(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
-		return err
-	}
-	if err := loadgen.BuildMissing(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
+	if err := loadgen.Prepare(dir, &cfg.gateBin, &cfg.echoBin); err != nil {
 		return err
 	}
 	return loadgen.RunModes(cfg.cpu, childEnv, []string{"-gate", cfg.gateBin, "-echo", cfg.echoBin}, "gate", "echo")

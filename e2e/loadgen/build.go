@@ -94,6 +94,17 @@ func InstallInto(dir string, paths ...*string) error {
 	return nil
 }
 
+// Prepare makes gate and echo ready to measure: a binary a path names is
+// installed into dir (InstallInto: measured as installed, not as a linker
+// may just have left it), an empty path is built there (BuildMissing, which
+// installs what it builds too).
+func Prepare(dir string, gate, echo *string) error {
+	if err := InstallInto(dir, gate, echo); err != nil {
+		return err
+	}
+	return BuildMissing(dir, gate, echo)
+}
+
 // Snapshot is what a process holds at one moment (Linux /proc).
 type Snapshot struct {
 	RSSKB, HWMKB, FDs, Children int

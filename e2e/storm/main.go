@@ -121,12 +121,7 @@ func run(cfg config) (result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	// Binaries given are measured as installed, not as a linker may just
-	// have left them (loadgen.Install); those built here are copied too.
-	if err := loadgen.InstallInto(dir, &cfg.gate, &cfg.echo); err != nil {
-		return res, err
-	}
-	if err := loadgen.BuildMissing(dir, &cfg.gate, &cfg.echo); err != nil {
+	if err := loadgen.Prepare(dir, &cfg.gate, &cfg.echo); err != nil {
 		return res, err
 	}
 	pdir := filepath.Join(dir, "policy")
