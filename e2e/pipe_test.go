@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gate/mcp-gate/e2e/loadgen"
 )
 
 // pipeIOSyscalls are the system calls that move bytes through a pipe, by
@@ -193,6 +195,36 @@ func TestPipeGrownFloorRelayWaitsInNetpoller(t *testing.T) {
 	largeBothWays(t, sess, "up__")
 	wantGrown(t, cmd.Process.Pid)
 	assertNoWaitInPipeIO(t, cmd.Process.Pid)
+}
+
+// The C floor relay (e2e/crelay, e2e/bench -floor-relay c) relays what
+// minrelay relays: it builds with the system's C compiler, drops the name
+// prefix from requests, carries 1 MB lines both ways whole, and exits when
+// the host closes its input. Without a C compiler the test skips, except in
+// CI, which installs one.
+func TestCFloorRelayRelays(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "crelay")
+	if err := loadgen.BuildC(bin, "e2e/crelay/crelay.c"); err != nil {
+		if _, lerr := exec.LookPath("cc"); lerr != nil && os.Getenv("CC") == "" && os.Getenv("CI") != "true" {
+			t.Skipf("no C compiler: %v", err)
+		}
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-strip", "up__", "--", testserverBin, "--mode", "honest")
+	g := &gate{cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = g.stderr
+	sess := g.connect(t, nil)
+	if got := resultText(call(t, sess, "up__echo", map[string]any{"text": "héllo \"up__x\""})); got != "héllo \"up__x\"" {
+		t.Fatalf("echo through crelay: %q", got)
+	}
+	largeBothWays(t, sess, "up__")
+	if err := sess.Close(); err != nil {
+		t.Fatalf("closing: %v\n%s", err, g.stderr.String())
+	}
+	if st := cmd.ProcessState; st == nil || !st.Exited() || st.ExitCode() != 0 {
+		t.Fatalf("crelay after its input closed: %v\n%s", st, g.stderr.String())
+	}
 }
 
 // fdAllowed are the files that may call (*os.File).Fd, and why: a regular

@@ -42,6 +42,40 @@ func Build(out, pkg string) error {
 	return Install(out, linked)
 }
 
+// BuildC compiles the C program src (a path in the module, as
+// e2e/crelay/crelay.c) into out with the system's C compiler ($CC, or cc),
+// optimised, and installs it as Build does. A machine without a C compiler
+// gets an error that says so.
+func BuildC(out, src string) error {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("finding the module: %w", err)
+	}
+	mod := strings.TrimSpace(string(gomod))
+	if mod == "" || mod == os.DevNull {
+		return fmt.Errorf("run inside the mcp-gate module")
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return fmt.Errorf("building %s needs a C compiler: %w", src, err)
+	}
+	linked := out + ".linked"
+	cmd := exec.Command(cc, "-O2", "-pthread", "-o", linked, src)
+	cmd.Dir = filepath.Dir(mod)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s with %s: %w", src, cc, err)
+	}
+	defer os.Remove(linked)
+	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replacing %s: %w", out, err)
+	}
+	return Install(out, linked)
+}
+
 // Install copies the executable src to dst, which must not exist, as an
 // installer does: its bytes written with write(2), not as the linker left
 // them. A process started from a file fresh from the Go linker, which
