@@ -19,27 +19,9 @@ import (
 // users run. The binary is linked beside out and copied into place
 // (Install says why).
 func Build(out, pkg string) error {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return fmt.Errorf("finding the module: %w", err)
-	}
-	mod := strings.TrimSpace(string(gomod))
-	if mod == "" || mod == os.DevNull {
-		return fmt.Errorf("run inside the mcp-gate module")
-	}
-	linked := out + ".linked"
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", linked, "./"+pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out+".linked", "./"+pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Dir = filepath.Dir(mod)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
-	}
-	defer os.Remove(linked)
-	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("replacing %s: %w", out, err)
-	}
-	return Install(out, linked)
+	return buildWith(out, cmd, pkg)
 }
 
 // BuildC compiles the C program src (a path in the module, as
@@ -47,6 +29,19 @@ func Build(out, pkg string) error {
 // optimised, and installs it as Build does. A machine without a C compiler
 // gets an error that says so.
 func BuildC(out, src string) error {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return fmt.Errorf("building %s needs a C compiler: %w", src, err)
+	}
+	return buildWith(out, exec.Command(cc, "-O2", "-pthread", "-o", out+".linked", src), src+" with "+cc)
+}
+
+// buildWith runs cmd, which writes out+".linked", in the module's root,
+// and installs what it wrote as out.
+func buildWith(out string, cmd *exec.Cmd, what string) error {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("finding the module: %w", err)
@@ -55,19 +50,11 @@ func BuildC(out, src string) error {
 	if mod == "" || mod == os.DevNull {
 		return fmt.Errorf("run inside the mcp-gate module")
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		return fmt.Errorf("building %s needs a C compiler: %w", src, err)
-	}
 	linked := out + ".linked"
-	cmd := exec.Command(cc, "-O2", "-pthread", "-o", linked, src)
 	cmd.Dir = filepath.Dir(mod)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s with %s: %w", src, cc, err)
+		return fmt.Errorf("building %s: %w", what, err)
 	}
 	defer os.Remove(linked)
 	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {
