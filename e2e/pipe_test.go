@@ -197,33 +197,69 @@ func TestPipeGrownFloorRelayWaitsInNetpoller(t *testing.T) {
 	assertNoWaitInPipeIO(t, cmd.Process.Pid)
 }
 
-// The C floor relay (e2e/crelay, e2e/bench -floor-relay c) relays what
-// minrelay relays: it builds with the system's C compiler, drops the name
-// prefix from requests, carries 1 MB lines both ways whole, and exits when
-// the host closes its input. Without a C compiler the test skips, except in
-// CI, which installs one.
-func TestCFloorRelayRelays(t *testing.T) {
+// The floor relays in blocking system calls (e2e/bench -floor-relay
+// go-blocking and c: minrelay -blocking, and e2e/crelay built with the
+// system's C compiler) relay what minrelay relays: the name prefix dropped
+// from requests and nowhere else, 1 MB lines carried whole both ways, an
+// exit when the host closes its input. And they measure what they say:
+// idle, a thread of each waits in a pipe's read in every sample, one for
+// the host's input and one for the upstream's output. Without a C compiler
+// the C case skips, except in CI, which installs one.
+func TestPipeBlockingFloorRelays(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "crelay")
-	if err := loadgen.BuildC(bin, "e2e/crelay/crelay.c"); err != nil {
-		if _, lerr := exec.LookPath("cc"); lerr != nil && os.Getenv("CC") == "" && os.Getenv("CI") != "true" {
-			t.Skipf("no C compiler: %v", err)
-		}
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-strip", "up__", "--", testserverBin, "--mode", "honest")
-	g := &gate{cmd: cmd, stderr: &syncBuffer{}}
-	cmd.Stderr = g.stderr
-	sess := g.connect(t, nil)
-	if got := resultText(call(t, sess, "up__echo", map[string]any{"text": "héllo \"up__x\""})); got != "héllo \"up__x\"" {
-		t.Fatalf("echo through crelay: %q", got)
-	}
-	largeBothWays(t, sess, "up__")
-	if err := sess.Close(); err != nil {
-		t.Fatalf("closing: %v\n%s", err, g.stderr.String())
-	}
-	if st := cmd.ProcessState; st == nil || !st.Exited() || st.ExitCode() != 0 {
-		t.Fatalf("crelay after its input closed: %v\n%s", st, g.stderr.String())
+	for _, tc := range []struct {
+		name string
+		bin  func(t *testing.T) string
+		args []string
+	}{
+		{"minrelay -blocking", func(*testing.T) string { return minrelayBin }, []string{"-blocking"}},
+		{"crelay", func(t *testing.T) string {
+			bin := filepath.Join(t.TempDir(), "crelay")
+			if err := loadgen.BuildC(bin, "e2e/crelay/crelay.c"); err != nil {
+				if _, lerr := exec.LookPath("cc"); lerr != nil && os.Getenv("CC") == "" && os.Getenv("CI") != "true" {
+					t.Skipf("no C compiler: %v", err)
+				}
+				t.Fatal(err)
+			}
+			return bin
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(tc.args, "-strip", "up__", "--", testserverBin, "--mode", "honest")
+			cmd := exec.Command(tc.bin(t), args...)
+			g := &gate{cmd: cmd, stderr: &syncBuffer{}}
+			cmd.Stderr = g.stderr
+			sess := g.connect(t, nil)
+			if got := resultText(call(t, sess, "up__echo", map[string]any{"text": "héllo \"up__x\""})); got != "héllo \"up__x\"" {
+				t.Fatalf("echo through %s: %q", tc.name, got)
+			}
+			largeBothWays(t, sess, "up__")
+			wantGrown(t, cmd.Process.Pid)
+			seen := map[string]int{}
+			const samples = 10
+			for range samples {
+				for _, th := range threadsInPipeIO(t, cmd.Process.Pid) {
+					seen[th]++
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			blocked := 0
+			for _, n := range seen {
+				if n == samples {
+					blocked++
+				}
+			}
+			if blocked < 2 {
+				t.Errorf("idle, %d threads waited in a pipe's read or write in all %d samples (%v); want 2, one each way", blocked, samples, seen)
+			}
+			if err := sess.Close(); err != nil {
+				t.Fatalf("closing: %v\n%s", err, g.stderr.String())
+			}
+			if st := cmd.ProcessState; st == nil || !st.Exited() || st.ExitCode() != 0 {
+				t.Fatalf("%s after its input closed: %v\n%s", tc.name, st, g.stderr.String())
+			}
+		})
 	}
 }
 

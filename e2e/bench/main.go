@@ -12,9 +12,11 @@
 //
 // The floor is a relay that only copies lines: what a relay process costs
 // on the machine before any work of the gate's. e2e/minrelay is that relay
-// on Go's netpoller, as the gate reads and writes; e2e/crelay (C, two
-// threads in blocking read and write) is the least any relay process can
-// cost, so that a target it misses is out of reach of every relay there.
+// on Go's netpoller, as the gate reads and writes, or with -floor-relay
+// go-blocking in blocking system calls, a thread each way (the other I/O
+// mode open to a Go gate); e2e/crelay (C, two threads in blocking read and
+// write) is the least any relay process can cost, so that a target it
+// misses is out of reach of every relay there.
 //
 // Pinned means every process (this one, the gate, the echo server) runs
 // under `taskset -c 0` with GOMAXPROCS unset, so Go picks 1, as in a
@@ -62,7 +64,7 @@ type config struct {
 	withFloor bool   // measure the floor relay as a third side in the same rounds
 	auditNext bool   // the gates' audit logs in the policy's directory
 	floorBin  string // e2e/minrelay, for -floor and -with-floor
-	floorLang string // go (e2e/minrelay) or c (e2e/crelay), when floorBin is not given
+	floorLang string // go, go-blocking (e2e/minrelay) or c (e2e/crelay)
 	echoBin   string
 	profile   string
 	trace     bool
@@ -87,7 +89,7 @@ func main() {
 	flag.BoolVar(&cfg.withFloor, "with-floor", false, "measure e2e/minrelay as a third side in the same rounds as the direct connection and the gate: the table then gives the floor's ratios, the gate's ratio to the floor (what the gate costs beyond any relay) and whether the floor itself meets each target")
 	flag.BoolVar(&cfg.auditNext, "audit-beside-policy", false, "write each gate's audit log in the policy file's directory, as a deployment that keeps them together does (by default it is elsewhere: the policy watch sees that directory)")
 	flag.StringVar(&cfg.floorBin, "minrelay", "", "floor relay binary for -floor and -with-floor (default: built from this checkout, as -floor-relay says)")
-	flag.StringVar(&cfg.floorLang, "floor-relay", "go", "the floor relay built when -minrelay is not given: go (e2e/minrelay, on Go's netpoller as the gate) or c (e2e/crelay/crelay.c, two threads in blocking read and write, no runtime: the least any relay process costs here; needs a C compiler)")
+	flag.StringVar(&cfg.floorLang, "floor-relay", "go", "the floor relay: go (e2e/minrelay, on Go's netpoller as the gate), go-blocking (e2e/minrelay -blocking: a goroutine and its thread each way in blocking read and write, the other I/O mode open to a Go gate; Linux) or c (e2e/crelay/crelay.c, two threads in blocking read and write, no runtime: the least any relay process costs here; needs a C compiler); -minrelay gives its binary")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
@@ -134,8 +136,10 @@ func run(cfg config) error {
 	if (cfg.floor || cfg.withFloor) && (cfg.host == "modern" || cfg.upstream == "modern") {
 		return fmt.Errorf("the floor relays lines as they are: it has no era of its own to compare (use -host old -upstream old)")
 	}
-	if cfg.floorLang != "go" && cfg.floorLang != "c" {
-		return fmt.Errorf("-floor-relay %q: want go or c", cfg.floorLang)
+	switch cfg.floorLang {
+	case "go", "go-blocking", "c":
+	default:
+		return fmt.Errorf("-floor-relay %q: want go, go-blocking or c", cfg.floorLang)
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
@@ -426,7 +430,11 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, floor *loadgen.
 	floorTarget := loadgen.Target{
 		Name: "floor",
 		Command: func() *exec.Cmd {
-			cmd := exec.Command(cfg.floorBin, "-strip", "echo__", "--", cfg.echoBin)
+			args := []string{"-strip", "echo__", "--", cfg.echoBin}
+			if cfg.floorLang == "go-blocking" {
+				args = append([]string{"-blocking"}, args...)
+			}
+			cmd := exec.Command(cfg.floorBin, args...)
 			cmd.Env = env
 			cmd.Stderr = stderr
 			return cmd

@@ -24,6 +24,12 @@
 // without a poll. With one CPU (GOMAXPROCS=1, no idle P) sysmon takes the
 // P back at once and hands it to a thread that polls, so there was no
 // stall there.
+//
+// With -blocking (Linux) it measures the other consistent I/O mode issue 9
+// names: every descriptor blocking, its stdin and stdout reopened so and
+// the upstream's pipes made so, each direction a goroutine whose reads and
+// writes block its thread, and nothing in the netpoller. Mixing the modes
+// is what stalled above; all blocking does not.
 package main
 
 import (
@@ -39,31 +45,40 @@ import (
 
 func main() {
 	strip := flag.String("strip", "", "drop this prefix from the first quoted string that starts with it in each request (the gate's server__ names)")
+	blocking := flag.Bool("blocking", false, "read and write every descriptor in blocking system calls, a goroutine and its thread each way, instead of through the netpoller (the other I/O mode issue 9 names; Linux)")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "minrelay: usage: minrelay [-strip PREFIX] -- COMMAND [ARGS]")
+		fmt.Fprintln(os.Stderr, "minrelay: usage: minrelay [-strip PREFIX] [-blocking] -- COMMAND [ARGS]")
 		os.Exit(2)
 	}
-	if err := run(*strip, flag.Args()); err != nil {
+	if err := run(*strip, *blocking, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "minrelay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(strip string, command []string) error {
-	in, out := reopen(os.Stdin, os.O_RDONLY), reopen(os.Stdout, os.O_WRONLY)
+func run(strip string, blocking bool, command []string) error {
+	in, out := reopen(os.Stdin, os.O_RDONLY, blocking), reopen(os.Stdout, os.O_WRONLY, blocking)
 	cmd := exec.Command(command[0], command[1:]...)
-	upIn, err := cmd.StdinPipe()
-	if err != nil {
-		return err
+	var upIn io.WriteCloser
+	var upOut io.ReadCloser
+	var err error
+	if blocking {
+		upIn, upOut, err = blockingPipes(cmd)
+	} else if upIn, err = cmd.StdinPipe(); err == nil {
+		upOut, err = cmd.StdoutPipe()
 	}
-	upOut, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
+	}
+	if blocking {
+		// The child's ends, ours to close once it has them.
+		cmd.Stdin.(io.Closer).Close()
+		cmd.Stdout.(io.Closer).Close()
 	}
 	done := make(chan error, 1)
 	go func() { done <- copyLines(out, upOut, nil, nil) }()
@@ -120,10 +135,10 @@ func copyLines(w io.Writer, r io.Reader, from, to []byte) error {
 	}
 }
 
-// reopen opens f's pipe again as a non-blocking description of its own,
-// or returns f. It reaches the descriptor through Control, not Fd, which
+// reopen opens f's pipe again as a description of its own, non-blocking
+// or blocking as asked, or returns f. It reaches the descriptor through Control, not Fd, which
 // can make a description the runtime polls blocking (see pipeGrower).
-func reopen(f *os.File, flag int) *os.File {
+func reopen(f *os.File, flag int, blocking bool) *os.File {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return f
@@ -132,7 +147,14 @@ func reopen(f *os.File, flag int) *os.File {
 	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil || fd < 0 {
 		return f
 	}
-	nf, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	path := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if blocking {
+		if nf, err := openBlocking(path, flag); err == nil {
+			return nf
+		}
+		return f
+	}
+	nf, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return f
 	}
