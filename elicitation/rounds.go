@@ -61,7 +61,9 @@ type Binding struct {
 	// "approved" with the rule and its reason for a human's yes
 	// (ApprovedBy). A retry decided ask counts such a state as that yes
 	// only when it names the very rule and reason, as a 2025 host's yes
-	// counts only for them.
+	// counts only for them. An approval's state binds the yes its question
+	// asks for (ApprovedBy of the rule and reason it shows): the answer
+	// counts only for a retry decided ask by that rule, with that reason.
 	LetBy string `json:",omitempty"`
 }
 

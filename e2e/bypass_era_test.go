@@ -1,0 +1,81 @@
+package e2e
+
+// The 2026-07-28 paths tried from outside as an attacker (session 8):
+// retries, parked calls, relayed rounds, through the real binary.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A 2026-07-28 host's yes to the gate's question counts only for the rule
+// it showed. The gate asks under "workspace-echo"; before the host's retry
+// a symlink in the path is re-pointed out of the workspace, so that the
+// same call (same arguments, same policy revision) is asked about by
+// "outside-workspace", whose reason the human never read. The yes must not
+// redeem for it (it did: the state bound the call, not the rule), and the
+// upstream never sees the call.
+func TestBypassModernApprovalOtherRule(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(ws, "link")
+	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	pol := fmt.Sprintf(`version: 1
+fallback: deny
+approval:
+  timeout: 30s
+rules:
+  - name: outside-workspace
+    match: "mcp:honest:echo"
+    when: '!path.within(args.text, %q)'
+    action: ask
+    reason: This echo leaves the workspace.
+  - name: workspace-echo
+    match: "mcp:honest:echo"
+    action: ask
+    reason: Echoes need a human.
+`, ws)
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, pol))
+	h := startModern(t, g, formCaps)
+	target := filepath.Join(link, "notes.txt")
+	resp := h.request("tools/call", echoCall(target))
+	state := inputRequired(t, resp)
+	if !strings.Contains(resp, "Echoes need a human. (policy rule workspace-echo)") {
+		t.Fatalf("the question: %s", resp)
+	}
+	tmp := link + ".new"
+	if err := os.Symlink(outside, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := toolText(t, h.request("tools/call", echoCall(target)+`,`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state)))
+	if ev := readEvents(t, events); strings.Contains(ev, "echo ") {
+		t.Fatalf("the call ran on a yes to another rule's question (%q): %s", text, ev)
+	}
+	if !isErr || !strings.Contains(text, "issued for another call") {
+		t.Fatalf("the retry under another rule: %q isError=%v", text, isErr)
+	}
+	// Asked afresh, the question names the rule now in force, and its yes runs the call.
+	resp = h.request("tools/call", echoCall(target))
+	state = inputRequired(t, resp)
+	if !strings.Contains(resp, "This echo leaves the workspace. (policy rule outside-workspace)") {
+		t.Fatalf("the new question: %s", resp)
+	}
+	if text, isErr := toolText(t, h.request("tools/call", echoCall(target)+`,`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state))); isErr || text != target {
+		t.Fatalf("the yes to the question shown: %q isError=%v", text, isErr)
+	}
+}

@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
+)
+
+// A 2026-07-28 host's yes to the gate's question covers only the rule it
+// was shown, as a 2025 host's does (TestApprovalDoesNotCoverAnotherRule):
+// the question is asked under one ask rule; before the retry, a symlink in
+// the path is re-pointed so that the same call (same arguments, same
+// revision) is asked about by another rule, with another reason. The
+// state, bound to the call but not to the rule, redeemed for it, and the
+// call ran on an answer to a question the human was never shown.
+func TestModernApprovalCoversOnlyItsRule(t *testing.T) {
+	dir := t.TempDir()
+	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(ws, "link")
+	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	pol := "version: 1\nfallback: deny\nrules:\n" +
+		"  - name: outside-workspace\n    match: mcp:s:t\n    when: '!path.within(args.path, \"" + ws + "\")'\n    action: ask\n    reason: This write leaves the workspace.\n" +
+		"  - name: workspace-writes\n    match: mcp:s:t\n    action: ask\n    reason: Writes need a human.\n"
+	up := newPipelineUpstream()
+	g := newScriptedGate(t, up.serve, pol)
+	h := serveModernHost(t, g)
+	args := `{"path":` + string(rawjson.AppendString(nil, filepath.Join(link, "x"))) + `}`
+	res, err := h.call("tools/call", `{"name":"s__t","arguments":`+args+`}`, formCaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _ := rawjson.GetString(res, "requestState")
+	if msg, _ := jsonPath(res, "inputRequests", "mcp-gate-approval", "params", "message"); !strings.Contains(msg, "Writes need a human. (policy rule workspace-writes)") {
+		t.Fatalf("the question: %s", res)
+	}
+	// While the human reads, the link is re-pointed out of the workspace.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	yes := `{"mcp-gate-approval":{"action":"accept","content":{"approve":true}}}`
+	res, err = h.call("tools/call", `{"name":"s__t","arguments":`+args+`,"inputResponses":`+yes+`,"requestState":`+string(rawjson.AppendString(nil, state))+`}`, formCaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.got("tools/call") {
+		t.Fatalf("the call ran on a yes to another rule's question: %s", res)
+	}
+	if !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), "issued for another call") {
+		t.Fatalf("the retry under another rule: %s", res)
+	}
+	// Pointed back, the same kind of question under the rule shown runs.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = h.call("tools/call", `{"name":"s__t","arguments":`+args+`}`, formCaps)
+	state, _ = rawjson.GetString(res, "requestState")
+	res, err = h.call("tools/call", `{"name":"s__t","arguments":`+args+`,"inputResponses":`+yes+`,"requestState":`+string(rawjson.AppendString(nil, state))+`}`, formCaps)
+	if err != nil || strings.Contains(string(res), `"isError":true`) || !up.got("tools/call") {
+		t.Fatalf("the approved retry under the rule shown: %s %v", res, err)
+	}
+}
