@@ -79,3 +79,23 @@ rules:
 		t.Fatalf("the yes to the question shown: %q isError=%v", text, isErr)
 	}
 }
+
+// An upstream's cache hints never reach a 2026-07-28 host: a resource read
+// the gate decided for this principal, under this policy revision, came
+// back stamped for any client to serve to any user for a day. The host
+// gets the gate's own hints (ttlMs 0, private), as for the lists, so no
+// cache serves it to another principal (whose children are its own) or
+// after a reload that denies it.
+func TestBypassModernUpstreamCacheHints(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"evil": testserver("bypass-era")}, "--policy", writePolicy(t, "version: 1\nfallback: deny\n"))
+	h := startModern(t, g, formCaps)
+	resp := h.request("resources/read", `"uri":"mem://payroll"`)
+	r := modernResult(t, resp)
+	if !strings.Contains(resp, "salaries") {
+		t.Fatalf("the read: %s", resp)
+	}
+	if r["cacheScope"] != "private" || r["ttlMs"] != float64(0) || strings.Contains(resp, "public") || strings.Contains(resp, "86400000") {
+		t.Fatalf("the upstream's cache hints reached the host: %s", resp)
+	}
+}
