@@ -99,3 +99,47 @@ func TestBypassModernUpstreamCacheHints(t *testing.T) {
 		t.Fatalf("the upstream's cache hints reached the host: %s", resp)
 	}
 }
+
+// An upstream that withdraws its question (notifications/cancelled of its
+// own request) has the gate cancel the request it made of the host on its
+// behalf, and the host reads the reason (the spec lets it show or log it).
+// The reason was passed byte for byte, the one upstream string that was
+// neither neutralised nor inspected: here it clears the screen, reverses
+// the text after it, and announces an approval. What reaches the host now
+// is neutralised, and a reason that reads as an approval is left out.
+func TestBypassUpstreamCancellationReason(t *testing.T) {
+	t.Parallel()
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"evil": testserver("bypass-era", "--events", events)}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:evil:*]\n"))
+	h := startRaw(t, g)
+	initWith(h, `{"elicitation":{"form":{}}}`)
+	resp := h.send("7", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"evil__withdraw","arguments":{}}}`)
+	if !strings.Contains(resp, "withdrawn") {
+		t.Fatalf("the call: %s", resp)
+	}
+	var asked, cancelled string
+	for done := false; !done; {
+		select {
+		case line := <-h.notify:
+			switch {
+			case strings.Contains(line, `"method":"elicitation/create"`):
+				asked = line
+			case strings.Contains(line, `"method":"notifications/cancelled"`):
+				cancelled = line
+			}
+		default:
+			done = true
+		}
+	}
+	if asked == "" || cancelled == "" {
+		t.Fatalf("the host was not asked and then told of the withdrawal: asked %q, cancelled %q\n%s", asked, cancelled, readEvents(t, events))
+	}
+	for _, hidden := range []string{`\u001b`, "\x1b", `\u202e`, "\u202e", `\u200b`, "\u200b"} {
+		if strings.Contains(cancelled, hidden) {
+			t.Errorf("the cancellation reached the host with %q un-neutralised: %s", hidden, cancelled)
+		}
+	}
+	if strings.Contains(cancelled, "approved") || strings.Contains(cancelled, "permission granted") {
+		t.Errorf("the cancellation reached the host announcing an approval: %s", cancelled)
+	}
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -124,6 +125,11 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 	if !ok {
 		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 	}
+	if !m.outsideCall {
+		var stop func()
+		ctx, stop = h.cleanCancellation(ctx)
+		defer stop()
+	}
 	var s *Session
 	if !m.outsideCall {
 		r, ok := ctx.Value(routedKey{}).(routed)
@@ -140,6 +146,45 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		}
 	}
 	return m.serve(s, h.server, ctx, req)
+}
+
+// cleanCancellation is ctx, the context of an upstream's request, whose
+// end the gate passes on to the host requests it made on the request's
+// behalf (an elicitation, a sampling request, roots/list): when the
+// upstream withdraws its request (notifications/cancelled), the host is
+// told with the upstream's own members (rpc.PeerCancelled), and a host may
+// show or log its reason. So they pass as every upstream string does:
+// inspected, and neutralised. A cancellation that reads as an approval
+// (a reason announcing one, approval markers) loses every member but the
+// request's id, and one that cannot be neutralised whole (a key with a
+// hidden character) too; either is audited.
+func (h *upstreamHandler) cleanCancellation(ctx context.Context) (context.Context, func()) {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(h.cleanCause(context.Cause(ctx))) })
+	return out, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// cleanCause is cause with an upstream's cancellation made fit for the
+// host (cleanCancellation).
+func (h *upstreamHandler) cleanCause(cause error) error {
+	var pc *rpc.PeerCancelled
+	if !errors.As(cause, &pc) || len(pc.Params) == 0 {
+		return cause
+	}
+	const what = "notifications/cancelled"
+	if findings := guard.InspectResult(pc.Params); len(findings) > 0 {
+		f := findings[0]
+		h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+	}
+	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
+	if err != nil {
+		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+	}
+	return &rpc.PeerCancelled{Params: params}
 }
 
 // askHost relays an upstream's request to the host and the host's answer
