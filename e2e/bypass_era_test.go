@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A 2026-07-28 host's yes to the gate's question counts only for the rule
@@ -141,5 +142,56 @@ func TestBypassUpstreamCancellationReason(t *testing.T) {
 	}
 	if strings.Contains(cancelled, "approved") || strings.Contains(cancelled, "permission granted") {
 		t.Errorf("the cancellation reached the host announcing an approval: %s", cancelled)
+	}
+}
+
+// A parked call's progress reaches the host only while one of its host
+// requests waits on it. The host's request that gave the token was
+// answered (input required) and the question is with the host: the token
+// is the host's to reuse for another request, to another server, whose
+// progress the upstream would then speak for. Nothing of it may reach the
+// host until a retry waits (and then on that retry's own token).
+func TestBypassParkedProgressAfterAnswer(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"evil": testserver("bypass-era")}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:evil:*]\n"))
+	h := startModern(t, g, formCaps)
+	meta := strings.Replace(h.envelope(), `"_meta":{`, `"_meta":{"progressToken":"tok-1",`, 1)
+	resp := h.send("9", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"evil__parked","arguments":{},`+meta+`}}`)
+	_, state := parkedQuestion(t, resp, "elicitation/create")
+	deadline := time.After(1500 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case line := <-h.notify:
+			if strings.Contains(line, "notifications/progress") {
+				t.Fatalf("progress of a parked call reached the host after its request was answered: %s", line)
+			}
+		case <-deadline:
+			waiting = false
+		}
+	}
+	// The retry that resumes the call gets its progress, on its own token.
+	meta = strings.Replace(h.envelope(), `"_meta":{`, `"_meta":{"progressToken":"tok-2",`, 1)
+	resp = h.send("10", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"evil__parked","arguments":{},`+parkAnswer(acceptStaging, state)+`,`+meta+`}}`)
+	if text, isErr := toolText(t, resp); isErr || text != "parked done" {
+		t.Fatalf("the retry: %s", resp)
+	}
+	var got []string
+	for drained := false; !drained; {
+		select {
+		case line := <-h.notify:
+			if strings.Contains(line, "notifications/progress") {
+				got = append(got, line)
+			}
+		default:
+			drained = true
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("the retry waiting on the call got none of its progress")
+	}
+	for _, line := range got {
+		if !strings.Contains(line, `"progressToken":"tok-2"`) {
+			t.Fatalf("progress reached the retry on another token: %s", line)
+		}
 	}
 }

@@ -128,3 +128,46 @@ func TestUpstreamCancellationCleaned(t *testing.T) {
 		t.Fatalf("the request's context ended with %v", context.Cause(ctx))
 	}
 }
+
+// A parked call's progress is routed to the host request waiting on it now,
+// under that request's own token, and nowhere while none waits (its
+// question with the host): the token the first request gave is the host's
+// to reuse once that request is answered. Other forwards keep theirs.
+func TestParkedProgressRoutedToWaitingRequest(t *testing.T) {
+	p := &progressRoutes{prefix: "p-", routes: map[string]progressRoute{}}
+	pc := &parkedCall{}
+	pc.waitedBy(json.RawMessage(`{"name":"t","_meta":{"progressToken":"first"}}`))
+	gateTok, release := p.add("s", json.RawMessage(`"first"`), pc)
+	defer release()
+	plainTok, release2 := p.add("s", json.RawMessage(`7`), nil)
+	defer release2()
+	routed := func(tok json.RawMessage) string {
+		t.Helper()
+		host, ok := p.lookup("s", tok)
+		if !ok {
+			return "-"
+		}
+		return string(host)
+	}
+	if got := routed(gateTok); got != `"first"` {
+		t.Fatalf("while the first request waits: %s", got)
+	}
+	pc.tok.Store(nil) // answered with its question (waitParked)
+	if got := routed(gateTok); got != "-" {
+		t.Fatalf("while the question is with the host: %s", got)
+	}
+	pc.waitedBy(json.RawMessage(`{"_meta":{"progressToken":{"n":2}}}`)) // the retry that resumes it
+	if got := routed(gateTok); got != `{"n":2}` {
+		t.Fatalf("while the retry waits: %s", got)
+	}
+	pc.waitedBy(json.RawMessage(`{"name":"t"}`)) // a retry that gave no token
+	if got := routed(gateTok); got != "-" {
+		t.Fatalf("a retry without a token: %s", got)
+	}
+	if got := routed(plainTok); got != `7` {
+		t.Fatalf("a forward of no parked call: %s", got)
+	}
+	if _, ok := p.lookup("other", gateTok); ok {
+		t.Fatal("another server's progress routed")
+	}
+}

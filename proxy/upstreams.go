@@ -30,13 +30,18 @@ type progressRoutes struct {
 type progressRoute struct {
 	server    string
 	hostToken json.RawMessage
+	// pc, for a parked call's forward, holds the token instead: that of
+	// the host request waiting on the call now, or none (parkedCall.tok).
+	pc *parkedCall
 }
 
-func (p *progressRoutes) add(server string, hostToken json.RawMessage) (json.RawMessage, func()) {
+// add routes a new token of the gate's to hostToken, for server; pc is
+// the parked call the forward belongs to, or nil.
+func (p *progressRoutes) add(server string, hostToken json.RawMessage, pc *parkedCall) (json.RawMessage, func()) {
 	p.mu.Lock()
 	p.next++
 	tok := p.prefix + strconv.FormatUint(p.next, 10)
-	p.routes[tok] = progressRoute{server: server, hostToken: hostToken}
+	p.routes[tok] = progressRoute{server: server, hostToken: hostToken, pc: pc}
 	p.mu.Unlock()
 	return rawjson.AppendString(nil, tok), func() {
 		p.mu.Lock()
@@ -54,6 +59,17 @@ func (p *progressRoutes) lookup(server string, token json.RawMessage) (json.RawM
 	defer p.mu.Unlock()
 	r, ok := p.routes[tok]
 	if !ok || r.server != server {
+		return nil, false
+	}
+	if r.pc != nil {
+		// A parked call's progress goes to the host request waiting on it,
+		// under that request's own token; while its question is with the
+		// host no request waits, and the token it was given is the host's
+		// to reuse for another request (to another server, whose progress
+		// this upstream must not speak for).
+		if t := r.pc.tok.Load(); t != nil {
+			return *t, true
+		}
 		return nil, false
 	}
 	return r.hostToken, true
