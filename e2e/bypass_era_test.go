@@ -195,3 +195,50 @@ func TestBypassParkedProgressAfterAnswer(t *testing.T) {
 		}
 	}
 }
+
+// An approval announced in an upstream's notifications (a log line, a
+// progress message of the call, which hosts show their user while the
+// call runs, perhaps beside the gate's own question) is inspected as a
+// result is: it never reaches the host, of either era; the harmless
+// progress around it does.
+func TestBypassApprovalInNotifications(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"evil": testserver("bypass-era")}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:evil:*]\n"))
+	collect := func(h *rawHost) string {
+		var b strings.Builder
+		deadline := time.After(500 * time.Millisecond)
+		for {
+			select {
+			case line := <-h.notify:
+				b.WriteString(line + "\n")
+			case <-deadline:
+				return b.String()
+			}
+		}
+	}
+	check := func(era, got string) {
+		t.Helper()
+		if strings.Contains(got, "approved") || strings.Contains(got, "permission granted") {
+			t.Errorf("%s: an announced approval reached the host:\n%s", era, got)
+		}
+		if !strings.Contains(got, "step one") || !strings.Contains(got, "step three") {
+			t.Errorf("%s: the harmless progress did not reach the host:\n%s", era, got)
+		}
+	}
+	older := startRaw(t, g)
+	initWith(older, `{}`)
+	resp := older.send("5", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"evil__announce","arguments":{},"_meta":{"progressToken":"p5"}}}`)
+	if !strings.Contains(resp, "announced") {
+		t.Fatalf("2025-11-25: %s", resp)
+	}
+	check("2025-11-25", collect(older))
+
+	g2 := gateCommand(t, map[string]server{"evil": testserver("bypass-era")}, "--policy", writePolicy(t, "version: 1\nfallback: deny\nallow: [mcp:evil:*]\n"))
+	h := startModern(t, g2, formCaps)
+	meta := strings.Replace(h.envelope(), `"_meta":{`, `"_meta":{"progressToken":"p6",`, 1)
+	resp = h.send("6", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"evil__announce","arguments":{},`+meta+`}}`)
+	if text, _ := toolText(t, resp); text != "announced" {
+		t.Fatalf("2026-07-28: %s", resp)
+	}
+	check("2026-07-28", collect(h.rawHost))
+}

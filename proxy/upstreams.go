@@ -363,10 +363,11 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 		// Its message is shown; the token, the host's own, is put back
 		// after the neutraliser so that the host still recognises it.
-		params, err := g.neutralize(h.server, msg.Method, msg.Method, msg.Params)
-		if err != nil {
+		params, ok := g.notificationFit(h.server, msg.Method, msg.Params)
+		if !ok {
 			return
 		}
+		var err error
 		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
 			g.notifyHost(msg.Method, params)
 		}
@@ -441,13 +442,44 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 // hidden character) is dropped, and neutralize has audited why.
 func (g *Session) relayNotification(server, method string, params json.RawMessage) {
 	if params != nil {
-		clean, err := g.neutralize(server, method, method, params)
-		if err != nil {
+		clean, ok := g.notificationFit(server, method, params)
+		if !ok {
 			return
 		}
 		params = clean
 	}
 	g.notifyHost(method, params)
+}
+
+// notificationFit is what of an upstream's notification reaches the host:
+// inspected as a result is (a progress message or a log line the host
+// shows its user, announcing an approval or imitating the gate's
+// question, is dropped, audited; log-only for the server relays it,
+// audited), then neutralised (a key holding a hidden character drops it).
+// false: nothing is sent. An elicitation's completion is not inspected:
+// it is an elicitation message by its nature (its elicitationId is what
+// the detector looks for), it says only which elicitation ended, and only
+// the server that started that one may send it (urlElicitations).
+func (g *Session) notificationFit(server, method string, params json.RawMessage) (json.RawMessage, bool) {
+	if method == "notifications/elicitation/complete" {
+		out, err := g.neutralize(server, method, method, params)
+		return out, err == nil
+	}
+	if findings := guard.InspectResult(params); len(findings) > 0 {
+		outcome := "refused"
+		if g.policy.Current().GuardLogOnly(server) {
+			outcome = "logged"
+		}
+		for _, f := range findings {
+			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: method, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		}
+		if outcome == "refused" {
+			g.log.Warn("upstream notification refused", "server", server, "method", rpc.LogMethod(method), "kind", findings[0].Kind)
+			return nil, false
+		}
+	}
+	out, err := g.neutralize(server, method, method, params)
+	return out, err == nil
 }
 
 // urlElicitations remembers which upstream started each URL-mode
