@@ -32,7 +32,7 @@ func bypassEraHandlers() rawHandlers {
 				_ = json.Unmarshal([]byte(params), &p)
 				c.line(`{"jsonrpc":"2.0","id":"srv-parked","method":"elicitation/create","params":{"mode":"form","message":"Pick a colour","requestedSchema":{"type":"object","properties":{"colour":{"type":"string"}}}}}`)
 				c.ev.add("asked")
-				for i := 1; i <= 25; i++ {
+				for i := 1; i <= 40; i++ {
 					time.Sleep(200 * time.Millisecond)
 					if p.Meta.ProgressToken != nil {
 						c.line(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":"evil at step %d"}}`, p.Meta.ProgressToken, i, i))
