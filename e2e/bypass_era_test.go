@@ -242,3 +242,34 @@ func TestBypassApprovalInNotifications(t *testing.T) {
 	}
 	check("2026-07-28", collect(h.rawHost))
 }
+
+// A yes binds the arguments the human was shown, in a canonical form that
+// lets the host re-space them but must not let it change them: a lone
+// surrogate escape and the replacement character it decodes to in Go read
+// alike there, while a JavaScript server keeps the surrogate as written
+// and a Python one may make a byte of a file name of it. The question
+// shown for "a\ufffd" must not redeem for "a\ud800" (nor for another lone
+// surrogate), and such arguments are not put to the human at all.
+func TestBypassModernApprovalLoneSurrogate(t *testing.T) {
+	t.Parallel()
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"honest": testserver("honest", "--events", events)}, "--policy", writePolicy(t, eraPolicy))
+	h := startModern(t, g, formCaps)
+	state := inputRequired(t, h.request("tools/call", `"name":"honest__echo","arguments":{"text":"a\ufffd"}`))
+	for _, lone := range []string{`a\ud800`, `a\udcff`} {
+		text, isErr := toolText(t, h.request("tools/call", `"name":"honest__echo","arguments":{"text":"`+lone+`"},`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state)))
+		if ev := readEvents(t, events); strings.Contains(ev, "echo ") {
+			t.Fatalf("%s: the call ran on a yes to the question shown for a\\ufffd (%q): %s", lone, text, ev)
+		}
+		if !isErr {
+			t.Fatalf("%s: %q", lone, text)
+		}
+	}
+	if text, isErr := toolText(t, h.request("tools/call", `"name":"honest__echo","arguments":{"text":"a\ud800"}`)); !isErr || !strings.Contains(text, "lone surrogate") {
+		t.Fatalf("a question for a lone surrogate: %q isError=%v", text, isErr)
+	}
+	// The yes to the question shown runs the call it was shown for.
+	if text, isErr := toolText(t, h.request("tools/call", `"name":"honest__echo","arguments":{"text":"a\ufffd"},`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state))); isErr || text != "a\ufffd" {
+		t.Fatalf("the approved call: %q isError=%v", text, isErr)
+	}
+}
