@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
@@ -61,7 +63,9 @@ type Binding struct {
 	// "approved" with the rule and its reason for a human's yes
 	// (ApprovedBy). A retry decided ask counts such a state as that yes
 	// only when it names the very rule and reason, as a 2025 host's yes
-	// counts only for them.
+	// counts only for them. An approval's state binds the yes its question
+	// asks for (ApprovedBy of the rule and reason it shows): the answer
+	// counts only for a retry decided ask by that rule, with that reason.
 	LetBy string `json:",omitempty"`
 }
 
@@ -174,7 +178,17 @@ func (r *Rounds) use(nonce string, exp, now int64) error {
 // (object keys sorted, insignificant space dropped, numbers as written), so
 // that the answer covers the call however its bytes are spaced, and no
 // other. Absent arguments digest as null.
+//
+// Arguments the canonical form would not tell apart from others that
+// servers read differently are refused: bytes that are not UTF-8 and lone
+// surrogate escapes ("\ud800") all decode to U+FFFD here, while a
+// JavaScript server keeps each lone surrogate as written and a Python one
+// may turn it into a byte of a file name, so a yes to one call's question
+// would redeem for another's (oneReading).
 func CanonicalDigest(args json.RawMessage) (string, error) {
+	if err := oneReading(args); err != nil {
+		return "", fmt.Errorf("arguments: %w", err)
+	}
 	var v any = nil
 	if len(bytes.TrimSpace(args)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(args))
@@ -277,4 +291,41 @@ func (r *Rounds) Answer(inputResponses json.RawMessage, st *State, verr error, b
 		a.Outcome = Approved
 	}
 	return a
+}
+
+// oneReading refuses JSON text whose strings decoders read in more than
+// one way: bytes that are not UTF-8, and \u escapes of surrogates that are
+// not a high one followed at once by a low one. Every backslash in valid
+// JSON starts an escape inside a string, so the text is read escape by
+// escape without tracking strings (a backslash elsewhere fails the decode
+// that follows anyway).
+func oneReading(text []byte) error {
+	if !utf8.Valid(text) {
+		return errors.New("not UTF-8")
+	}
+	surrogate := func(i int) (rune, bool) {
+		if i+6 > len(text) || text[i] != '\\' || text[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(text[i+2:i+6]), 16, 16)
+		return rune(n), err == nil && n >= 0xd800 && n <= 0xdfff
+	}
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\\' {
+			continue
+		}
+		r, ok := surrogate(i)
+		switch {
+		case !ok:
+			i++ // another escape: its character is not a backslash
+		case r >= 0xdc00:
+			return errors.New("a lone surrogate escape")
+		default:
+			if lo, ok := surrogate(i + 6); !ok || lo < 0xdc00 {
+				return errors.New("a lone surrogate escape")
+			}
+			i += 11
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package elicitation
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -122,5 +123,29 @@ func BenchmarkVerify(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The canonical digest refuses arguments it would not tell apart from
+// others that servers read differently: a lone surrogate escape, bytes
+// that are not UTF-8, which all decode to U+FFFD here. A pair, and the
+// escaped backslash before a "u", are read as they are.
+func TestCanonicalDigestOneReading(t *testing.T) {
+	for _, bad := range []string{
+		`{"p":"x\ud800"}`, `{"p":"x\udcff"}`, `{"p":"\ud800\u0041"}`, `{"p":"\udc00\ud800"}`, `{"p":"x\uD83D"}`, "{\"p\":\"x\xff\"}",
+	} {
+		if d, err := CanonicalDigest(json.RawMessage(bad)); err == nil {
+			t.Errorf("%q digested as %s", bad, d)
+		}
+	}
+	for _, good := range []string{`{"p":"x\ufffd"}`, `{"p":"\ud83d\ude00"}`, `{"p":"\\ud800"}`, `{"p":"\\\ud83d\ude00 \n"}`, `{"p":"é"}`, ``, `null`} {
+		if _, err := CanonicalDigest(json.RawMessage(good)); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+	a, _ := CanonicalDigest(json.RawMessage(`{"p":"\ud83d\ude00"}`))
+	b, _ := CanonicalDigest(json.RawMessage(`{"p":"😀"}`))
+	if a != b {
+		t.Error("a surrogate pair and its character digest apart")
 	}
 }

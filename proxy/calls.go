@@ -142,7 +142,8 @@ func (g *Session) forwardWithin(ctx context.Context, key, server, method string,
 	}
 	if meta, ok := rawjson.Get(params, "_meta"); ok {
 		if tok, ok := rawjson.Get(meta, "progressToken"); ok {
-			gateTok, release := g.progress.add(server, tok)
+			pc, _ := ctx.Value(parkableKey{}).(*parkedCall) // a parked call's: routed to the request waiting on it
+			gateTok, release := g.progress.add(server, tok, pc)
 			defer release()
 			params, err = rawjson.SetPath(params, []string{"_meta", "progressToken"}, gateTok)
 			if err != nil {

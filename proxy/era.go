@@ -398,8 +398,8 @@ func (s *Session) discover() (json.RawMessage, error) {
 }
 
 // stampComplete marks a result complete for a 2026-07-28 host without
-// re-encoding it: resultType, and for a cacheable method ttlMs and
-// cacheScope when the upstream gave none. A result already carrying another
+// re-encoding it: resultType, and for a cacheable method ttlMs 0 and
+// cacheScope private, whatever the upstream gave. A result already carrying another
 // resultType comes from an upstream speaking that revision's vocabulary,
 // whose input requests and state the gate does not relay (yet): it is
 // refused rather than passed on for the host to act on.
@@ -417,12 +417,15 @@ func stampComplete(method string, res json.RawMessage) (json.RawMessage, error) 
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: %v", method, err)
 	}
 	if cacheable[method] {
-		if _, ok := rawjson.Get(out, "ttlMs"); !ok {
-			out, _ = rawjson.Set(out, "ttlMs", []byte("0"))
-		}
-		if _, ok := rawjson.Get(out, "cacheScope"); !ok {
-			out, _ = rawjson.Set(out, "cacheScope", []byte(`"private"`))
-		}
+		// Always the gate's, never the upstream's: what the host may reuse
+		// was decided for this principal under this policy revision (and,
+		// under ask, answered by a human for this one request). An
+		// upstream's "public" would let a shared cache serve it to another
+		// principal, whom the policy may deny, and a lifetime would let the
+		// host serve it again without the gate's decision, after a reload
+		// that denies it included.
+		out, _ = rawjson.Set(out, "ttlMs", []byte("0"))
+		out, _ = rawjson.Set(out, "cacheScope", []byte(`"private"`))
 	}
 	return out, nil
 }

@@ -13,8 +13,8 @@ import (
 // Without a requestState it asks: the gate's question (the same form as
 // elicitation.Params, without the session choice) goes back as an
 // input-required result, with a state bound to this principal, method,
-// tool, canonical arguments and policy revision (the returned result; the
-// call is not run). With one it reads the answer, which counts only if
+// tool, canonical arguments, policy revision, and the rule and reason the
+// question shows (askBinding; the returned result; the call is not run). With one it reads the answer, which counts only if
 // the state, verified when the request was read, redeems for exactly this
 // call (elicitation.Rounds.Answer): this decision was taken afresh under
 // the policy in force, so a reload since the question changes the
@@ -35,13 +35,11 @@ func (g *Session) askModern(m *modernReq, pol *policy.Policy, call policy.Call, 
 		return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: "this host cannot ask for approval (its request declared no form elicitation); " +
 			"ask your security team to allow this tool in the policy, or use a host that supports MCP elicitation (Claude Code, Codex)"}, nil
 	}
-	digest, err := m.argsDigest(call.Args)
+	// Bound to the rule and reason the question shows, too (askBinding): a
+	// yes answers the question the human read, not an ask by another rule.
+	b, err := g.askBinding(m, pol, call, d)
 	if err != nil {
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, nil
-	}
-	b := elicitation.Binding{
-		Principal: g.principal, Method: m.method, Server: call.Server, Name: call.Name,
-		ArgsDigest: digest, Revision: d.Revision,
 	}
 	if m.hasState {
 		// The retry's state as verified when the request was read; only

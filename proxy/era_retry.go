@@ -72,18 +72,35 @@ func (g *Session) inFlightYes(m *modernReq, pol *policy.Policy, call policy.Call
 			return elicitation.Answer{}, false
 		}
 	}
-	digest, err := m.argsDigest(call.Args)
+	b, err := g.askBinding(m, pol, call, d)
 	if err != nil {
 		return elicitation.Answer{Outcome: elicitation.Malformed, Detail: "the arguments cannot be read: " + err.Error()}, true
-	}
-	b := elicitation.Binding{
-		Principal: g.principal, Method: m.method, Server: call.Server, Name: call.Name,
-		ArgsDigest: digest, Revision: d.Revision, LetBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)),
 	}
 	if err := g.rounds.Holds(st, b); err != nil {
 		return elicitation.Answer{Outcome: elicitation.BadState, Detail: err.Error() + "; ask again by calling without requestState"}, true
 	}
 	return elicitation.Answer{Outcome: elicitation.Remembered, Detail: "approved before the call ran; this retry answers its server's question"}, true
+}
+
+// askBinding is what a state read under an ask decision d must be bound
+// to, whichever kind it is: the call (principal, method, server, name,
+// canonical arguments, policy revision) and the yes a human gives to the
+// question d asks, which names its rule and shows its reason (LetBy). The
+// gate's own question (askModern) mints its state with it, and a yes
+// counts only for the rule and reason the human was shown: a retry decided
+// ask by another rule (a condition that reads the world differently now,
+// a symlink re-pointed while the human read) does not redeem it. A parked
+// or relayed state read as the yes given before its call ran (inFlightYes)
+// is held to the same.
+func (g *Session) askBinding(m *modernReq, pol *policy.Policy, call policy.Call, d policy.Decision) (elicitation.Binding, error) {
+	digest, err := m.argsDigest(call.Args)
+	if err != nil {
+		return elicitation.Binding{}, err
+	}
+	return elicitation.Binding{
+		Principal: g.principal, Method: m.method, Server: call.Server, Name: call.Name,
+		ArgsDigest: digest, Revision: d.Revision, LetBy: elicitation.ApprovedBy(d.Rule, pol.RuleReason(d.Rule)),
+	}, nil
 }
 
 // resumeModern serves what a decided retry's state asks of its call (b is

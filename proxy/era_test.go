@@ -67,8 +67,12 @@ func TestStampComplete(t *testing.T) {
 	if out, _ := stampComplete("tools/call", json.RawMessage(`{"content":[]}`)); strings.Contains(string(out), "ttlMs") {
 		t.Fatalf("a tool result is not cacheable: %s", out)
 	}
-	if out, _ := stampComplete("resources/read", json.RawMessage(`{"contents":[],"ttlMs":5000,"cacheScope":"public"}`)); strings.Count(string(out), "ttlMs") != 1 || !strings.Contains(string(out), `"public"`) {
-		t.Fatalf("the upstream's cache hints are kept: %s", out)
+	// The upstream's cache hints are replaced: the result was decided for
+	// this principal and this policy revision, not for a shared cache or
+	// for reuse after a reload.
+	if out, _ := stampComplete("resources/read", json.RawMessage(`{"contents":[],"ttlMs":5000,"cacheScope":"public"}`)); strings.Count(string(out), "ttlMs") != 1 || strings.Count(string(out), "cacheScope") != 1 ||
+		!strings.Contains(string(out), `"ttlMs":0`) || !strings.Contains(string(out), `"cacheScope":"private"`) || strings.Contains(string(out), "public") {
+		t.Fatalf("the upstream's cache hints: %s", out)
 	}
 	for _, bad := range []string{`{"resultType":"input_required","requestState":"x"}`, `[]`, ``} {
 		if _, err := stampComplete("tools/call", json.RawMessage(bad)); err == nil {

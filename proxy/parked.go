@@ -123,6 +123,10 @@ type parkedCall struct {
 	hold      *resultHold
 	holdStore resultHold // what hold points to, for a call forwardModern opens
 	owner     *Session
+	// tok is the progress token of the host request waiting on the call
+	// now (the first, then each retry that resumes it), nil while none
+	// waits: its progress goes there, or nowhere (progressRoutes.lookup).
+	tok atomic.Pointer[json.RawMessage]
 
 	// Written by the forward before it finishes (finish), read once it has.
 	res json.RawMessage
@@ -631,12 +635,26 @@ func (g *Session) forwardModern(ctx context.Context, m *modernReq, r *relay, t t
 	pc.binding, pc.bound, pc.args = rc.binding, rc.bound, rc.args
 	pc.rcStore = rc
 	pc.rc, pc.hold, pc.owner = &pc.rcStore, &pc.holdStore, g
+	pc.waitedBy(t.fwd)
 	server, method, fwd := t.server, r.method, t.fwd // not t: it stays on this stack
 	go func() {
 		res, err := g.forwardRounds(pc.ctx, server, method, fwd)
 		g.parked.finish(pc, res, err)
 	}()
 	return g.waitParked(ctx, m, t, pc)
+}
+
+// waitedBy records that the host request whose params are fwd now waits
+// on pc: the call's progress goes to it, under its own progress token (or
+// nowhere, if it gave none).
+func (pc *parkedCall) waitedBy(fwd json.RawMessage) {
+	meta, _ := rawjson.Get(fwd, "_meta")
+	if tok, ok := rawjson.Get(meta, "progressToken"); ok {
+		t := append(json.RawMessage(nil), tok...)
+		pc.tok.Store(&t)
+		return
+	}
+	pc.tok.Store(nil)
 }
 
 // parkBinding is what a parked question's state binds: what an approval's
@@ -678,6 +696,7 @@ func (g *Session) waitParked(ctx context.Context, m *modernReq, t target, pc *pa
 		}
 		return res, err
 	}
+	pc.tok.Store(nil) // answered with the question: no request waits on the call now
 	binding, err := g.parked.bindingOf(pc)
 	if err != nil {
 		g.parked.end(pc, err)
@@ -710,6 +729,7 @@ func (g *Session) resumeParked(ctx context.Context, m *modernReq, r *relay, t ta
 	if err != nil {
 		return g.refuseRetry(r, t, err.Error())
 	}
+	pc.waitedBy(t.fwd)
 	g.parked.answer(pc, ans)
 	return g.waitParked(ctx, m, t, pc)
 }

@@ -418,8 +418,8 @@ var pipelineRows = []pipelineRow{
 		}},
 	// Upstream notifications, sent during a tools/call.
 	{dir: "upstream notification", method: "notifications/progress",
-		decision: "none, because it answers a request already decided", audit: "guard when its text is changed",
-		guard: "neutralised; only for a request in flight to that upstream, with the host's token put back",
+		decision: "none, because it answers a request already decided", audit: "guard when its text is changed or refused",
+		guard: "inspected (one announcing an approval is dropped) and neutralised; only for a request in flight to that upstream, with the host's token put back",
 		check: func(t *testing.T, e *pipelineEnv, mark int) {
 			callWith(e, "notifications/progress")
 			n := string(e.host.next("notifications/progress"))
@@ -428,7 +428,7 @@ var pipelineRows = []pipelineRow{
 			}
 		}},
 	{dir: "upstream notification", method: "notifications/message",
-		decision: "none, because a log line runs nothing", audit: "guard when its text is changed", guard: "neutralised",
+		decision: "none, because a log line runs nothing", audit: "guard when its text is changed or refused", guard: "inspected (one announcing an approval is dropped) and neutralised",
 		check: func(t *testing.T, e *pipelineEnv, mark int) {
 			callWith(e, "notifications/message")
 			if n := string(e.host.next("notifications/message")); !shown(n) {
@@ -436,8 +436,8 @@ var pipelineRows = []pipelineRow{
 			}
 		}},
 	{dir: "upstream notification", method: "notifications/resources/updated",
-		decision: "none, because it runs nothing", audit: "guard when its text is changed",
-		guard: "neutralised; only for a resource the upstream owns, and only to sessions subscribed to it",
+		decision: "none, because it runs nothing", audit: "guard when its text is changed or refused",
+		guard: "inspected (one announcing an approval is dropped) and neutralised; only for a resource the upstream owns, and only to sessions subscribed to it",
 		check: func(t *testing.T, e *pipelineEnv, mark int) {
 			if !e.allow {
 				// The subscription was denied: no update reaches the host.

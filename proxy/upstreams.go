@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,13 +30,18 @@ type progressRoutes struct {
 type progressRoute struct {
 	server    string
 	hostToken json.RawMessage
+	// pc, for a parked call's forward, holds the token instead: that of
+	// the host request waiting on the call now, or none (parkedCall.tok).
+	pc *parkedCall
 }
 
-func (p *progressRoutes) add(server string, hostToken json.RawMessage) (json.RawMessage, func()) {
+// add routes a new token of the gate's to hostToken, for server; pc is
+// the parked call the forward belongs to, or nil.
+func (p *progressRoutes) add(server string, hostToken json.RawMessage, pc *parkedCall) (json.RawMessage, func()) {
 	p.mu.Lock()
 	p.next++
 	tok := p.prefix + strconv.FormatUint(p.next, 10)
-	p.routes[tok] = progressRoute{server: server, hostToken: hostToken}
+	p.routes[tok] = progressRoute{server: server, hostToken: hostToken, pc: pc}
 	p.mu.Unlock()
 	return rawjson.AppendString(nil, tok), func() {
 		p.mu.Lock()
@@ -53,6 +59,17 @@ func (p *progressRoutes) lookup(server string, token json.RawMessage) (json.RawM
 	defer p.mu.Unlock()
 	r, ok := p.routes[tok]
 	if !ok || r.server != server {
+		return nil, false
+	}
+	if r.pc != nil {
+		// A parked call's progress goes to the host request waiting on it,
+		// under that request's own token; while its question is with the
+		// host no request waits, and the token it was given is the host's
+		// to reuse for another request (to another server, whose progress
+		// this upstream must not speak for).
+		if t := r.pc.tok.Load(); t != nil {
+			return *t, true
+		}
 		return nil, false
 	}
 	return r.hostToken, true
@@ -124,6 +141,11 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 	if !ok {
 		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
 	}
+	if !m.outsideCall {
+		var stop func()
+		ctx, stop = h.cleanCancellation(ctx)
+		defer stop()
+	}
 	var s *Session
 	if !m.outsideCall {
 		r, ok := ctx.Value(routedKey{}).(routed)
@@ -140,6 +162,45 @@ func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (jso
 		}
 	}
 	return m.serve(s, h.server, ctx, req)
+}
+
+// cleanCancellation is ctx, the context of an upstream's request, whose
+// end the gate passes on to the host requests it made on the request's
+// behalf (an elicitation, a sampling request, roots/list): when the
+// upstream withdraws its request (notifications/cancelled), the host is
+// told with the upstream's own members (rpc.PeerCancelled), and a host may
+// show or log its reason. So they pass as every upstream string does:
+// inspected, and neutralised. A cancellation that reads as an approval
+// (a reason announcing one, approval markers) loses every member but the
+// request's id, and one that cannot be neutralised whole (a key with a
+// hidden character) too; either is audited.
+func (h *upstreamHandler) cleanCancellation(ctx context.Context) (context.Context, func()) {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(h.cleanCause(context.Cause(ctx))) })
+	return out, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// cleanCause is cause with an upstream's cancellation made fit for the
+// host (cleanCancellation).
+func (h *upstreamHandler) cleanCause(cause error) error {
+	var pc *rpc.PeerCancelled
+	if !errors.As(cause, &pc) || len(pc.Params) == 0 {
+		return cause
+	}
+	const what = "notifications/cancelled"
+	if findings := guard.InspectResult(pc.Params); len(findings) > 0 {
+		f := findings[0]
+		h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+	}
+	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
+	if err != nil {
+		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+	}
+	return &rpc.PeerCancelled{Params: params}
 }
 
 // askHost relays an upstream's request to the host and the host's answer
@@ -302,10 +363,11 @@ var upstreamNotifications = map[string]func(h *upstreamHandler, msg *rpc.Message
 		}
 		// Its message is shown; the token, the host's own, is put back
 		// after the neutraliser so that the host still recognises it.
-		params, err := g.neutralize(h.server, msg.Method, msg.Method, msg.Params)
-		if err != nil {
+		params, ok := g.notificationFit(h.server, msg.Method, msg.Params)
+		if !ok {
 			return
 		}
+		var err error
 		if params, err = rawjson.Set(params, "progressToken", hostTok); err == nil {
 			g.notifyHost(msg.Method, params)
 		}
@@ -380,13 +442,44 @@ func (h *upstreamHandler) HandleNotification(msg *rpc.Message) {
 // hidden character) is dropped, and neutralize has audited why.
 func (g *Session) relayNotification(server, method string, params json.RawMessage) {
 	if params != nil {
-		clean, err := g.neutralize(server, method, method, params)
-		if err != nil {
+		clean, ok := g.notificationFit(server, method, params)
+		if !ok {
 			return
 		}
 		params = clean
 	}
 	g.notifyHost(method, params)
+}
+
+// notificationFit is what of an upstream's notification reaches the host:
+// inspected as a result is (a progress message or a log line the host
+// shows its user, announcing an approval or imitating the gate's
+// question, is dropped, audited; log-only for the server relays it,
+// audited), then neutralised (a key holding a hidden character drops it).
+// false: nothing is sent. An elicitation's completion is not inspected:
+// it is an elicitation message by its nature (its elicitationId is what
+// the detector looks for), it says only which elicitation ended, and only
+// the server that started that one may send it (urlElicitations).
+func (g *Session) notificationFit(server, method string, params json.RawMessage) (json.RawMessage, bool) {
+	if method == "notifications/elicitation/complete" {
+		out, err := g.neutralize(server, method, method, params)
+		return out, err == nil
+	}
+	if findings := guard.InspectResult(params); len(findings) > 0 {
+		outcome := "refused"
+		if g.policy.Current().GuardLogOnly(server) {
+			outcome = "logged"
+		}
+		for _, f := range findings {
+			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: method, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		}
+		if outcome == "refused" {
+			g.log.Warn("upstream notification refused", "server", server, "method", rpc.LogMethod(method), "kind", findings[0].Kind)
+			return nil, false
+		}
+	}
+	out, err := g.neutralize(server, method, method, params)
+	return out, err == nil
 }
 
 // urlElicitations remembers which upstream started each URL-mode

@@ -73,6 +73,8 @@ func main() {
 		err = runAuditBurst(flag.Args())
 	case "lazy":
 		err = runLazy(ev, flag.Args())
+	case "bypass-era":
+		err = runRaw(bypassEraHandlers(), ev)
 	case "park":
 		err = runPark(ev)
 	case "mfast-stray":

@@ -16,6 +16,8 @@ type rawHandlers struct {
 	toolsList string                                         // tools/list result
 	calls     map[string]func(c *rawConn, id, params string) // tools/call by tool name
 	onInit    func(c *rawConn)                               // after notifications/initialized
+	// methods answers other requests by method (resources/list, ...).
+	methods map[string]func(c *rawConn, id, params string)
 }
 
 // rawConn writes lines to stdout and routes responses to the server's own
@@ -107,6 +109,9 @@ func runRaw(h rawHandlers, ev *eventLog) error {
 			} else {
 				c.errorResp(id, `{"code":-32602,"message":"no such tool"}`)
 			}
+		case h.methods[m.Method] != nil:
+			ev.add("%s %s", m.Method, string(m.Params))
+			go h.methods[m.Method](c, id, string(m.Params))
 		default:
 			c.errorResp(id, `{"code":-32601,"message":"method not found"}`)
 		}
