@@ -393,7 +393,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (proxy.Id
 		httpError(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
 		return proxy.Identity{}, false
 	}
-	return proxy.Identity{Subject: p.Subject, Name: p.Subject, Email: p.Email, Groups: p.Groups}, true
+	return proxy.Identity{Subject: p.Subject, Name: p.Subject, Email: p.Email, Groups: p.Groups, Authenticated: true}, true
 }
 
 // resource is the resource identifier the gate answers for.

@@ -127,6 +127,9 @@ type Gate struct {
 	// removed (trouble.go). Guarded by mu.
 	listFailed map[child]error
 	persist    persistState // the catalog cache and the pins (persist.go)
+	// personalPins: changed definitions team users approved for
+	// themselves (pinning.go).
+	personalPins personalPins
 	// rounds mints and redeems the requestStates of approvals asked of
 	// 2026-07-28 hosts (era_ask.go).
 	rounds *elicitation.Rounds

@@ -21,6 +21,12 @@ type Identity struct {
 	Name    string   // for logs: the user name, "" when unknown
 	Email   string   // a token's email, "" in stdio mode
 	Groups  []string // a token's groups; none in stdio mode
+	// Authenticated is set for an identity a bearer token vouched for (the
+	// HTTP front end with an authenticator): one of a team's users, not the
+	// human running the gate. Such a user's yes to a changed definition
+	// accepts it for that user alone, never the gate's pins (checkPin). It
+	// takes no part in Key: one process serves either kind, never both.
+	Authenticated bool
 }
 
 // Key is a stable string naming the identity: equal identities (groups in
