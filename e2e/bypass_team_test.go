@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,5 +63,51 @@ func TestBypassTeamPinApprovalCoversOtherUsers(t *testing.T) {
 	// The gate's pin is unmoved: the change is still pending for everyone.
 	if out, _ := u.cli(t, "pins"); !strings.Contains(out, "CHANGED") {
 		t.Fatalf("a team user's yes moved the gate's pin:\n%s", out)
+	}
+}
+
+// A team user whose host declares no form elicitation sent their
+// questions to the gate's local approval surface by the default channel
+// order: the human there (whoever runs `mcp-gate approvals` as the gate's
+// OS user, beside the questions of their own gates) is not that user, and
+// the question did not say whose call it was. By default a team user's
+// questions now never go there; where the policy names the local channel,
+// the question names the user.
+func TestBypassTeamQuestionsOnTheOperatorsSurface(t *testing.T) {
+	t.Parallel()
+	file, _, bobTok := teamTokens(t)
+	teamGate := func(policyText string) (url, rt string) {
+		g, rt := localGate(t, policyText)
+		g.cmd.Args = append(g.cmd.Args, "--auth-tokens", file)
+		return g.serveHTTP(t), rt
+	}
+	// The default channels: refused at once, nothing on the surface.
+	url, rt := teamGate(localAskPolicy)
+	bob := connectHTTP(t, url, bearerClient(bobTok), nil, false) // no elicitation
+	res := callAsync(t, bob, "honest__echo", map[string]any{"text": "bob's"})
+	select {
+	case r := <-res:
+		if !r.IsError || !strings.Contains(resultText(r), "only where the policy names that channel") {
+			t.Fatalf("bob's call under the default channels: %q", resultText(r))
+		}
+	case <-time.After(20 * time.Second):
+		out, _ := approvalsOutside(t, rt, "list")
+		t.Fatalf("bob's call waits on the gate's local surface; its listing:\n%s", out)
+	}
+
+	// The policy names the local channel: the question is there, and
+	// names bob.
+	url, rt = teamGate("version: 1\nfallback: deny\napproval: {timeout: 30s, via: [elicitation, local]}\nask: [mcp:honest:echo]\n")
+	bob = connectHTTP(t, url, bearerClient(bobTok), nil, false)
+	res = callAsync(t, bob, "honest__echo", map[string]any{"text": "bob's"})
+	id, listing := waitQuestion(t, rt)
+	if !strings.Contains(listing, `User: "bob" (whose call this is)`) {
+		t.Fatalf("the question on the local surface does not name the user:\n%s", listing)
+	}
+	if out, code := approvalsOutside(t, rt, "approve", id); code != 0 {
+		t.Fatalf("approve from outside: exit %d: %s", code, out)
+	}
+	if r := awaitResult(t, res); r.IsError || !strings.Contains(resultText(r), "bob's") {
+		t.Fatalf("bob's approved call: %q", resultText(r))
 	}
 }
