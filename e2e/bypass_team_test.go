@@ -111,3 +111,32 @@ func TestBypassTeamQuestionsOnTheOperatorsSurface(t *testing.T) {
 		t.Fatalf("bob's approved call: %q", resultText(r))
 	}
 }
+
+// An OIDC token's email was read whatever its email_verified said: a user
+// who put the admin's address in their profile at the issuer (unverified)
+// passed a policy granting by user.email. An unverified email is dropped
+// now; the token still authenticates its sub.
+func TestBypassTeamUnverifiedEmail(t *testing.T) {
+	t.Parallel()
+	iss := newIssuer(t)
+	k := newSigningKey(t, "k1")
+	iss.publish(k)
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--policy", writePolicy(t, `version: 1
+fallback: deny
+rules:
+  - name: admin-echo
+    match: [mcp:honest:echo]
+    when: 'user.email == "admin@example.com"'
+    action: allow
+`), "--oidc-issuer", iss.srv.URL, "--oidc-audience", audience)
+	url := g.serveHTTP(t)
+	noRoots := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	admin := iss.token(t, k, map[string]any{"sub": "admin", "aud": audience, "email": "admin@example.com", "email_verified": true})
+	if res := call(t, connectHTTP(t, url, bearerClient(admin), noRoots, false), "honest__echo", map[string]any{"text": "hi"}); res.IsError {
+		t.Fatalf("the admin (verified email): %q", resultText(res))
+	}
+	mallory := iss.token(t, k, map[string]any{"sub": "mallory", "aud": audience, "email": "admin@example.com", "email_verified": false})
+	if res := call(t, connectHTTP(t, url, bearerClient(mallory), noRoots, false), "honest__echo", map[string]any{"text": "hi"}); !res.IsError || !strings.Contains(resultText(res), "fallback") {
+		t.Fatalf("mallory, with the admin's email unverified: %q; want refused by the fallback", resultText(res))
+	}
+}
