@@ -140,3 +140,40 @@ rules:
 		t.Fatalf("mallory, with the admin's email unverified: %q; want refused by the fallback", resultText(res))
 	}
 }
+
+// The catalog cache was one per gate: what alice's child listed (a tool it
+// added for her, and so any description, resource name or instructions of
+// her child's) was written to the entry bob's first session was seeded
+// from, and reached bob's host before any child of his ran. A team user's
+// entries are their own now.
+func TestBypassTeamCatalogCacheAcrossUsers(t *testing.T) {
+	t.Parallel()
+	file, aliceTok, bobTok := teamTokens(t)
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--auth-tokens", file)
+	url := g.serveHTTP(t)
+	noRoots := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	sa := connectHTTP(t, url, bearerClient(aliceTok), noRoots, false)
+	toolNames(t, sa)
+	if res := call(t, sa, "honest__toggle", nil); res.IsError {
+		t.Fatalf("alice's toggle: %s", resultText(res))
+	}
+	waitFor(t, "alice's child to list its new tool", 20*time.Second, func() bool {
+		_, ok := toolNames(t, sa)["honest__extra"]
+		return ok
+	})
+	// The entry is written off the fetch's path: give it time to land.
+	cache := filepath.Join(g.dir, "cache", "mcp-gate", "catalog")
+	waitFor(t, "the cache entry of alice's listing", 20*time.Second, func() bool {
+		entries, _ := os.ReadDir(cache)
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join(cache, e.Name())); err == nil && strings.Contains(string(b), `"extra"`) {
+				return true
+			}
+		}
+		return false
+	})
+	sb := connectHTTP(t, url, bearerClient(bobTok), noRoots, false)
+	if _, ok := toolNames(t, sb)["honest__extra"]; ok {
+		t.Fatal("bob's first list shows the tool alice's child added for her")
+	}
+}

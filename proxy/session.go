@@ -175,6 +175,7 @@ func (g *Gate) releaseKey(key string) {
 		return
 	}
 	delete(g.upCaps, key)
+	delete(g.upScope, key)
 	delete(g.upLevel, key)
 	delete(g.cats, key)
 	g.forgetLive(key)
