@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +178,61 @@ func TestBypassTeamCatalogCacheAcrossUsers(t *testing.T) {
 	sb := connectHTTP(t, url, bearerClient(bobTok), noRoots, false)
 	if _, ok := toolNames(t, sb)["honest__extra"]; ok {
 		t.Fatal("bob's first list shows the tool alice's child added for her")
+	}
+}
+
+// --max-sessions-per-user held 2025-11-25 sessions only: a 2026-07-28
+// request is a session of its own for its duration, and one user (or one
+// stolen token) could hold any number of them at once, past the bound
+// meant to keep them from taking every session. Such requests in flight
+// now count against the per-user and total bounds.
+func TestBypassTeamSessionBoundByModernRequests(t *testing.T) {
+	t.Parallel()
+	file, aliceTok, bobTok := teamTokens(t)
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--auth-tokens", file, "--max-sessions-per-user", "2")
+	url := g.serveHTTP(t)
+	body := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"honest__slow","arguments":{"steps":1,"ms":60000},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
+	}
+	modern := func(tok string, id int) map[string]string {
+		h := modernHeaders("tools/call", "honest__slow")
+		h["Authorization"] = "Bearer " + tok
+		return h
+	}
+	// Two of alice's slow calls in flight: her bound.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for id := range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body(id)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range modern(aliceTok, id) {
+				req.Header.Set(k, v)
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	waitFor(t, "alice's two calls to be decided", 30*time.Second, func() bool {
+		n := 0
+		for _, l := range g.auditLines(t) {
+			if l["event"] == "decision" && l["tool"] == "slow" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	resp, b := post(t, url, modern(aliceTok, 9), body(9))
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, "limit of 2 sessions per user") {
+		t.Fatalf("alice's third request in flight: %d %s; want 503 at her bound", resp.StatusCode, b)
+	}
+	if resp, b := post(t, url, map[string]string{"Authorization": "Bearer " + aliceTok}, initBody); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a 2025 session for alice beside her two requests: %d %s; want 503", resp.StatusCode, b)
+	}
+	// Bob is not held back by alice.
+	if resp, b := post(t, url, map[string]string{"Authorization": "Bearer " + bobTok}, initBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob's session: %d %s", resp.StatusCode, b)
 	}
 }
