@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -234,5 +236,128 @@ func TestBypassTeamSessionBoundByModernRequests(t *testing.T) {
 	// Bob is not held back by alice.
 	if resp, b := post(t, url, map[string]string{"Authorization": "Bearer " + bobTok}, initBody); resp.StatusCode != http.StatusOK {
 		t.Fatalf("bob's session: %d %s", resp.StatusCode, b)
+	}
+}
+
+// `mcp-gate approvals watch` took a "y" typed for one question as the
+// answer to the next: when the question on screen closed (its call
+// withdrawn, which whoever asked can time), the next was printed in its
+// place at once, and the keystroke on its way approved a call the human
+// never read. An answer that comes as its question appears is not taken.
+func TestBypassWatchAnswerLandsOnTheNextQuestion(t *testing.T) {
+	// Not parallel (see harness_test.go): types into watch's terminal.
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) from util-linux is needed to give watch a terminal")
+	}
+	g, rt := localGate(t, localAskPolicy)
+	sess := g.connect(t, nil) // no elicitation: the questions go to the surface
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	resA := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := sess.CallTool(ctxA, &mcp.CallToolParams{Name: "honest__echo", Arguments: map[string]any{"text": "harmless-first"}})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true}
+		}
+		resA <- res
+	}()
+	waitQuestion(t, rt)
+	resB := callAsync(t, sess, "honest__echo", map[string]any{"text": "never-read-second"})
+	waitFor(t, "both questions on the surface", 30*time.Second, func() bool {
+		out, _ := approvalsOutside(t, rt, "list")
+		return strings.Contains(out, "never-read-second")
+	})
+
+	dir := t.TempDir()
+	// Its output goes to files only: setsid's caller waits for the pipes
+	// to close, and this script runs until the test says go.
+	const script = `exec >/dev/null 2>&1
+while [ "$(cat /proc/$(cut -d' ' -f4 /proc/$$/stat)/comm)" = setsid ]; do sleep 0.01; done
+(while [ ! -e "$D/go" ]; do sleep 0.005; done; printf 'y\n'; sleep 3) | script -qfec "$W approvals watch" "$D/typescript" >"$D/out" 2>&1; echo done >"$D/rc"`
+	cmd := exec.Command("setsid", "-f", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "D="+dir, "W="+gateBin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("setsid: %v: %s", err, out)
+	}
+	screen := func() string { b, _ := os.ReadFile(filepath.Join(dir, "typescript")); return string(b) }
+	waitFor(t, "watch to show the first question", 30*time.Second, func() bool { return strings.Contains(screen(), "harmless-first") })
+	// The human reads the first question and types y; as they do, the
+	// first call is withdrawn.
+	cancelA()
+	waitFor(t, "watch to show the second question in its place", 30*time.Second, func() bool {
+		return strings.Contains(screen(), "(that question closed") && strings.Contains(screen(), "never-read-second")
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	<-resA
+	select {
+	case r := <-resB:
+		t.Fatalf("the second call ran on the y typed for the first (%q)\nwatch's terminal:\n%s", resultText(r), screen())
+	case <-time.After(3 * time.Second):
+	}
+	waitFor(t, "watch to say it ignored the answer", 20*time.Second, func() bool { return strings.Contains(screen(), "ignored: that answer came as this question appeared") })
+	id, _ := waitQuestion(t, rt)
+	if out, code := approvalsOutside(t, rt, "deny", id); code != 0 {
+		t.Fatalf("deny the second: exit %d: %s", code, out)
+	}
+	if r := awaitResult(t, resB); !r.IsError {
+		t.Fatalf("the second call after its denial: %q", resultText(r))
+	}
+}
+
+// The approvals web page moved the question below up into the place of
+// one that closed, and a click meant for the first (its call withdrawn as
+// the human clicked, which whoever asked can time) approved the second,
+// which the human never read. The page takes a click only once no box has
+// left the list for a moment.
+func TestBypassWebClickLandsOnTheNextQuestion(t *testing.T) {
+	// Not parallel (see harness_test.go): headless Chromium is heavy on both CPUs.
+	ctx := browser(t)
+	g, rt := localGate(t, localAskPolicy)
+	sess := g.connect(t, nil)
+	url, _ := startWebOutside(t, rt)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	resA := make(chan struct{})
+	go func() {
+		defer close(resA)
+		_, _ = sess.CallTool(ctxA, &mcp.CallToolParams{Name: "honest__echo", Arguments: map[string]any{"text": "harmless-first"}})
+	}()
+	boxes := func() int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".q").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, "the first question on the page", 30*time.Second, func() bool { return boxes() == 1 })
+	resB := callAsync(t, sess, "honest__echo", map[string]any{"text": "never-read-second"})
+	waitFor(t, "both questions on the page", 30*time.Second, func() bool { return boxes() == 2 })
+	cancelA()
+	<-resA
+	waitFor(t, "the second question to move up", 30*time.Second, func() bool { return boxes() == 1 })
+	// The click the human aimed at the first question's button.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.q button.approve`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-resB:
+		t.Fatalf("the second call ran on the click meant for the first (%q)", resultText(r))
+	case <-time.After(3 * time.Second):
+	}
+	said, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`.q p.result`)))
+	if err != nil || !strings.Contains(said, "not answered: the list changed just now") {
+		t.Fatalf("the page's word on the early click: %q %v", said, err)
+	}
+	id, _ := waitQuestion(t, rt)
+	if out, code := approvalsOutside(t, rt, "deny", id); code != 0 {
+		t.Fatalf("deny the second: exit %d: %s", code, out)
+	}
+	if r := awaitResult(t, resB); !r.IsError {
+		t.Fatalf("the second call after its denial: %q", resultText(r))
 	}
 }
