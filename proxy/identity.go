@@ -1,14 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os/user"
 	"slices"
 	"time"
-
-	"context"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -27,9 +26,13 @@ type Identity struct {
 	Groups  []string // a token's groups; none in stdio mode
 	// Authenticated is set for an identity a bearer token vouched for (the
 	// HTTP front end with an authenticator): one of a team's users, not the
-	// human running the gate. Such a user's yes to a changed definition
-	// accepts it for that user alone, never the gate's pins (checkPin). It
-	// takes no part in Key: one process serves either kind, never both.
+	// human running the gate. What such a user answers or causes stays
+	// theirs: their yes to a changed definition accepts it for them alone,
+	// never the gate's pins (checkPin); their questions name them and reach
+	// the local approval surface only where the policy names it
+	// (teamApprover); their catalog cache entries are their own
+	// (cacheScope). It takes no part in Key: one process serves either
+	// kind, never both.
 	Authenticated bool
 }
 
