@@ -44,6 +44,7 @@ type Question struct {
 	GatePID    int       `json:"gate_pid"`
 	Session    string    `json:"session"`
 	Client     string    `json:"client,omitempty"` // the host's clientInfo name, quoted
+	User       string    `json:"user,omitempty"`   // the team user whose call it is, quoted; "" for the gate's own user
 	Server     string    `json:"server"`           // quoted like the message's values
 	Tool       string    `json:"tool"`
 	Rule       string    `json:"rule"`

@@ -144,6 +144,9 @@ func (s *Surface) Approve(ctx context.Context, req elicitation.Request, timeout 
 	if req.Client != "" {
 		q.Client = elicitation.Quote(req.Client)
 	}
+	if req.User != "" {
+		q.User = elicitation.Quote(req.User)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

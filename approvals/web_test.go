@@ -3,6 +3,7 @@ package approvals
 import (
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,21 @@ func TestWebChecks(t *testing.T) {
 	// All checks pass: the answer reaches the gates (none has this id).
 	if rec := do("POST", "/api/answer", "http://127.0.0.1:9", w.csrf, body, ck); rec.Code != http.StatusConflict {
 		t.Fatalf("a good answer: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// The page takes a click only once its list has held still: when the
+// question on top closes (its call withdrawn, which whoever asked can
+// time), the one below moves up under the pointer, and a click meant for
+// the first approved the second, which the human never read. Run with node
+// against a small fake DOM (testdata/webapp_settle.js).
+func TestWebClickOnAQuestionThatJustMoved(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is needed to run the page's script")
+	}
+	out, err := exec.Command(node, "testdata/webapp_settle.js", "web/app.js").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("the page's script: %v\n%s", err, out)
 	}
 }

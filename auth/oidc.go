@@ -65,12 +65,30 @@ func (a *OIDC) Authenticate(ctx context.Context, token string) (Principal, error
 			return Principal{}, fmt.Errorf("%w: its email claim is not a string", ErrInvalidToken)
 		}
 	}
+	// An email the issuer says it has not verified is whatever the user
+	// typed into their profile (another's address included): it names no
+	// one, and a policy granting by user.email must not read it. Without
+	// email_verified (most access tokens) the issuer vouches for it.
+	if raw, ok := claims["email_verified"]; ok && !verified(raw) {
+		p.Email = ""
+	}
 	if raw, ok := claims[a.groupsClaim]; ok {
 		if json.Unmarshal(raw, &p.Groups) != nil {
 			return Principal{}, fmt.Errorf("%w: its %s claim is not a list of strings", ErrInvalidToken, a.groupsClaim)
 		}
 	}
 	return p, nil
+}
+
+// verified reports whether an email_verified claim says true (a boolean,
+// or the string some issuers send).
+func verified(raw json.RawMessage) bool {
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && strings.EqualFold(s, "true")
 }
 
 // AuthorizationServers is the issuer.

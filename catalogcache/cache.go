@@ -74,6 +74,11 @@ type Config struct {
 	InheritAll          bool
 	Cwd, URL            string
 	Headers             map[string]string
+	// Scope names whose children the entry lists: "" for the user running
+	// the gate, else a team user's identity (the HTTP front end's token
+	// identities), so that what one user's child listed never seeds
+	// another user's session.
+	Scope string
 }
 
 // Key is the cache key of a server: the hex SHA-256 of its configuration
@@ -119,6 +124,10 @@ func Key(c Config, clientCaps json.RawMessage) string {
 		compact.Write(clientCaps)
 	}
 	put(compact.String())
+	if c.Scope != "" { // absent: the keys of the gate's own user are as before
+		put("scope")
+		put(c.Scope)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

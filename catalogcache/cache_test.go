@@ -40,6 +40,7 @@ func TestKeyCoversTheEntry(t *testing.T) {
 		func(c *Config) { c.InheritAll = true },
 		func(c *Config) { c.URL = "http://127.0.0.1" },
 		func(c *Config) { c.Headers = map[string]string{"A": "b"} },
+		func(c *Config) { c.Scope = "alice" },
 	}
 	for i, v := range variants {
 		c := base
@@ -50,6 +51,17 @@ func TestKeyCoversTheEntry(t *testing.T) {
 	}
 	if Key(base, json.RawMessage(`{"elicitation":{}}`)) == k {
 		t.Error("capabilities are not in the key")
+	}
+	// Each team user's entries are their own; the gate's own user (no
+	// scope) keeps the keys it had before scopes existed (the key of this
+	// entry as the cache wrote it then).
+	a, b := base, base
+	a.Scope, b.Scope = "alice", "bob"
+	if Key(a, nil) == Key(b, nil) {
+		t.Error("two scopes share a key")
+	}
+	if got := Key(Config{Name: "srv"}, nil); got != "838551b69d9ece3d5f20cd2a73d220b770c6238e4c732fdd0cb730d8c9846854" {
+		t.Errorf("the unscoped key changed: %s", got)
 	}
 }
 

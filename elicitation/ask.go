@@ -105,6 +105,12 @@ type Request struct {
 	// and the gate's session id), for the local surface's list.
 	Client  string
 	Session string
+	// User and Email name the team user whose call it is (an identity a
+	// bearer token gave, HTTP front end), "" for the human running the
+	// gate: a question that may reach someone else (the local surface)
+	// says whose call they decide.
+	User  string
+	Email string
 	// OnceOnly leaves out the "remember for this session" choice: a
 	// 2026-07-28 host has no session for the gate to remember it in.
 	OnceOnly bool
@@ -314,6 +320,15 @@ const (
 func Message(req Request) string {
 	var b strings.Builder
 	b.WriteString(MessagePrefix)
+	if req.User != "" {
+		b.WriteString("\n\nUser: ")
+		b.WriteString(quote(req.User, maxNameView))
+		if req.Email != "" {
+			b.WriteString(" ")
+			b.WriteString(quote(req.Email, maxNameView))
+		}
+		b.WriteString(" (whose call this is)")
+	}
 	b.WriteString("\n\nServer: ")
 	b.WriteString(quote(req.Server, maxNameView))
 	b.WriteString("\nTool: ")

@@ -18,6 +18,7 @@ var (
 	gateLine = regexp.MustCompile(`^(?:` + strings.Join([]string{
 		regexp.QuoteMeta(MessagePrefix),
 		``,
+		`User: ` + quoted + `(?: ` + quoted + `)? \(whose call this is\)`,
 		`Server: ` + quoted,
 		`Tool: ` + quoted,
 		`Title: ` + quoted,
@@ -56,6 +57,7 @@ func TestQuestionCannotBeForged(t *testing.T) {
 		r := Request{
 			Server: "github", Tool: h, Title: h, Args: args, ArgsDigest: "hmac-sha256:0011",
 			Rule: "ask[0]", Reason: "Writes need a human.",
+			User: h, Email: h, // a token's sub and email: the issuer's words, or a token file's
 		}
 		m := Message(r)
 		if len(m) > 12000 {

@@ -215,6 +215,27 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 	}
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
+	// The request is a session for its duration: it counts against the
+	// bounds of sessions, per user and in all (roomLocked).
+	key := id.Key()
+	h.mu.Lock()
+	if err := h.roomLocked(id, "let a request in flight end first"); err != nil {
+		h.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "cannot serve the request: "+err.Error())
+		return
+	}
+	h.requests[key]++
+	h.requestsTotal++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if h.requests[key]--; h.requests[key] == 0 {
+			delete(h.requests, key)
+		}
+		h.requestsTotal--
+		h.mu.Unlock()
+	}()
 	a, err := h.anchorFor(r.Context(), id)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")

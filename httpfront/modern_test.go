@@ -104,3 +104,75 @@ func TestModernCloseEndsRequests(t *testing.T) {
 	}
 	<-done
 }
+
+// A 2026-07-28 request in flight is a session for its duration: it counts
+// against the per-user and total bounds, as 2025-11-25 sessions do, so one
+// identity cannot hold any number of them (before, neither bound saw
+// them).
+func TestModernRequestsCountAgainstTheBounds(t *testing.T) {
+	h, url := newTestServer(t, func(o *Options) {
+		o.MaxSessionsPerUser = 1
+		o.Auth = fakeAuth{"tok-alice": {Subject: "alice"}, "tok-bob": {Subject: "bob"}}
+	})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"wait":true},` + env + `}}`
+	hdr := func(tok string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "Mcp-Method": "tools/call", "Mcp-Name": "x"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr("tok-alice") {
+			req.Header.Set(k, v)
+		}
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		n := h.requestsTotal
+		h.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's request never came in flight")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Bounded: a request let through would wait as the first does.
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr("tok-alice") {
+		req.Header.Set(k, v)
+	}
+	if r, err := (&http.Client{Timeout: 5 * time.Second}).Do(req); err != nil {
+		t.Errorf("alice's second request in flight was let in (no answer: %v)", err)
+	} else if r.StatusCode != 503 || !strings.Contains(readAll(r), "alice holds the limit of 1 sessions per user") {
+		t.Errorf("alice's second request in flight: %d", r.StatusCode)
+	}
+	alice := &client{t: t, url: url, token: "tok-alice"}
+	if r := alice.do("POST", initMsg, nil); r.StatusCode != 503 {
+		t.Errorf("a 2025 session for alice beside her request in flight: %d", r.StatusCode)
+	}
+	(&client{t: t, url: url, token: "tok-bob"}).init() // bob is not held back by alice
+	cancel()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		n, total := len(h.requests), h.requestsTotal
+		h.mu.Unlock()
+		if n == 0 && total == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the request's count was not given back: %d identities, %d in all", n, total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -107,7 +107,11 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[string]*httpSession
 	anchors  map[string]*anchor // 2026-07-28: by identity key (modern.go)
-	wg       sync.WaitGroup     // session goroutines
+	// requests are the 2026-07-28 requests in flight, by identity key: each
+	// is a session for its duration, and counts against the bounds as one.
+	requests      map[string]int
+	requestsTotal int
+	wg            sync.WaitGroup // session goroutines
 }
 
 // httpSession is one session: its transport and who it acts for.
@@ -150,7 +154,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 25 * time.Second
 	}
-	h := &Handler{opts: opts, log: opts.Logger, sessions: map[string]*httpSession{}, anchors: map[string]*anchor{}, done: make(chan struct{})}
+	h := &Handler{opts: opts, log: opts.Logger, sessions: map[string]*httpSession{}, anchors: map[string]*anchor{}, requests: map[string]int{}, done: make(chan struct{})}
 	go h.sweep()
 	return h, nil
 }
@@ -393,7 +397,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (proxy.Id
 		httpError(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
 		return proxy.Identity{}, false
 	}
-	return proxy.Identity{Subject: p.Subject, Name: p.Subject, Email: p.Email, Groups: p.Groups}, true
+	return proxy.Identity{Subject: p.Subject, Name: p.Subject, Email: p.Email, Groups: p.Groups, Authenticated: true}, true
 }
 
 // resource is the resource identifier the gate answers for.
@@ -485,18 +489,10 @@ func (h *Handler) start(id proxy.Identity) (*httpSession, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.sessions) >= h.opts.MaxSessions {
-		return nil, fmt.Errorf("the gate holds its limit of %d sessions", h.opts.MaxSessions)
+	if err := h.roomLocked(id, "end one (DELETE) or let it expire"); err != nil {
+		return nil, err
 	}
-	key, mine := id.Key(), 0
-	for _, o := range h.sessions {
-		if o.key == key {
-			mine++
-		}
-	}
-	if mine >= h.opts.MaxSessionsPerUser {
-		return nil, fmt.Errorf("%s holds the limit of %d sessions per user; end one (DELETE) or let it expire", id.Subject, h.opts.MaxSessionsPerUser)
-	}
+	key := id.Key()
 	s := &httpSession{id: newSessionID(), identity: id, key: key, t: newTransport(h.log, h.opts.QueueLen, h.opts.WriteTimeout)}
 	h.sessions[s.id] = s
 	h.wg.Add(1)
@@ -517,6 +513,26 @@ func (h *Handler) start(id proxy.Identity) (*httpSession, error) {
 	}()
 	h.log.Info("HTTP session started", "session", s.id, "subject", id.Subject)
 	return s, nil
+}
+
+// roomLocked returns why id may not open one more session (a 2025-11-25
+// session, or a 2026-07-28 request, which is a session for its duration),
+// nil when it may. Both kinds count against both bounds, so that neither
+// kind gets round them. h.mu is held.
+func (h *Handler) roomLocked(id proxy.Identity, hint string) error {
+	if len(h.sessions)+h.requestsTotal >= h.opts.MaxSessions {
+		return fmt.Errorf("the gate holds its limit of %d sessions", h.opts.MaxSessions)
+	}
+	key, mine := id.Key(), h.requests[id.Key()]
+	for _, o := range h.sessions {
+		if o.key == key {
+			mine++
+		}
+	}
+	if mine >= h.opts.MaxSessionsPerUser {
+		return fmt.Errorf("%s holds the limit of %d sessions per user (2025-11-25 sessions and 2026-07-28 requests in flight); %s", id.Subject, h.opts.MaxSessionsPerUser, hint)
+	}
+	return nil
 }
 
 // streamsMethod reports whether a request is answered on an SSE stream: the

@@ -41,6 +41,23 @@ func (p *Policy) ApprovalVia(rule, client string) []string {
 	return DefaultVia
 }
 
+// ViaNamed reports whether the policy itself names the channels of rule's
+// asks for client (the rule's via, the host's entry in approval.hosts, or
+// approval.via), rather than leaving them to DefaultVia. A team gate sends
+// its users' questions to the local surface only where the policy names
+// it (proxy, teamApprover).
+func (p *Policy) ViaNamed(rule, client string) bool {
+	for _, r := range p.rules {
+		if r.name == rule && r.via != nil {
+			return true
+		}
+	}
+	if _, ok := p.hostVia[client]; ok && client != "" {
+		return true
+	}
+	return p.via != nil
+}
+
 // approvalChannels reads approval.via and approval.hosts.
 func (pr *parser) approvalChannels(fs map[string]field, pol *Policy) {
 	ps := pr.ps

@@ -78,3 +78,35 @@ rules:
 		t.Errorf("default via = %v", got)
 	}
 }
+
+// ViaNamed tells channels the policy chose from the default order, for
+// each place that can name them (a team gate asks its users on the local
+// surface only where the policy named it).
+func TestViaNamed(t *testing.T) {
+	parse := func(src string) *Policy {
+		t.Helper()
+		p, _, err := Parse("p.yaml", []byte(src), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rule := parse("version: 1\nfallback: deny\nrules:\n  - {name: r, match: \"mcp:a:b\", action: ask, via: [local]}\n  - {name: s, match: \"mcp:a:c\", action: ask}\n")
+	host := parse("version: 1\nfallback: ask\napproval: {hosts: {codex-mcp-client: {via: [local]}}}\n")
+	all := parse("version: 1\nfallback: ask\napproval: {via: [elicitation, local]}\n")
+	none := parse("version: 1\nfallback: ask\n")
+	for _, c := range []struct {
+		p            *Policy
+		rule, client string
+		want         bool
+	}{
+		{rule, "r", "x", true}, {rule, "s", "x", false}, {rule, "pins", "x", false},
+		{host, "fallback", "codex-mcp-client", true}, {host, "fallback", "claude-code", false}, {host, "fallback", "", false},
+		{all, "fallback", "x", true}, {all, "pins", "", true},
+		{none, "fallback", "x", false}, {none, "pins", "", false},
+	} {
+		if got := c.p.ViaNamed(c.rule, c.client); got != c.want {
+			t.Errorf("ViaNamed(%q, %q) = %v, want %v", c.rule, c.client, got, c.want)
+		}
+	}
+}

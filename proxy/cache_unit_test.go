@@ -144,3 +144,32 @@ func TestResourceNobodyListsNotFound(t *testing.T) {
 		t.Fatalf("alpha launched %d times", n)
 	}
 }
+
+// What one team user's child listed never seeds another team user's
+// session: the catalog cache is per identity for token identities
+// (before, bob's first tools/list showed a tool only alice's child had,
+// from the entry her listing wrote). A user's own entry still seeds their
+// next session without starting anything.
+func TestCatalogCacheIsPerTeamUser(t *testing.T) {
+	dir := t.TempDir()
+	alice := Identity{Subject: "alice", Authenticated: true}
+	bob := Identity{Subject: "bob", Authenticated: true}
+	u := newListingUpstream("t,alices")
+	gate := func() *Gate {
+		return newScriptedGate(t, u.serve, allowAll, func(o *Options) { o.CatalogCache = catalogcache.Open(dir + "/cache") })
+	}
+	g := gate()
+	serveRawHostWith(t, g, g.NewSession(WithIdentity(alice)).Serve, capsNone).call("tools/list", `{}`)
+	g.flushPersist()
+
+	u.tools.Store("t") // what bob's own child lists
+	g = gate()
+	if resp := string(serveRawHostWith(t, g, g.NewSession(WithIdentity(bob)).Serve, capsNone).call("tools/list", `{}`)); strings.Contains(resp, "s__alices") || !strings.Contains(resp, "s__t") {
+		t.Fatalf("bob's first list shows what alice's child listed: %s", resp)
+	}
+	g = gate()
+	before := u.lists.Load()
+	if resp := string(serveRawHostWith(t, g, g.NewSession(WithIdentity(alice)).Serve, capsNone).call("tools/list", `{}`)); !strings.Contains(resp, "s__alices") || u.lists.Load() != before {
+		t.Fatalf("alice's next session, from her own entry (listed live: %v): %s", u.lists.Load() != before, resp)
+	}
+}

@@ -243,7 +243,7 @@ func (s *Session) openModern() error {
 		s.Gate.mu.Unlock()
 		seed := s.empty
 		if !held {
-			seed = s.seedCatalog(forUp).snap
+			seed = s.seedCatalog(forUp, s.cacheScope()).snap
 		}
 		s.joinKey(key, forUp, seed)
 	})

@@ -112,6 +112,7 @@ type Gate struct {
 	sessions map[string]*Session        // by id
 	cats     map[string]*keyCatalog     // pool key → its catalog, while a session has the key
 	upCaps   map[string]json.RawMessage // pool key → the capabilities its children are started with
+	upScope  map[string]string          // pool key → its catalog cache scope, when not "" (Session.cacheScope)
 	upLevel  map[string]json.RawMessage // pool key → the last logging/setLevel params of its sessions
 	inflight map[child]map[*Session]int // child → sessions with requests to it in flight
 	// spareInflight are emptied maps of inflight, reused so that a call
@@ -127,6 +128,9 @@ type Gate struct {
 	// removed (trouble.go). Guarded by mu.
 	listFailed map[child]error
 	persist    persistState // the catalog cache and the pins (persist.go)
+	// personalPins: changed definitions team users approved for
+	// themselves (pinning.go).
+	personalPins personalPins
 	// rounds mints and redeems the requestStates of approvals asked of
 	// 2026-07-28 hosts (era_ask.go).
 	rounds *elicitation.Rounds
@@ -189,6 +193,7 @@ func New(opts Options) (*Gate, error) {
 		sessions: map[string]*Session{},
 		cats:     map[string]*keyCatalog{},
 		upCaps:   map[string]json.RawMessage{},
+		upScope:  map[string]string{},
 		upLevel:  map[string]json.RawMessage{},
 		inflight: map[child]map[*Session]int{},
 		persist:  persistState{written: map[string][32]byte{}},
@@ -424,7 +429,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	caps, _ := rawjson.Get(params, "capabilities")
 	forUp := upstreamFacing(caps) // compacted: poolKey compares the bytes
 	key := poolKey(g.identity, forUp, p.Capabilities.Roots != nil, g.session)
-	seed := g.seedCatalog(forUp)
+	seed := g.seedCatalog(forUp, g.cacheScope())
 	for server, raw := range seed.capabilities {
 		if c, err := upstream.ParseCapabilities(raw); err == nil {
 			g.known.noteCached(server, c)
@@ -466,6 +471,9 @@ func (g *Session) joinKey(key string, forUp json.RawMessage, seed *snapshot) {
 	g.Gate.mu.Lock()
 	defer g.Gate.mu.Unlock()
 	g.upCaps[key] = forUp
+	if scope := g.cacheScope(); scope != "" {
+		g.upScope[key] = scope
+	}
 	g.pool.OpenKey(key) // under Gate.mu, as releaseKey's StopKey is
 	if g.Gate.anyShared() {
 		g.upCaps[sharedKeyOf(key)] = forUp

@@ -1,13 +1,16 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os/user"
 	"slices"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/elicitation"
 	"github.com/mcp-gate/mcp-gate/policy"
 )
 
@@ -21,6 +24,16 @@ type Identity struct {
 	Name    string   // for logs: the user name, "" when unknown
 	Email   string   // a token's email, "" in stdio mode
 	Groups  []string // a token's groups; none in stdio mode
+	// Authenticated is set for an identity a bearer token vouched for (the
+	// HTTP front end with an authenticator): one of a team's users, not the
+	// human running the gate. What such a user answers or causes stays
+	// theirs: their yes to a changed definition accepts it for them alone,
+	// never the gate's pins (checkPin); their questions name them and reach
+	// the local approval surface only where the policy names it
+	// (teamApprover); their catalog cache entries are their own
+	// (cacheScope). It takes no part in Key: one process serves either
+	// kind, never both.
+	Authenticated bool
 }
 
 // Key is a stable string naming the identity: equal identities (groups in
@@ -126,4 +139,43 @@ func (a userAudit) Guard(g audit.Guard) {
 func (a userAudit) Elicitation(e audit.Elicitation) {
 	e.User = a.user
 	a.Logger.Elicitation(e)
+}
+
+// teamApprover is the approver of a session that acts for a team user (an
+// identity a bearer token gave, Identity.Authenticated). Every question it
+// puts names that user. And the local approval surface, which is the human
+// at the gate's own machine and not that user, is asked only where the
+// policy names it for the question (a rule's via, approval.hosts,
+// approval.via; policy.ViaNamed), never by the default channel order: a
+// user whose host declares no form elicitation must not be able to send
+// their questions to whoever answers the gate's local surface, unnamed,
+// beside that person's own.
+type teamApprover struct {
+	inner elicitation.Approver
+	id    Identity
+	named func(rule, client string) bool
+}
+
+func (a teamApprover) Approve(ctx context.Context, req elicitation.Request, timeout time.Duration) elicitation.Answer {
+	req.User, req.Email = a.id.Subject, a.id.Email
+	if len(req.Via) == 0 || a.named(req.Rule, req.Client) {
+		return a.inner.Approve(ctx, req, timeout)
+	}
+	via := make([]string, 0, len(req.Via))
+	for _, ch := range req.Via {
+		if ch != policy.ViaLocal {
+			via = append(via, ch)
+		}
+	}
+	const why = "a team user's questions go to the gate's local approval surface only where the policy names that channel (via: [local])"
+	if len(via) == 0 {
+		return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: "this host cannot ask for approval (its initialize declared no form elicitation), and " + why}
+	}
+	dropped := len(via) < len(req.Via)
+	req.Via = via
+	a2 := a.inner.Approve(ctx, req, timeout)
+	if dropped && a2.Outcome == elicitation.Unsupported {
+		a2.Detail += " (" + why + ")"
+	}
+	return a2
 }

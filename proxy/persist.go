@@ -69,16 +69,41 @@ func (g *Gate) configOf(server string) (upstream.Config, bool) {
 	return upstream.Config{}, false
 }
 
-// cacheKey is server's catalog cache key for children started with caps.
-func (g *Gate) cacheKey(server string, caps json.RawMessage) (string, bool) {
+// cacheKey is server's catalog cache key for children started with caps
+// for the sessions of scope (Session.cacheScope). A shared server's child
+// serves every identity, and its entry is everyone's.
+func (g *Gate) cacheKey(server string, caps json.RawMessage, scope string) (string, bool) {
 	c, ok := g.configOf(server)
 	if !ok {
 		return "", false
 	}
+	if c.Shared {
+		scope = ""
+	}
 	return catalogcache.Key(catalogcache.Config{
 		Name: c.Name, Type: c.Type, Command: c.Command, Args: c.Args, Env: c.Env,
 		InheritEnv: c.InheritEnv, InheritAll: c.InheritAll, Cwd: c.Cwd, URL: c.URL, Headers: c.Headers,
+		Scope: scope,
 	}, caps), true
+}
+
+// cacheScope is whose catalog cache entries the session reads and its
+// children's listings write: a team user's own (a token identity's key),
+// since what one user's child lists (tools it added for them, resources
+// named after their data, instructions) must not reach another user's
+// host; "" for the user running the gate, whose cache it is.
+func (s *Session) cacheScope() string {
+	if s.identity.Authenticated {
+		return s.identity.Key()
+	}
+	return ""
+}
+
+// scopeOf is the cache scope of the children of pool key key.
+func (g *Gate) scopeOf(key string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.upScope[key]
 }
 
 // seeded is what the cache gave a key's first session.
@@ -96,7 +121,7 @@ type seeded struct {
 // and left out: that server is listed live. Everything from the cache
 // passes the checks a live listing passes (admitNamed, neutralizeEntry,
 // the template's pattern).
-func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
+func (g *Gate) seedCatalog(caps json.RawMessage, scope string) seeded {
 	out := seeded{snap: g.empty, instructions: map[string]string{}, capabilities: map[string]json.RawMessage{}}
 	store := g.opts.CatalogCache
 	if store == nil {
@@ -107,7 +132,7 @@ func (g *Gate) seedCatalog(caps json.RawMessage) seeded {
 	prompts := map[string]*serverList{}
 	res := map[string]*resourceList{}
 	for _, server := range order {
-		key, ok := g.cacheKey(server, caps)
+		key, ok := g.cacheKey(server, caps, scope)
 		if !ok {
 			continue
 		}
@@ -229,9 +254,9 @@ func (g *Gate) fetched(l *lister, key string, s *upstream.Session) {
 	// writer runs.
 	snap := g.catalogOf(key)
 	g.mu.Lock()
-	caps := g.upCaps[key]
+	caps, scope := g.upCaps[key], g.upScope[key]
 	g.mu.Unlock()
-	g.persist.enqueue(func() { g.persistFetched(l, snap, caps, s) })
+	g.persist.enqueue(func() { g.persistFetched(l, snap, caps, scope, s) })
 }
 
 // enqueue runs write after every write queued before it, on the one
@@ -266,7 +291,7 @@ func (p *persistState) enqueue(write func()) {
 
 // persistFetched shows the pins what s lists in snap and writes its cache
 // entry for children started with caps.
-func (g *Gate) persistFetched(l *lister, snap *snapshot, caps json.RawMessage, s *upstream.Session) {
+func (g *Gate) persistFetched(l *lister, snap *snapshot, caps json.RawMessage, scope string, s *upstream.Session) {
 	if p := g.opts.Pins; p != nil {
 		defs := map[string]json.RawMessage{}
 		switch l {
@@ -294,7 +319,7 @@ func (g *Gate) persistFetched(l *lister, snap *snapshot, caps json.RawMessage, s
 			g.log.Warn("upstream lists definitions that differ from the ones pinned; calls to them are held back", "server", s.Name, "changed", len(changed))
 		}
 	}
-	g.writeCache(caps, s, snap)
+	g.writeCache(caps, scope, s, snap)
 }
 
 // isLive reports whether l's list of server, in key's catalog, was fetched
@@ -370,12 +395,12 @@ func (g *Gate) forgetLive(key string) {
 
 // writeCache writes server's entry for children started with caps from snap: the
 // lists it holds (loaded ones only) and what s declared.
-func (g *Gate) writeCache(caps json.RawMessage, s *upstream.Session, snap *snapshot) {
+func (g *Gate) writeCache(caps json.RawMessage, scope string, s *upstream.Session, snap *snapshot) {
 	store := g.opts.CatalogCache
 	if store == nil || caps == nil {
 		return
 	}
-	ck, ok := g.cacheKey(s.Name, caps)
+	ck, ok := g.cacheKey(s.Name, caps, scope)
 	if !ok {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -91,6 +92,9 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	if state != pins.Changed {
 		return verdict{allow: true}
 	}
+	if g.identity.Authenticated && g.personalPins.accepted(g.principal, t.server, pinKey) == def.digest {
+		return verdict{allow: true} // this user approved this very definition before
+	}
 	_, defName, _ := strings.Cut(pinKey, ":")
 	change := definitionChange(pin, def)
 	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
@@ -105,6 +109,17 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		if err := store.Accept(t.server, pinKey, def.raw, def.digest); err != nil {
 			g.log.Warn("pin not updated", "server", t.server, "error", audit.Redact(err.Error()))
 		}
+	}
+	// A human's yes moves the gate's pin only when that human is the one
+	// running the gate. A team user's yes (an identity a bearer token gave)
+	// is theirs alone: the pins are every user's, and another user must not
+	// find a changed definition already accepted on their behalf.
+	humanAccept := func() {
+		if g.identity.Authenticated {
+			g.personalPins.accept(g.principal, t.server, pinKey, def.digest)
+			return
+		}
+		accept()
 	}
 	refuse := func(why string) verdict {
 		return verdict{reason: what + "; " + why + ". What changed:\n" + elicitation.ChangesView(change) +
@@ -145,8 +160,38 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	if !a.Allowed() {
 		return refuse("approval was required and " + a.Detail)
 	}
-	accept()
+	humanAccept()
 	return verdict{allow: true}
+}
+
+// personalPins are the changed definitions team users approved, each for
+// themselves (checkPin): principal, server and pin key → the digest
+// approved. Held in memory: after a restart each user is asked again,
+// until `mcp-gate pins accept` moves the gate's pin for everyone.
+type personalPins struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func personalPinKey(principal, server, key string) string {
+	return principal + "\x00" + server + "\x00" + key
+}
+
+// accepted returns the digest principal approved for server's key, "" when
+// none.
+func (p *personalPins) accepted(principal, server, key string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[personalPinKey(principal, server, key)]
+}
+
+func (p *personalPins) accept(principal, server, key, digest string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]string{}
+	}
+	p.m[personalPinKey(principal, server, key)] = digest
 }
 
 // pinnedDef finds, in snap, the definition a call reaches and its pin key:

@@ -234,3 +234,52 @@ func TestPinCheckedAgainstLiveNotResolvedSnapshot(t *testing.T) {
 		t.Fatalf("a call resolved in the cached snapshot got %+v; want the live definition's refusal", v)
 	}
 }
+
+// A team user's yes to a changed definition is theirs alone: it does not
+// move the gate's pin, so another user calling the changed tool is asked
+// too (before, alice's yes pinned the new definition for every user, and
+// bob's call ran without a question). The same user is not asked again in
+// another session; the human running the gate (no token) still moves the
+// pin for everyone, as before.
+func TestPinApprovalOfOneUserIsNotAnothers(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pinFirst(t, u, dir)
+	u.desc.Store("v2")
+
+	approver := &fakeApprover{outcome: elicitation.Approved}
+	h := pinnedHost(t, u, dir, pinsPolicy, func(o *Options) { o.Approver = approver })
+	g := h.gate
+	alice := Identity{Subject: "alice", Authenticated: true}
+	bob := Identity{Subject: "bob", Authenticated: true}
+	session := func(id Identity) *rawHost {
+		s := serveRawHost(t, g, g.NewSession(WithIdentity(id)).Serve)
+		s.call("tools/list", `{}`)
+		return s
+	}
+	runs := func(s *rawHost, who string, wantAsked int) {
+		t.Helper()
+		approver.mu.Lock()
+		approver.asked = nil
+		approver.mu.Unlock()
+		if resp := string(s.call("tools/call", `{"name":"s__t","arguments":{}}`)); strings.Contains(resp, `"isError":true`) {
+			t.Fatalf("%s's call: %s", who, resp)
+		}
+		approver.mu.Lock()
+		defer approver.mu.Unlock()
+		if len(approver.asked) != wantAsked {
+			t.Fatalf("%s was asked %d times about the changed tool; want %d", who, len(approver.asked), wantAsked)
+		}
+	}
+	runs(session(alice), "alice", 1)
+	g.flushPersist()
+	runs(session(bob), "bob", 1)
+	runs(session(alice), "alice in another session", 0)
+	runs(session(Identity{Subject: "alice", Email: "a@example.com", Authenticated: true}), "alice with another email", 1)
+
+	// The gate's own user (stdio, or HTTP without tokens) is still asked:
+	// no team user's yes moved the pin. Their yes accepts it for all.
+	runs(session(Identity{Subject: "uid:1"}), "the gate's user", 1)
+	g.flushPersist()
+	runs(session(Identity{Subject: "carol", Authenticated: true}), "carol after the gate's user accepted", 0)
+}

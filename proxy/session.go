@@ -122,6 +122,11 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		canAsk := func() bool { return s.hostCaps().elicitForm }
 		s.approver = elicitation.Channels{Host: elicitation.HostApprover{Host: s.host, CanAsk: canAsk}, HostCanAsk: canAsk, Local: g.opts.LocalApprover}
 	}
+	if s.identity.Authenticated {
+		s.approver = teamApprover{inner: s.approver, id: s.identity, named: func(rule, client string) bool {
+			return g.policy.Current().ViaNamed(rule, client)
+		}}
+	}
 	g.mu.Lock()
 	g.sessions[s.session] = s
 	g.mu.Unlock()
@@ -170,6 +175,7 @@ func (g *Gate) releaseKey(key string) {
 		return
 	}
 	delete(g.upCaps, key)
+	delete(g.upScope, key)
 	delete(g.upLevel, key)
 	delete(g.cats, key)
 	g.forgetLive(key)

@@ -20,12 +20,12 @@ import (
 func (g *Gate) upstreamEra(key string, cfg upstream.Config) string {
 	store := g.opts.CatalogCache
 	g.mu.Lock()
-	caps := g.upCaps[key]
+	caps, scope := g.upCaps[key], g.upScope[key]
 	g.mu.Unlock()
 	if store == nil || caps == nil {
 		return ""
 	}
-	ck, ok := g.cacheKey(cfg.Name, caps)
+	ck, ok := g.cacheKey(cfg.Name, caps, scope)
 	if !ok {
 		return ""
 	}

@@ -2,6 +2,13 @@
 // Every value from a question is set with textContent, never as HTML.
 let csrf = "";
 const shown = new Map();
+// A click is taken only once no box has left the list for SETTLE_MS: when
+// a question closes (its call withdrawn, which whoever asked can time) the
+// boxes below move up, and a click meant for one would land on the next,
+// which the human never read. A new box is appended below the others and
+// moves none of them.
+const SETTLE_MS = 700;
+let changedAt = 0;
 
 async function getCSRF() {
   const r = await fetch("/api/csrf", { credentials: "same-origin" });
@@ -9,13 +16,17 @@ async function getCSRF() {
 }
 
 async function answer(id, op, scope, box) {
+  const msg = box.querySelector(".result");
+  if (Date.now() - changedAt < SETTLE_MS) {
+    msg.textContent = "not answered: the list changed just now; check which question this is and click again";
+    return;
+  }
   const r = await fetch("/api/answer", {
     method: "POST",
     credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
     body: JSON.stringify({ id: id, op: op, scope: scope, csrf: csrf }),
   });
-  const msg = box.querySelector(".result");
   msg.textContent = r.ok ? (op === "approve" ? "approved" : "denied") : "failed: " + (await r.text());
 }
 
@@ -51,7 +62,7 @@ async function refresh() {
     const list = document.getElementById("questions");
     const ids = new Set(data.questions.map((q) => q.id));
     for (const [id, el] of shown) {
-      if (!ids.has(id)) { el.remove(); shown.delete(id); }
+      if (!ids.has(id)) { el.remove(); shown.delete(id); changedAt = Date.now(); }
     }
     for (const q of data.questions) {
       if (!shown.has(q.id)) { const el = render(q); shown.set(q.id, el); list.append(el); }

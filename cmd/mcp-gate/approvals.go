@@ -113,9 +113,17 @@ func printQuestion(w io.Writer, q approvals.Question) {
 	fmt.Fprintln(w)
 }
 
+// watchSettle is how long a question must have been on the screen before
+// watch takes an answer to it. A question that closes while the human types
+// (withdrawn, timed out, answered elsewhere: the asker can time that) puts
+// the next one in its place at once, and a "y" typed for the first would
+// approve the second, which the human never read.
+const watchSettle = 700 * time.Millisecond
+
 // watch prompts for each question as it arrives. It reads the answers from
 // a terminal only: y approves this call, s approves it for the session, n
-// refuses; anything else leaves the question open.
+// refuses; anything else leaves the question open. An answer that comes
+// within watchSettle of its question appearing is not taken.
 func watch(ctx context.Context, c approvals.Client, stdin io.Reader, stdout io.Writer) error {
 	if !isTerminal(stdin) {
 		return fmt.Errorf("watch reads your answers from a terminal, and its input is not one; use approve and deny from a script")
@@ -140,9 +148,17 @@ func watch(ctx context.Context, c approvals.Client, stdin io.Reader, stdout io.W
 		close(lines)
 	}()
 	fmt.Fprintln(stdout, "watching for questions (Ctrl-C to stop)")
+	return watchLoop(ctx, events, lines, stdout, c.Answer)
+}
+
+// watchLoop is watch's prompting: the questions as events bring them, the
+// answers as the terminal's lines bring them, each answer sent by answer.
+func watchLoop(ctx context.Context, events <-chan approvals.Event, lines <-chan string, stdout io.Writer, answer func(op, id, scope string) error) error {
 	var queue []approvals.Question
 	open := map[string]bool{}
 	prompting := ""
+	var shownAt time.Time
+	const prompt = "approve? y = this call, s = this tool for the session, n = refuse: "
 	for {
 		if prompting == "" {
 			for len(queue) > 0 && !open[queue[0].ID] {
@@ -151,7 +167,8 @@ func watch(ctx context.Context, c approvals.Client, stdin io.Reader, stdout io.W
 			if len(queue) > 0 {
 				prompting = queue[0].ID
 				printQuestion(stdout, queue[0])
-				fmt.Fprint(stdout, "approve? y = this call, s = this tool for the session, n = refuse: ")
+				fmt.Fprint(stdout, prompt)
+				shownAt = time.Now()
 			}
 		}
 		select {
@@ -180,16 +197,20 @@ func watch(ctx context.Context, c approvals.Client, stdin io.Reader, stdout io.W
 			if prompting == "" {
 				continue
 			}
+			if time.Since(shownAt) < watchSettle {
+				fmt.Fprintf(stdout, "\nignored: that answer came as this question appeared, and may have been typed for the one before it; read it and answer again\n%s", prompt)
+				continue
+			}
 			id := prompting
 			prompting = ""
 			var err error
 			switch strings.ToLower(strings.TrimSpace(l)) {
 			case "y", "yes":
-				err = c.Answer("approve", id, "once")
+				err = answer("approve", id, "once")
 			case "s", "session":
-				err = c.Answer("approve", id, "session")
+				err = answer("approve", id, "session")
 			case "n", "no":
-				err = c.Answer("deny", id, "")
+				err = answer("deny", id, "")
 			default:
 				fmt.Fprintln(stdout, "left open")
 				queue = append(queue[1:], queue[0])
