@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,15 +272,25 @@ func TestBypassWatchAnswerLandsOnTheNextQuestion(t *testing.T) {
 
 	dir := t.TempDir()
 	// Its output goes to files only: setsid's caller waits for the pipes
-	// to close, and this script runs until the test says go.
+	// to close, and this script runs until the test says go, or its
+	// directory is gone. A test that fails before go kills it (and the
+	// script(1) and watch under it) by its process group, which setsid
+	// made its own: left running, it polled for good.
 	const script = `exec >/dev/null 2>&1
 while [ "$(cat /proc/$(cut -d' ' -f4 /proc/$$/stat)/comm)" = setsid ]; do sleep 0.01; done
-(while [ ! -e "$D/go" ]; do sleep 0.005; done; printf 'y\n'; sleep 3) | script -qfec "$W approvals watch" "$D/typescript" >"$D/out" 2>&1; echo done >"$D/rc"`
+echo $$ >"$D/pid"
+(while [ ! -e "$D/go" ]; do [ -d "$D" ] || exit; sleep 0.005; done; printf 'y\n'; sleep 3) | script -qfec "$W approvals watch" "$D/typescript" >"$D/out" 2>&1; echo done >"$D/rc"`
 	cmd := exec.Command("setsid", "-f", "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "D="+dir, "W="+gateBin)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("setsid: %v: %s", err, out)
 	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			_ = signalPID(-pid, syscall.SIGKILL)
+		}
+	})
 	screen := func() string { b, _ := os.ReadFile(filepath.Join(dir, "typescript")); return string(b) }
 	waitFor(t, "watch to show the first question", 30*time.Second, func() bool { return strings.Contains(screen(), "harmless-first") })
 	// The human reads the first question and types y; as they do, the
