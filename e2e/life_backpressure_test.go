@@ -90,7 +90,18 @@ func TestLifeHostStopsReading(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(5 * time.Second)
+	// It stops reading until the gate has had to drop a result: past the
+	// bound's worth on their way, which a loaded machine's upstream may
+	// take more than a few seconds to send (a fixed five seconds, read
+	// again before the first drop, let every result through).
+	waitFor(t, "the gate to drop a result the host was not reading", 2*time.Minute, func() bool {
+		for _, a := range g.auditLines(t) {
+			if a["event"] == "undelivered" {
+				return true
+			}
+		}
+		return false
+	})
 	stalledPeak := vmHWM(t, g.cmd.Process.Pid)
 	// Reading again, the host gets an answer to every call.
 	got := map[int]bool{}
