@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,17 +20,7 @@ import (
 // upstream never sees the call.
 func TestBypassModernApprovalOtherRule(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "link")
-	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
+	ws, outside, link := linkedWorkspace(t)
 	pol := fmt.Sprintf(`version: 1
 fallback: deny
 approval:
@@ -56,11 +45,7 @@ rules:
 	if !strings.Contains(resp, "Echoes need a human. (policy rule workspace-echo)") {
 		t.Fatalf("the question: %s", resp)
 	}
-	tmp := link + ".new"
-	if err := os.Symlink(outside, tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, link); err != nil {
+	if err := repoint(link, outside); err != nil {
 		t.Fatal(err)
 	}
 	text, isErr := toolText(t, h.request("tools/call", echoCall(target)+`,`+answer("accept", true)+`,"requestState":`+fmt.Sprintf("%q", state)))

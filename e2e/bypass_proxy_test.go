@@ -31,17 +31,7 @@ func readEvents(t *testing.T, path string) string {
 // and the upstream never sees the call.
 func TestBypassApprovalRedecidedAfterAnswer(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "link")
-	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
+	ws, outside, link := linkedWorkspace(t)
 	pol := fmt.Sprintf(`version: 1
 fallback: deny
 approval:
@@ -63,11 +53,7 @@ rules:
 	sess := g.connect(t, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			question = req.Params.Message
-			tmp := link + ".new"
-			if err := os.Symlink(outside, tmp); err != nil {
-				return nil, err
-			}
-			if err := os.Rename(tmp, link); err != nil {
+			if err := repoint(link, outside); err != nil {
 				return nil, err
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
@@ -193,4 +179,34 @@ func TestBypassApprovalQuestionAndAmbiguousAnswer(t *testing.T) {
 			t.Errorf("line %d carries a raw separator or bidi control: %q", i, lines[i])
 		}
 	}
+}
+
+// linkedWorkspace makes, in a directory of its own, a workspace ws
+// holding link, a symlink to its subdirectory sub, and a directory outside
+// it: a path through link is inside the workspace until repoint moves link
+// to outside.
+func linkedWorkspace(t *testing.T) (ws, outside, link string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws, outside = filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link = filepath.Join(ws, "link")
+	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	return ws, outside, link
+}
+
+// repoint moves link to target in one rename, as a process racing the
+// question would: the path never fails to resolve in between.
+func repoint(link, target string) error {
+	tmp := link + ".new"
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
 }

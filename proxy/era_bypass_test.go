@@ -21,17 +21,7 @@ import (
 // state, bound to the call but not to the rule, redeemed for it, and the
 // call ran on an answer to a question the human was never shown.
 func TestModernApprovalCoversOnlyItsRule(t *testing.T) {
-	dir := t.TempDir()
-	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "link")
-	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
+	ws, outside, link := linkedWorkspace(t)
 	pol := "version: 1\nfallback: deny\nrules:\n" +
 		"  - name: outside-workspace\n    match: mcp:s:t\n    when: '!path.within(args.path, \"" + ws + "\")'\n    action: ask\n    reason: This write leaves the workspace.\n" +
 		"  - name: workspace-writes\n    match: mcp:s:t\n    action: ask\n    reason: Writes need a human.\n"

@@ -43,18 +43,7 @@ rules:
 // while the host shows the question. The gate decides again after the
 // answer and refuses, saying what changed; the upstream never sees the call.
 func TestApprovalRedecidedWhenConditionFlips(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	outside := filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "link")
-	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
+	ws, outside, link := linkedWorkspace(t)
 	var asked atomic.Int32
 	var message atomic.Value
 	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
@@ -62,11 +51,7 @@ func TestApprovalRedecidedWhenConditionFlips(t *testing.T) {
 			message.Store(r.Params.Message)
 			if asked.Add(1) == 1 {
 				// While the human reads, the link is re-pointed.
-				tmp := link + ".new"
-				if err := os.Symlink(outside, tmp); err != nil {
-					return nil, err
-				}
-				if err := os.Rename(tmp, link); err != nil {
+				if err := repoint(link, outside); err != nil {
 					return nil, err
 				}
 			}
@@ -140,18 +125,7 @@ func withAudit(w io.Writer) func(*Options) {
 // its own reason), the call is refused rather than run on an answer to a
 // different question.
 func TestApprovalDoesNotCoverAnotherRule(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	outside := filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "link")
-	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
+	ws, outside, link := linkedWorkspace(t)
 	pol := fmt.Sprintf(`version: 1
 fallback: deny
 rules:
@@ -228,4 +202,34 @@ rules:
 	if !strings.Contains(auditLog.String(), "its condition failed") || !strings.Contains(resultText(r), "its condition failed") {
 		t.Fatalf("the detailed reason is lost: %q / %s", resultText(r), auditLog.String())
 	}
+}
+
+// linkedWorkspace makes, in a directory of its own, a workspace ws
+// holding link, a symlink to its subdirectory sub, and a directory outside
+// it: a path through link is inside the workspace until repoint moves link
+// to outside.
+func linkedWorkspace(t *testing.T) (ws, outside, link string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws, outside = filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link = filepath.Join(ws, "link")
+	if err := os.Symlink(filepath.Join(ws, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	return ws, outside, link
+}
+
+// repoint moves link to target in one rename, as a process racing the
+// question would: the path never fails to resolve in between.
+func repoint(link, target string) error {
+	tmp := link + ".new"
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
 }
