@@ -456,16 +456,18 @@ func (g *Session) relayNotification(server, method string, params json.RawMessag
 // shows its user, announcing an approval or imitating the gate's
 // question, is dropped, audited; log-only for the server relays it,
 // audited), then neutralised (a key holding a hidden character drops it).
-// false: nothing is sent. An elicitation's completion is not inspected:
-// it is an elicitation message by its nature (its elicitationId is what
-// the detector looks for), it says only which elicitation ended, and only
-// the server that started that one may send it (urlElicitations).
+// false: nothing is sent. An elicitation's completion is inspected
+// without its elicitationId: that member is what makes it an elicitation
+// message (the detector looks for it), and only the server that started
+// that elicitation may send it (urlElicitations); every other member the
+// server put beside it (a message, data) reaches the host like any other
+// notification's, and is inspected like one.
 func (g *Session) notificationFit(server, method string, params json.RawMessage) (json.RawMessage, bool) {
+	inspected := params
 	if method == "notifications/elicitation/complete" {
-		out, err := g.neutralize(server, method, method, params)
-		return out, err == nil
+		inspected, _ = rawjson.Delete(params, "elicitationId")
 	}
-	if findings := guard.InspectResult(params); len(findings) > 0 {
+	if findings := guard.InspectResult(inspected); len(findings) > 0 {
 		outcome := "refused"
 		if g.policy.Current().GuardLogOnly(server) {
 			outcome = "logged"
