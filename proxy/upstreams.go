@@ -192,9 +192,18 @@ func (h *upstreamHandler) cleanCause(cause error) error {
 	}
 	const what = "notifications/cancelled"
 	if findings := guard.InspectResult(pc.Params); len(findings) > 0 {
-		f := findings[0]
-		h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+		// Log-only for the server relays it, audited, as its results and
+		// notifications are.
+		outcome := "refused"
+		if h.g.policy.Current().GuardLogOnly(h.server) {
+			outcome = "logged"
+		}
+		for _, f := range findings {
+			h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		}
+		if outcome == "refused" {
+			return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+		}
 	}
 	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
 	if err != nil {
