@@ -235,14 +235,9 @@ var (
 	relayComplete = &relay{
 		method:  "completion/complete",
 		resolve: resolveCompletion,
-		guard: func(g *Session, _ *policy.Policy, _ *relay, t target, res json.RawMessage) (json.RawMessage, error) {
-			// Its values are offered to the user as they type.
-			out, err := g.neutralize(t.server, "completion/complete", "completion result", res)
-			if err != nil {
-				return nil, &rpc.Error{Code: CodeDenied, Message: "mcp-gate refused a completion result: " + refusedBecause(err)}
-			}
-			return out, nil
-		},
+		// Its values are offered to the user as they type: inspected and
+		// neutralised as any result the host shows.
+		guard: guardContent("completion"),
 		refuse: func(t target, reason string) (json.RawMessage, error) {
 			what := "the prompt"
 			if t.kind == policy.KindResource {
@@ -283,14 +278,11 @@ func guardContent(field string) func(*Session, *policy.Policy, *relay, target, j
 	}
 }
 
-// guardAck neutralises an acknowledgement (a subscription's empty result):
-// whatever an upstream puts there reaches the host like any other result.
-func guardAck(g *Session, _ *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
-	out, err := g.neutralize(t.server, t.name, r.method+" result", res)
-	if err != nil {
-		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", r.method, t.wire, t.server, refusedBecause(err))}
-	}
-	return out, nil
+// guardAck inspects and neutralises an acknowledgement (a subscription's
+// empty result): whatever an upstream puts there reaches the host like any
+// other result, and is read like one.
+func guardAck(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMessage) (json.RawMessage, error) {
+	return g.guardOther(pol, t.server, t.name, r.method, "acknowledgement", res)
 }
 
 // resolveNamed reads a tools/call or prompts/get: the wire name mapped back

@@ -192,9 +192,18 @@ func (h *upstreamHandler) cleanCause(cause error) error {
 	}
 	const what = "notifications/cancelled"
 	if findings := guard.InspectResult(pc.Params); len(findings) > 0 {
-		f := findings[0]
-		h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+		// Log-only for the server relays it, audited, as its results and
+		// notifications are.
+		outcome := "refused"
+		if h.g.policy.Current().GuardLogOnly(h.server) {
+			outcome = "logged"
+		}
+		for _, f := range findings {
+			h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		}
+		if outcome == "refused" {
+			return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
+		}
 	}
 	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
 	if err != nil {
@@ -456,16 +465,18 @@ func (g *Session) relayNotification(server, method string, params json.RawMessag
 // shows its user, announcing an approval or imitating the gate's
 // question, is dropped, audited; log-only for the server relays it,
 // audited), then neutralised (a key holding a hidden character drops it).
-// false: nothing is sent. An elicitation's completion is not inspected:
-// it is an elicitation message by its nature (its elicitationId is what
-// the detector looks for), it says only which elicitation ended, and only
-// the server that started that one may send it (urlElicitations).
+// false: nothing is sent. An elicitation's completion is inspected
+// without its elicitationId: that member is what makes it an elicitation
+// message (the detector looks for it), and only the server that started
+// that elicitation may send it (urlElicitations); every other member the
+// server put beside it (a message, data) reaches the host like any other
+// notification's, and is inspected like one.
 func (g *Session) notificationFit(server, method string, params json.RawMessage) (json.RawMessage, bool) {
+	inspected := params
 	if method == "notifications/elicitation/complete" {
-		out, err := g.neutralize(server, method, method, params)
-		return out, err == nil
+		inspected, _ = rawjson.Delete(params, "elicitationId")
 	}
-	if findings := guard.InspectResult(params); len(findings) > 0 {
+	if findings := guard.InspectResult(inspected); len(findings) > 0 {
 		outcome := "refused"
 		if g.policy.Current().GuardLogOnly(server) {
 			outcome = "logged"

@@ -16,6 +16,7 @@ class El {
 }
 const byId = { questions: new El("div"), status: new El("p") };
 let questions = [];
+let problems = [];
 const answers = [];
 const ctx = {
   console,
@@ -27,7 +28,7 @@ const ctx = {
   Map,
   fetch: async (url, opts) => {
     if (url === "/api/csrf") return { json: async () => ({ csrf: "t" }) };
-    if (url === "/api/questions") return { json: async () => ({ questions, problems: [] }) };
+    if (url === "/api/questions") return { json: async () => ({ questions, problems }) };
     if (url === "/api/answer") { answers.push(JSON.parse(opts.body)); return { ok: true, text: async () => "" }; }
     throw new Error("unexpected fetch " + url);
   },
@@ -51,5 +52,19 @@ const fail = (why) => { console.log(why); process.exit(1); };
   await sleep(1000); // the human reads b
   await approveOf("b").click();
   if (answers.length !== 1 || answers[0].id !== "b" || answers[0].op !== "approve") fail("a considered click: " + JSON.stringify(answers));
+
+  // The status line above the list grows (a gate's problem, which
+  // whatever answers on a socket of the runtime directory can time) and
+  // every box moves down under the pointer: the same holds.
+  questions = [q("c"), q("d")];
+  await vm.runInContext("refresh()", ctx);
+  await sleep(1000);
+  problems = ["mcp-gate-1234.sock: a problem long enough to wrap the status line onto the next ones, and push the list down by a box"];
+  await vm.runInContext("refresh()", ctx);
+  await approveOf("d").click();
+  if (answers.length !== 1) fail("a click as the status line moved the list answered " + JSON.stringify(answers.slice(1)));
+  await sleep(1000);
+  await approveOf("d").click();
+  if (answers.length !== 2 || answers[1].id !== "d") fail("a considered click after the status changed: " + JSON.stringify(answers));
   console.log("ok");
 })().catch((e) => fail(String(e)));

@@ -7,8 +7,13 @@ const shown = new Map();
 // boxes below move up, and a click meant for one would land on the next,
 // which the human never read. A new box is appended below the others and
 // moves none of them.
+// The status line above the list moves every box when its height
+// changes: its problems (what gates answered, or failed to) are counted
+// as a change too, since whatever answers on a socket in the runtime
+// directory can time them.
 const SETTLE_MS = 700;
 let changedAt = 0;
+let problemsShown = "";
 
 async function getCSRF() {
   const r = await fetch("/api/csrf", { credentials: "same-origin" });
@@ -67,9 +72,10 @@ async function refresh() {
     for (const q of data.questions) {
       if (!shown.has(q.id)) { const el = render(q); shown.set(q.id, el); list.append(el); }
     }
+    const problems = data.problems && data.problems.length ? " — " + data.problems.join("; ") : "";
+    if (problems !== problemsShown) { problemsShown = problems; changedAt = Date.now(); }
     const st = document.getElementById("status");
-    st.textContent = (data.questions.length ? data.questions.length + " open" : "no open questions") +
-      (data.problems && data.problems.length ? " — " + data.problems.join("; ") : "");
+    st.textContent = (data.questions.length ? data.questions.length + " open" : "no open questions") + problems;
   } catch (e) {
     document.getElementById("status").textContent = "cannot reach mcp-gate approvals web: " + e;
   }
