@@ -101,6 +101,10 @@ type Request struct {
 	// of preference (policy.ApprovalVia); Channels asks on the first that
 	// can ask. Empty means the host's elicitation only.
 	Via []string
+	// ViaNamed says the policy itself named Via (a rule's via,
+	// approval.hosts, approval.via: policy.ViaNamed) rather than leaving
+	// it to the default order, read from the snapshot Via was read from.
+	ViaNamed bool
 	// Client and Session say which host session asks (its clientInfo name
 	// and the gate's session id), for the local surface's list.
 	Client  string

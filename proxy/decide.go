@@ -100,7 +100,8 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		Server: call.Server, Tool: call.Name, Title: g.itemTitle(call.Kind, call.Server, call.Name),
 		Args: call.Args, ArgsDigest: digest,
 		Rule: d.Rule, Reason: pol.RuleReason(d.Rule), Titled: host.protocolVersion >= "2025-11-25",
-		Via: pol.ApprovalVia(d.Rule, host.client), Client: host.client, Session: g.session,
+		Via: pol.ApprovalVia(d.Rule, host.client), ViaNamed: pol.ViaNamed(d.Rule, host.client),
+		Client: host.client, Session: g.session,
 	}
 	if call.Kind == policy.KindSampling {
 		req.Tool = "sampling/createMessage (a request to use your model)"
@@ -130,7 +131,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 		// The policy wants another channel first (via: [local], or
 		// approval.hosts for this client): the host must not answer its
 		// own question. The local surface holds this request meanwhile.
-		req.Via = pol.ApprovalVia(d.Rule, m.client)
+		req.Via, req.ViaNamed = pol.ApprovalVia(d.Rule, m.client), pol.ViaNamed(d.Rule, m.client)
 		req.Client = m.client
 		a = g.approver.Approve(ctx, withoutHostChannel(req), pol.ApprovalTimeout())
 		if a.Outcome == elicitation.Unsupported && !m.caps.elicitForm {

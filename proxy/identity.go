@@ -150,15 +150,19 @@ func (a userAudit) Elicitation(e audit.Elicitation) {
 // user whose host declares no form elicitation must not be able to send
 // their questions to whoever answers the gate's local surface, unnamed,
 // beside that person's own.
+//
+// Whether the policy named the channels comes with the request
+// (elicitation.Request.ViaNamed), from the snapshot that decided it: read
+// again here, a reload in between could let a default order through on
+// the strength of a newer policy's via.
 type teamApprover struct {
 	inner elicitation.Approver
 	id    Identity
-	named func(rule, client string) bool
 }
 
 func (a teamApprover) Approve(ctx context.Context, req elicitation.Request, timeout time.Duration) elicitation.Answer {
 	req.User, req.Email = a.id.Subject, a.id.Email
-	if len(req.Via) == 0 || a.named(req.Rule, req.Client) {
+	if len(req.Via) == 0 || req.ViaNamed {
 		return a.inner.Approve(ctx, req, timeout)
 	}
 	via := make([]string, 0, len(req.Via))

@@ -123,9 +123,7 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		s.approver = elicitation.Channels{Host: elicitation.HostApprover{Host: s.host, CanAsk: canAsk}, HostCanAsk: canAsk, Local: g.opts.LocalApprover}
 	}
 	if s.identity.Authenticated {
-		s.approver = teamApprover{inner: s.approver, id: s.identity, named: func(rule, client string) bool {
-			return g.policy.Current().ViaNamed(rule, client)
-		}}
+		s.approver = teamApprover{inner: s.approver, id: s.identity}
 	}
 	g.mu.Lock()
 	g.sessions[s.session] = s

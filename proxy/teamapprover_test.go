@@ -3,12 +3,14 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -83,5 +85,29 @@ func TestTeamUserQuestionsReachLocalOnlyWhereNamed(t *testing.T) {
 				t.Fatalf("the gate's own user named in the question:\n%s", msg)
 			}
 		})
+	}
+}
+
+// recordingApprover records the channels it was asked through.
+type recordingApprover struct{ via [][]string }
+
+func (r *recordingApprover) Approve(_ context.Context, req elicitation.Request, _ time.Duration) elicitation.Answer {
+	r.via = append(r.via, req.Via)
+	return elicitation.Answer{Outcome: elicitation.Unsupported, Detail: "recorded"}
+}
+
+// Whether the policy named the channels is the request's, from the
+// snapshot that decided it: teamApprover reads no policy of its own, so a
+// reload between decision and question cannot let the default order take
+// a team user's question to the local surface.
+func TestTeamApproverReadsViaNamedFromTheRequest(t *testing.T) {
+	inner := &recordingApprover{}
+	a := teamApprover{inner: inner, id: Identity{Subject: "alice", Authenticated: true}}
+	both := []string{policy.ViaElicitation, policy.ViaLocal}
+	a.Approve(context.Background(), elicitation.Request{Rule: "r", Via: both}, time.Second)
+	a.Approve(context.Background(), elicitation.Request{Rule: "r", Via: both, ViaNamed: true}, time.Second)
+	want := [][]string{{policy.ViaElicitation}, both}
+	if !slices.EqualFunc(inner.via, want, slices.Equal) {
+		t.Fatalf("channels asked: %v; want %v", inner.via, want)
 	}
 }
