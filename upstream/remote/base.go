@@ -390,11 +390,23 @@ func describeType(resp *http.Response) string {
 }
 
 // drainClose discards up to a little of a body and closes it, so that the
-// connection can be reused.
+// connection can be reused. The drain is bounded in time as well as in
+// bytes: a server that holds a body open (a reply stream kept after its
+// answer, an SSE stream in answer to a notification) would otherwise hold
+// the goroutine, its connection and what waits on it (the abandoning of a
+// cancelled call's stream) for as long as it likes. Past drainWait the body
+// is closed under the read, which drops the connection.
 func drainClose(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
 	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	t.Stop()
 	_ = body.Close()
 }
+
+// drainWait bounds drainClose: a server that ends its body does so at once
+// (the last chunk follows the answer), so this is long only for one that
+// means to hold it.
+const drainWait = 200 * time.Millisecond
 
 // sendBody is a request body that reports when the client has read it all:
 // the poster then knows the message is on its way, and posts the next.

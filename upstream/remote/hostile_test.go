@@ -33,6 +33,9 @@ type fake struct {
 	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
 	gets       []string
 	hugeBytes  int
+	lingered   int  // reply streams held open after their answer, that the client dropped
+	noteHold   bool // answer a notification's POST with an SSE stream held open
+	notesHeld  int  // such streams the client dropped
 }
 
 func (f *fake) reply(id json.RawMessage, text string) string {
@@ -113,6 +116,15 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.ID == nil {
+		if f.noteHold {
+			sse(w)
+			w.(http.Flusher).Flush()
+			f.mu.Unlock()
+			<-r.Context().Done()
+			f.mu.Lock()
+			f.notesHeld++
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -140,6 +152,16 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "badjson":
 		sse(w)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+	case "linger":
+		// The answer, then more on the same stream, which is never ended.
+		sse(w)
+		fmt.Fprintf(w, "id: l1\ndata: %s\n\n", f.reply(m.ID, "ok:linger"))
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"after the answer\"}}\n\n")
+		w.(http.Flusher).Flush()
+		f.mu.Unlock()
+		<-r.Context().Done()
+		f.mu.Lock()
+		f.lingered++
 	case "hang":
 		sse(w)
 		fmt.Fprint(w, "id: hang-1\ndata: \n\n")
@@ -577,4 +599,66 @@ func TestStreamableGetStream(t *testing.T) {
 	if len(gets) != 2 || gets[0] != "last=" || gets[1] != "last=g-1" {
 		t.Errorf("GET streams %q; want one fresh, then one resumed from g-1", gets)
 	}
+}
+
+// waitCount waits, up to hang, for *n (under f.mu) to reach want.
+func (f *fake) waitCount(t *testing.T, what string, n *int, want int) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for {
+		f.mu.Lock()
+		got := *n
+		f.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d %s dropped by the gate", got, want, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A reply stream the server keeps open after its answer is dropped once the
+// answer has come: each call would otherwise leave a goroutine and a
+// connection of the gate behind for as long as the server liked, and what
+// the server sent on it later would reach the gate outside any call.
+func TestStreamableReplyStreamClosedAfterAnswer(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	for range 3 {
+		if res, err := callTool(t, s, "linger", struct{}{}); err != nil || !strings.Contains(string(res), "ok:linger") {
+			t.Fatalf("linger: %s, %v", res, err)
+		}
+	}
+	f.waitCount(t, "reply streams held open after their answer", &f.lingered, 3)
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after: %s, %v", res, err)
+	}
+}
+
+// A server that answers the POST of a notification with a body it never
+// ends holds no goroutine or connection of the gate: the gate drains a body
+// it has no use for only briefly. A cancellation's POST held so would also
+// keep the cancelled call's reply stream from being dropped.
+func TestStreamableNotificationBodyNotHeld(t *testing.T) {
+	f := &fake{noteHold: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	// notifications/initialized
+	f.waitCount(t, "held notification bodies", &f.notesHeld, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("hang answered")
+	}
+	// notifications/cancelled, then the abandoned call's stream.
+	f.waitCount(t, "held notification bodies", &f.notesHeld, 2)
+	f.waitCount(t, "abandoned reply streams", &f.aborted, 1)
 }

@@ -273,8 +273,17 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 	misses := 0
 	for {
 		answered, progressed, ok := t.readEvents(r, m.ID, isInit)
+		if answered {
+			// The request is done with: whatever the server sends on its
+			// stream after the answer belongs to no call, and a stream
+			// held open would hold a goroutine and a connection of the
+			// gate for every call made (2025-11-25: the server SHOULD
+			// close it after the response).
+			drainClose(body)
+			return
+		}
 		body.Close()
-		if answered || !ok || ctx.Err() != nil {
+		if !ok || ctx.Err() != nil {
 			return
 		}
 		// The stream ended before the answer: the server closed it (to be
@@ -303,7 +312,8 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 	}
 }
 
-// readEvents delivers the messages of one SSE body until it ends. It
+// readEvents delivers the messages of one SSE body until it ends, or, on
+// a request's reply stream (id set), until the answer to id has come. It
 // reports whether the response to id came, whether anything came at all,
 // and false for ok once the transport has ended.
 func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered, progressed, ok bool) {
@@ -335,6 +345,9 @@ func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered,
 		answered = answered || a
 		if !ok {
 			return answered, progressed, false
+		}
+		if answered && id != nil {
+			return answered, progressed, true
 		}
 	}
 }
