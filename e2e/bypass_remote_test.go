@@ -46,3 +46,43 @@ func TestBypassRemoteStreamsHeldOpen(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A remote server that never answered a POST whose answer comes elsewhere
+// (a notification or a response of the gate's to a Streamable HTTP server;
+// anything posted to a legacy server's endpoint, whose answers come on its
+// stream) held a goroutine and a connection of the gate for each, until
+// the session ended: a legacy server that answered every call on its
+// stream and no POST added one per call. Such a POST is given up on after
+// ten seconds.
+func TestBypassRemotePostsNeverAnswered(t *testing.T) {
+	t.Parallel()
+	base, _ := startRemoteHostile(t)
+	g := remoteGate(t, map[string]any{
+		"hostile":    map[string]any{"type": "http", "url": base + "/mcp"},
+		"silentnote": map[string]any{"type": "http", "url": base + "/silentnote/mcp"},
+		"silent":     map[string]any{"type": "sse", "url": base + "/sse-silent"},
+	})
+	sess := g.connect(t, nil)
+	if text, failed := remoteCallErr(t, sess, "silentnote__held"); failed || !strings.HasPrefix(text, "held=") {
+		t.Fatalf("silentnote: failed=%t %q", failed, text)
+	}
+	for range 3 {
+		if text, failed := remoteCallErr(t, sess, "silent__echo"); failed || text != "echo over legacy sse" {
+			t.Fatalf("silent: failed=%t %q", failed, text)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		text, _ := remoteCallErr(t, sess, "hostile__held")
+		if text == "held=0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still holds POSTs the gate never gave up on: %s (want held=0)", text)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(g.stderr.String(), "did not accept a message in time") {
+		t.Errorf("no warning names the unaccepted messages")
+	}
+}

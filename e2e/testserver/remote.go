@@ -15,6 +15,8 @@ package main
 //	              held (says how many streams the gate still holds open:
 //	              lingering replies, and held notification bodies)
 //	/holdnote/mcp notifications' POSTs are answered with an SSE stream held open
+//	/silentnote/mcp notifications' POSTs are never answered, not even their headers
+//	/sse-silent   legacy HTTP+SSE that answers on its stream and never answers a POST
 //	/badsid/mcp   initialize returns a session id that is not visible ASCII
 //	/changing/mcp every answer carries a new session id
 //	/sse          legacy HTTP+SSE whose endpoint event names another origin
@@ -63,9 +65,12 @@ func runRemote(ev *eventLog) error {
 	mux.HandleFunc("/badsid/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "badsid") })
 	mux.HandleFunc("/changing/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "changing") })
 	mux.HandleFunc("/holdnote/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "holdnote") })
+	mux.HandleFunc("/silentnote/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "silentnote") })
+	mux.HandleFunc("/sse-silent", func(w http.ResponseWriter, r *http.Request) { s.legacyStream(w, r, "silent") })
+	mux.HandleFunc("/message-silent", func(w http.ResponseWriter, r *http.Request) { s.legacyPost(w, r, true) })
 	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) { s.legacyStream(w, r, "http://127.0.0.2:9/message") })
 	mux.HandleFunc("/sse-ok", func(w http.ResponseWriter, r *http.Request) { s.legacyStream(w, r, "") })
-	mux.HandleFunc("/message", s.legacyPost)
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) { s.legacyPost(w, r, false) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("http://%s\n", ln.Addr())
 	go func() {
@@ -167,9 +172,13 @@ func (s *remoteServer) streamable(w http.ResponseWriter, r *http.Request, varian
 		return
 	}
 	if m.ID == nil {
-		if variant == "holdnote" {
+		switch variant {
+		case "holdnote":
 			sseHeader(w)
 			w.(http.Flusher).Flush()
+			s.hold(r)
+			return
+		case "silentnote":
 			s.hold(r)
 			return
 		}
@@ -283,8 +292,11 @@ func (s *remoteServer) legacyStream(w http.ResponseWriter, r *http.Request, endp
 	ch := make(chan string, 16)
 	s.legacy[sid] = ch
 	s.legacyMu.Unlock()
-	if endpoint == "" {
+	switch endpoint {
+	case "":
 		endpoint = "/message?sessionId=" + sid
+	case "silent":
+		endpoint = "/message-silent?sessionId=" + sid
 	}
 	sseHeader(w)
 	fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", endpoint)
@@ -300,7 +312,9 @@ func (s *remoteServer) legacyStream(w http.ResponseWriter, r *http.Request, endp
 	}
 }
 
-func (s *remoteServer) legacyPost(w http.ResponseWriter, r *http.Request) {
+// legacyPost takes a message posted to a legacy endpoint; silent, it
+// answers on the stream and never answers the POST itself.
+func (s *remoteServer) legacyPost(w http.ResponseWriter, r *http.Request, silent bool) {
 	s.legacyMu.Lock()
 	ch := s.legacy[r.URL.Query().Get("sessionId")]
 	s.legacyMu.Unlock()
@@ -313,7 +327,11 @@ func (s *remoteServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	w.WriteHeader(http.StatusAccepted)
+	if silent {
+		defer s.hold(r)
+	} else {
+		w.WriteHeader(http.StatusAccepted)
+	}
 	if m.ID == nil {
 		return
 	}

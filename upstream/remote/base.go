@@ -403,6 +403,23 @@ func drainClose(body io.ReadCloser) {
 	_ = body.Close()
 }
 
+// acceptWait bounds the wait for a server to take a message whose answer,
+// if any, does not come in the POST's response: a notification or a
+// response of the gate's (Streamable HTTP), or anything posted to a legacy
+// endpoint. Such a POST is answered with 202 at once; one the server never
+// answers would hold a goroutine and a connection of the gate for as long
+// as the session lasts, one per message. A var for the tests.
+var acceptWait = 10 * time.Second
+
+// errNotAccepted is the cause of such a POST given up on.
+var errNotAccepted = errors.New("the server did not accept the message in time")
+
+// boundAccept cancels a POST's context with errNotAccepted after
+// acceptWait; the returned func stops the timer.
+func boundAccept(cancel context.CancelCauseFunc) (stop func() bool) {
+	return time.AfterFunc(acceptWait, func() { cancel(errNotAccepted) }).Stop
+}
+
 // drainWait bounds drainClose: a server that ends its body does so at once
 // (the last chunk follows the answer), so this is long only for one that
 // means to hold it.

@@ -35,6 +35,7 @@ type fake struct {
 	hugeBytes  int
 	lingered   int  // reply streams held open after their answer, that the client dropped
 	noteHold   bool // answer a notification's POST with an SSE stream held open
+	noteSilent bool // never answer a notification's POST, not even its headers
 	notesHeld  int  // such streams the client dropped
 }
 
@@ -116,9 +117,11 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.ID == nil {
-		if f.noteHold {
-			sse(w)
-			w.(http.Flusher).Flush()
+		if f.noteHold || f.noteSilent {
+			if f.noteHold {
+				sse(w)
+				w.(http.Flusher).Flush()
+			}
 			f.mu.Unlock()
 			<-r.Context().Done()
 			f.mu.Lock()
@@ -661,4 +664,107 @@ func TestStreamableNotificationBodyNotHeld(t *testing.T) {
 	// notifications/cancelled, then the abandoned call's stream.
 	f.waitCount(t, "held notification bodies", &f.notesHeld, 2)
 	f.waitCount(t, "abandoned reply streams", &f.aborted, 1)
+}
+
+// shortAccept makes acceptWait short for a test.
+func shortAccept(t *testing.T) {
+	old := acceptWait
+	acceptWait = 300 * time.Millisecond
+	t.Cleanup(func() { acceptWait = old })
+}
+
+// A server that never answers the POST of a notification (not even its
+// headers) holds no goroutine or connection of the gate past acceptWait,
+// and a cancellation so held does not keep the cancelled call's stream.
+func TestStreamableUnacceptedNotificationDropped(t *testing.T) {
+	shortAccept(t)
+	f := &fake{noteSilent: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, logs := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	f.waitCount(t, "unanswered notification POSTs", &f.notesHeld, 1) // notifications/initialized
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("hang answered")
+	}
+	f.waitCount(t, "unanswered notification POSTs", &f.notesHeld, 2) // notifications/cancelled
+	f.waitCount(t, "abandoned reply streams", &f.aborted, 1)
+	if !strings.Contains(logs.String(), "did not accept a message in time") {
+		t.Errorf("no log line for the unaccepted messages:\n%s", logs)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after: %s, %v", res, err)
+	}
+}
+
+// A legacy server answers on its stream and may never answer the POSTs
+// themselves: each would hold a goroutine and a connection of the gate
+// until the session ends. They are given up on after acceptWait, and the
+// calls are answered from the stream all the same.
+func TestLegacyUnacceptedPostDropped(t *testing.T) {
+	shortAccept(t)
+	events := make(chan string, 8)
+	var mu sync.Mutex
+	dropped := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		sse(w)
+		fmt.Fprint(w, "event: endpoint\ndata: /message?s=1\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case e := <-events:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		switch {
+		case m.Method == "initialize":
+			w.WriteHeader(http.StatusAccepted)
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"l","version":"1"}}}`, m.ID)
+			return
+		case m.ID != nil:
+			events <- (&fake{}).reply(m.ID, "ok:silent")
+		}
+		// Never a response to the POST.
+		<-r.Context().Done()
+		mu.Lock()
+		dropped++
+		mu.Unlock()
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
+	s := session(t, p)
+	for range 3 {
+		if res, err := callTool(t, s, "silent", struct{}{}); err != nil || !strings.Contains(string(res), "ok:silent") {
+			t.Fatalf("silent: %s, %v", res, err)
+		}
+	}
+	// notifications/initialized and the three calls.
+	deadline := time.Now().Add(hang)
+	for {
+		mu.Lock()
+		n := dropped
+		mu.Unlock()
+		if n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 unanswered POSTs dropped by the gate", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

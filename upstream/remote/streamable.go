@@ -134,6 +134,9 @@ func (t *streamable) post(raw []byte) {
 		defer t.wg.Done()
 		defer close(done)
 		defer cancel(nil)
+		if !m.IsCall() {
+			defer boundAccept(cancel)()
+		}
 		if m.IsCall() {
 			defer func() {
 				t.mu.Lock()
@@ -184,7 +187,11 @@ func (t *streamable) exchange(req *http.Request, m *rpc.Message, sid string, isI
 	if err != nil {
 		if ctx.Err() != nil {
 			// The transport ended (the Conn fails its calls with the
-			// reason), or the caller gave up on this one.
+			// reason), or the caller gave up on this one, or the server
+			// did not take a notification in time.
+			if errors.Is(context.Cause(ctx), errNotAccepted) {
+				t.log.Warn("the server did not accept a message in time; the gate stopped waiting", "server", t.name, "method", rpc.LogMethod(m.Method), "after", acceptWait)
+			}
 			return
 		}
 		err = t.describeHTTPError(http.MethodPost, err)
