@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,32 @@ func TestBypassRemotePostsNeverAnswered(t *testing.T) {
 	}
 	if !strings.Contains(g.stderr.String(), "did not accept a message in time") {
 		t.Errorf("no warning names the unaccepted messages")
+	}
+}
+
+// A remote server whose stream of its own messages (the GET stream) ended
+// at once, empty, every time, asking for a retry in a millisecond, had the
+// gate open it again hundreds of times a second for as long as the session
+// lasted: the count of fruitless attempts was kept and never checked on
+// that path. It is given up on after five, as a stream that fails to open.
+func TestBypassRemoteEmptyStreamLoop(t *testing.T) {
+	t.Parallel()
+	base, _ := startRemoteHostile(t)
+	g := remoteGate(t, map[string]any{"emptyget": map[string]any{"type": "http", "url": base + "/emptyget/mcp"}})
+	sess := g.connect(t, nil)
+	if text, failed := remoteCallErr(t, sess, "emptyget__gets"); failed || !strings.HasPrefix(text, "gets=") {
+		t.Fatalf("gets: failed=%t %q", failed, text)
+	}
+	time.Sleep(2 * time.Second)
+	text, failed := remoteCallErr(t, sess, "emptyget__gets")
+	var n int
+	if _, err := fmt.Sscanf(text, "gets=%d", &n); failed || err != nil {
+		t.Fatalf("gets: failed=%t %q", failed, text)
+	}
+	if n > 10 {
+		t.Errorf("%d GETs of an empty stream in two seconds; want it given up on after a few", n)
+	}
+	if !strings.Contains(g.stderr.String(), "giving up on the server's stream") {
+		t.Errorf("no warning of the stream given up")
 	}
 }

@@ -16,6 +16,8 @@ package main
 //	              lingering replies, and held notification bodies)
 //	/holdnote/mcp notifications' POSTs are answered with an SSE stream held open
 //	/silentnote/mcp notifications' POSTs are never answered, not even their headers
+//	/emptyget/mcp its GET stream ends at once, empty, asking for a retry in 1 ms;
+//	              the tool gets (on any path) says how many such GETs came
 //	/sse-silent   legacy HTTP+SSE that answers on its stream and never answers a POST
 //	/badsid/mcp   initialize returns a session id that is not visible ASCII
 //	/changing/mcp every answer carries a new session id
@@ -52,6 +54,7 @@ type remoteServer struct {
 	legacyNext int                    // guarded by legacyMu (next is mu's)
 
 	held int // streams held open that the gate has not dropped; guarded by mu
+	gets int // GETs of /emptyget/mcp; guarded by mu
 }
 
 func runRemote(ev *eventLog) error {
@@ -65,6 +68,7 @@ func runRemote(ev *eventLog) error {
 	mux.HandleFunc("/badsid/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "badsid") })
 	mux.HandleFunc("/changing/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "changing") })
 	mux.HandleFunc("/holdnote/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "holdnote") })
+	mux.HandleFunc("/emptyget/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "emptyget") })
 	mux.HandleFunc("/silentnote/mcp", func(w http.ResponseWriter, r *http.Request) { s.streamable(w, r, "silentnote") })
 	mux.HandleFunc("/sse-silent", func(w http.ResponseWriter, r *http.Request) { s.legacyStream(w, r, "silent") })
 	mux.HandleFunc("/message-silent", func(w http.ResponseWriter, r *http.Request) { s.legacyPost(w, r, true) })
@@ -106,7 +110,8 @@ const remoteTools = `{"tools":[` +
 	`{"name":"forge","inputSchema":{"type":"object"}},` +
 	`{"name":"whoami","inputSchema":{"type":"object"}},` +
 	`{"name":"linger","inputSchema":{"type":"object"}},` +
-	`{"name":"held","inputSchema":{"type":"object"}}]}`
+	`{"name":"held","inputSchema":{"type":"object"}},` +
+	`{"name":"gets","inputSchema":{"type":"object"}}]}`
 
 func sseHeader(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -117,6 +122,14 @@ func (s *remoteServer) streamable(w http.ResponseWriter, r *http.Request, varian
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch r.Method {
 	case http.MethodGet:
+		if variant == "emptyget" {
+			s.mu.Lock()
+			s.gets++
+			s.mu.Unlock()
+			sseHeader(w)
+			fmt.Fprint(w, "retry: 1\n\n")
+			return
+		}
 		last := r.Header.Get("Last-Event-ID")
 		s.mu.Lock()
 		id, ok := s.dropped[last]
@@ -257,6 +270,12 @@ func (s *remoteServer) streamable(w http.ResponseWriter, r *http.Request, varian
 		fmt.Fprint(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after the answer"}}`+"\n\n")
 		fl.Flush()
 		s.hold(r)
+	case "gets":
+		s.mu.Lock()
+		n := s.gets
+		s.mu.Unlock()
+		sseHeader(w)
+		fmt.Fprintf(w, "data: %s\n\n", remoteResult(m.ID, fmt.Sprintf("gets=%d", n)))
 	case "held":
 		s.mu.Lock()
 		n := s.held

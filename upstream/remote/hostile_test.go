@@ -31,6 +31,8 @@ type fake struct {
 	initHold   bool // answer initialize on an SSE stream and hold it open
 	aborted    int  // hang calls whose stream the client dropped
 	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
+	getEmpty   bool // answer every GET with an empty stream that asks for a retry in 1 ms
+	getEmpties int  // such GETs served
 	gets       []string
 	hugeBytes  int
 	lingered   int  // reply streams held open after their answer, that the client dropped
@@ -54,6 +56,12 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		le := r.Header.Get("Last-Event-ID")
+		if f.getEmpty {
+			f.getEmpties++
+			sse(w)
+			fmt.Fprint(w, "retry: 1\n\n")
+			return
+		}
 		if f.getStream > 0 && r.Header.Get("Mcp-Session-Id") == f.sid {
 			f.getStream--
 			f.gets = append(f.gets, "last="+le)
@@ -766,5 +774,30 @@ func TestLegacyUnacceptedPostDropped(t *testing.T) {
 			t.Fatalf("%d of 4 unanswered POSTs dropped by the gate", n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A server whose stream of its own messages ends at once, empty, every
+// time, asking for a retry in a millisecond, is given up on after a few
+// attempts, as a stream that fails to open is: it would otherwise be asked
+// again a thousand times a second for as long as the session lasts.
+func TestStreamableEmptyGetStreamGivenUp(t *testing.T) {
+	f := &fake{getEmpty: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, logs := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	time.Sleep(time.Second)
+	f.mu.Lock()
+	n := f.getEmpties
+	f.mu.Unlock()
+	if n > maxResumes+1 {
+		t.Errorf("%d GETs of an empty stream in a second; want at most %d", n, maxResumes+1)
+	}
+	if !strings.Contains(logs.String(), "giving up on the server's stream") {
+		t.Errorf("no warning of the stream given up:\n%s", logs)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo: %s, %v", res, err)
 	}
 }

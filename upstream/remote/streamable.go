@@ -477,8 +477,13 @@ func (t *streamable) listen() {
 			}
 			if progressed {
 				failures = 0
-			} else {
-				failures++
+			} else if failures++; failures > maxResumes {
+				// A stream that ends at once with nothing in it, again and
+				// again, at the retry the server asks for (a millisecond):
+				// a loop of requests for nothing, for as long as the
+				// session lasts, unless it is given up on as a failure is.
+				t.log.Warn("giving up on the server's stream of its own messages: it ended with nothing in it, again and again; its notifications outside calls are lost", "server", t.name, "attempts", failures)
+				return
 			}
 			wait := r.Retry
 			if wait <= 0 {
