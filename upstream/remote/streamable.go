@@ -32,6 +32,10 @@ const (
 // without a single event coming back before the gate gives up on it.
 const maxResumes = 5
 
+// emptyStreamBrief is how short a GET stream that brings nothing must be
+// to count as a fruitless attempt (five in a row give it up).
+const emptyStreamBrief = time.Second
+
 // defaultRetry is the wait before resuming a stream when the server set
 // no retry field.
 const defaultRetry = 500 * time.Millisecond
@@ -444,6 +448,7 @@ func (t *streamable) listen() {
 			if resume {
 				lastID = r.LastID
 			}
+			opened := time.Now()
 			resp, err := t.get(t.ctx, sid, lastID, resume)
 			var se *statusError
 			switch {
@@ -475,7 +480,9 @@ func (t *streamable) listen() {
 			if !ok {
 				return
 			}
-			if progressed {
+			if progressed || time.Since(opened) >= emptyStreamBrief {
+				// Something came, or the stream was held a while (a
+				// server may end an idle one now and then).
 				failures = 0
 			} else if failures++; failures > maxResumes {
 				// A stream that ends at once with nothing in it, again and
