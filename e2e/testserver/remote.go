@@ -16,7 +16,8 @@ package main
 //	              lingering replies, and held notification bodies)
 //	/holdnote/mcp notifications' POSTs are answered with an SSE stream held open
 //	/silentnote/mcp notifications' POSTs are never answered, not even their headers
-//	/emptyget/mcp its GET stream ends at once, empty, asking for a retry in 1 ms;
+//	/emptyget/mcp its GET stream ends at once with a new event id and no message,
+//	              asking for a retry in 1 ms;
 //	              the tool gets (on any path) says how many such GETs came
 //	/sse-silent   legacy HTTP+SSE that answers on its stream and never answers a POST
 //	/badsid/mcp   initialize returns a session id that is not visible ASCII
@@ -125,9 +126,10 @@ func (s *remoteServer) streamable(w http.ResponseWriter, r *http.Request, varian
 		if variant == "emptyget" {
 			s.mu.Lock()
 			s.gets++
+			n := s.gets
 			s.mu.Unlock()
 			sseHeader(w)
-			fmt.Fprint(w, "retry: 1\n\n")
+			fmt.Fprintf(w, "id: empty-%d\nretry: 1\n\n", n)
 			return
 		}
 		last := r.Header.Get("Last-Event-ID")

@@ -33,6 +33,7 @@ type fake struct {
 	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
 	getEmpty   bool // answer every GET with an empty stream that asks for a retry in 1 ms
 	getEmpties int  // such GETs served
+	loops      int  // resumptions of the idloop tool's stream
 	gets       []string
 	hugeBytes  int
 	lingered   int  // reply streams held open after their answer, that the client dropped
@@ -59,7 +60,14 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.getEmpty {
 			f.getEmpties++
 			sse(w)
-			fmt.Fprint(w, "retry: 1\n\n")
+			// A new event id each time, and no message.
+			fmt.Fprintf(w, "id: empty-%d\nretry: 1\n\n", f.getEmpties)
+			return
+		}
+		if strings.HasPrefix(le, "loop-") {
+			f.loops++
+			sse(w)
+			fmt.Fprintf(w, "id: loop-%d\nretry: 1\n\n", f.loops)
 			return
 		}
 		if f.getStream > 0 && r.Header.Get("Mcp-Session-Id") == f.sid {
@@ -163,6 +171,9 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "badjson":
 		sse(w)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+	case "idloop":
+		sse(w)
+		fmt.Fprint(w, "id: loop-0\nretry: 1\n\n")
 	case "linger":
 		// The answer, then more on the same stream, which is never ended.
 		sse(w)
@@ -777,10 +788,11 @@ func TestLegacyUnacceptedPostDropped(t *testing.T) {
 	}
 }
 
-// A server whose stream of its own messages ends at once, empty, every
-// time, asking for a retry in a millisecond, is given up on after a few
+// A server whose stream of its own messages ends at once, with an event id
+// and no message, every time, asking for a retry in a millisecond, is
+// asked again at most every half second, and given up on after a few
 // attempts, as a stream that fails to open is: it would otherwise be asked
-// again a thousand times a second for as long as the session lasts.
+// again hundreds of times a second for as long as the session lasts.
 func TestStreamableEmptyGetStreamGivenUp(t *testing.T) {
 	f := &fake{getEmpty: true}
 	srv := httptest.NewServer(f)
@@ -791,13 +803,47 @@ func TestStreamableEmptyGetStreamGivenUp(t *testing.T) {
 	f.mu.Lock()
 	n := f.getEmpties
 	f.mu.Unlock()
-	if n > maxResumes+1 {
-		t.Errorf("%d GETs of an empty stream in a second; want at most %d", n, maxResumes+1)
+	if n > 3 {
+		t.Errorf("%d GETs of an empty stream in a second; want at most 3", n)
 	}
-	if !strings.Contains(logs.String(), "giving up on the server's stream") {
-		t.Errorf("no warning of the stream given up:\n%s", logs)
+	deadline := time.Now().Add(hang)
+	for !strings.Contains(logs.String(), "giving up on the server's stream") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of the stream given up:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.mu.Lock()
+	n = f.getEmpties
+	f.mu.Unlock()
+	if n != maxResumes+1 {
+		t.Errorf("%d GETs of an empty stream before it was given up on; want %d", n, maxResumes+1)
 	}
 	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
 		t.Errorf("echo: %s, %v", res, err)
+	}
+}
+
+// A reply stream that ends, and ends again on every resumption, with a new
+// event id and no message, at a retry of a millisecond, is resumed at most
+// every half second: the new id resets the count of fruitless attempts, so
+// nothing else would slow the gate's requests down until the call ends.
+func TestStreamableIDOnlyResumptionsPaced(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"idloop"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("idloop answered")
+	}
+	f.mu.Lock()
+	n := f.loops
+	f.mu.Unlock()
+	if n > 3 {
+		t.Errorf("%d resumptions in 1.2 s of a stream that brings only event ids; want at most 3", n)
 	}
 }

@@ -283,7 +283,8 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 	r := newSSEReader(body, t.max)
 	misses := 0
 	for {
-		answered, progressed, ok := t.readEvents(r, m.ID, isInit)
+		before := r.LastID
+		answered, delivered, ok := t.readEvents(r, m.ID, isInit)
 		if answered {
 			// The request is done with: whatever the server sends on its
 			// stream after the answer belongs to no call, and a stream
@@ -303,14 +304,14 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 			t.failCall(m.ID, "%s ended the reply stream to %s before answering, with no event id to resume it from", t.where, rpc.LogMethod(m.Method))
 			return
 		}
-		if progressed {
+		if delivered || r.LastID != before {
 			misses = 0
 		}
 		if misses++; misses > maxResumes {
 			t.failCall(m.ID, "%s ended the reply stream to %s before answering, and %d attempts in a row to resume it brought nothing", t.where, rpc.LogMethod(m.Method), maxResumes)
 			return
 		}
-		resp, err := t.resume(ctx, r, sid)
+		resp, err := t.resume(ctx, r, sid, delivered)
 		if err != nil {
 			if errors.Is(err, errExpired) || ctx.Err() != nil {
 				return
@@ -325,27 +326,22 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 
 // readEvents delivers the messages of one SSE body until it ends, or, on
 // a request's reply stream (id set), until the answer to id has come. It
-// reports whether the response to id came, whether anything came at all,
-// and false for ok once the transport has ended.
-func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered, progressed, ok bool) {
-	lastID := r.LastID
-	defer func() {
-		if r.LastID != lastID {
-			progressed = true
-		}
-	}()
+// reports whether the response to id came, whether any message came (an
+// event id alone is not one), and false for ok once the transport has
+// ended.
+func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered, delivered, ok bool) {
 	for {
 		ev, err := r.Next()
 		if err != nil {
 			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) {
 				t.log.Debug("an SSE stream from the server broke", "server", t.name, "error", err)
 			}
-			return answered, progressed, true
+			return answered, delivered, true
 		}
 		if ev.Type != "message" {
 			continue
 		}
-		progressed = true
+		delivered = true
 		var a bool
 		if ev.TooBig > 0 {
 			me := rpc.OversizedMessage(ev.TooBig, t.max, ev.Head, ev.Tail)
@@ -355,10 +351,10 @@ func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered,
 		}
 		answered = answered || a
 		if !ok {
-			return answered, progressed, false
+			return answered, delivered, false
 		}
 		if answered && id != nil {
-			return answered, progressed, true
+			return answered, delivered, true
 		}
 	}
 }
@@ -366,11 +362,13 @@ func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered,
 var errExpired = errors.New("the session expired")
 
 // resume reconnects a dropped stream: a GET with the last event id, after
-// the wait the server asked for.
-func (t *streamable) resume(ctx context.Context, r *sseReader, sid string) (*http.Response, error) {
+// the wait the server asked for, and at least defaultRetry after a stream
+// that brought no message (an event id alone, at a retry of a millisecond,
+// would have the gate ask again and again for nothing).
+func (t *streamable) resume(ctx context.Context, r *sseReader, sid string, delivered bool) (*http.Response, error) {
 	wait := r.Retry
-	if wait <= 0 {
-		wait = defaultRetry
+	if wait <= 0 || !delivered {
+		wait = max(wait, defaultRetry)
 	}
 	select {
 	case <-time.After(wait):
@@ -475,26 +473,26 @@ func (t *streamable) listen() {
 			} else {
 				r.reset(resp.Body)
 			}
-			_, progressed, ok := t.readEvents(r, nil, false)
+			_, delivered, ok := t.readEvents(r, nil, false)
 			resp.Body.Close()
 			if !ok {
 				return
 			}
-			if progressed || time.Since(opened) >= emptyStreamBrief {
+			if delivered || time.Since(opened) >= emptyStreamBrief {
 				// Something came, or the stream was held a while (a
 				// server may end an idle one now and then).
 				failures = 0
 			} else if failures++; failures > maxResumes {
-				// A stream that ends at once with nothing in it, again and
-				// again, at the retry the server asks for (a millisecond):
+				// A stream that ends at once with no message in it (an
+				// event id at most), again and again, at the retry the server asks for (a millisecond):
 				// a loop of requests for nothing, for as long as the
 				// session lasts, unless it is given up on as a failure is.
 				t.log.Warn("giving up on the server's stream of its own messages: it ended with nothing in it, again and again; its notifications outside calls are lost", "server", t.name, "attempts", failures)
 				return
 			}
 			wait := r.Retry
-			if wait <= 0 {
-				wait = time.Duration(failures+1) * defaultRetry
+			if wait <= 0 || !delivered {
+				wait = max(wait, time.Duration(failures+1)*defaultRetry)
 			}
 			if !t.sleep(wait) {
 				return
