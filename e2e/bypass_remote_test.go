@@ -117,3 +117,30 @@ func TestBypassRemoteEmptyStreamLoop(t *testing.T) {
 		return strings.Contains(g.stderr.String(), "giving up on the server's stream")
 	})
 }
+
+// A remote entry's secrets going over plain http to another machine were
+// warned about only when they were headers, and a name under .localhost
+// was taken for this machine, though the gate's resolver asks DNS for it:
+// a token in the url's query or user info, or headers sent to
+// http://x.localhost, went out in clear without a word.
+func TestBypassRemotePlainHTTPWarnings(t *testing.T) {
+	t.Parallel()
+	g := remoteGate(t, map[string]any{
+		"sub":      map[string]any{"type": "http", "url": "http://mcp.localhost:9/mcp", "headers": map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}},
+		"query":    map[string]any{"type": "http", "url": "http://mcp.example.test/mcp?key=${REMOTE_TOKEN}"},
+		"userinfo": map[string]any{"type": "sse", "url": "http://u:${REMOTE_TOKEN}@mcp.example.test/sse"},
+		"loop":     map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp?key=${REMOTE_TOKEN}"},
+	})
+	sess := g.connect(t, nil)
+	sess.Close()
+	out := g.stderr.String()
+	for _, name := range []string{"sub", "query", "userinfo"} {
+		if !strings.Contains(out, "server="+name+" ") || !strings.Contains(out, "over plain http to another machine") {
+			t.Errorf("no plain-http warning for %s", name)
+		}
+	}
+	if strings.Contains(out, "server=loop ") {
+		t.Errorf("a warning for a loopback server")
+	}
+	noTokenLeak(t, g)
+}
