@@ -414,10 +414,30 @@ var acceptWait = 10 * time.Second
 // errNotAccepted is the cause of such a POST given up on.
 var errNotAccepted = errors.New("the server did not accept the message in time")
 
-// boundAccept cancels a POST's context with errNotAccepted after
-// acceptWait; the returned func stops the timer.
-func boundAccept(cancel context.CancelCauseFunc) (stop func() bool) {
-	return time.AfterFunc(acceptWait, func() { cancel(errNotAccepted) }).Stop
+// boundAccept cancels a POST's context with errNotAccepted acceptWait
+// after its body has been sent (a large message on a slow link takes the
+// time it takes); the returned func disarms it. Call it before the POST.
+func boundAccept(body *sendBody, cancel context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+	)
+	body.after = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(acceptWait, func() { cancel(errNotAccepted) })
+		}
+	}
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
 }
 
 // drainWait bounds drainClose: a server that ends its body does so at once
@@ -428,24 +448,34 @@ const drainWait = 200 * time.Millisecond
 // sendBody is a request body that reports when the client has read it all:
 // the poster then knows the message is on its way, and posts the next.
 type sendBody struct {
-	r    io.Reader
-	once sync.Once
-	sent chan struct{}
+	r     io.Reader
+	once  sync.Once
+	sent  chan struct{}
+	after func() // if set, called once the body is sent (boundAccept)
 }
 
 func newSendBody(raw []byte) *sendBody {
 	return &sendBody{r: bytes.NewReader(raw), sent: make(chan struct{})}
 }
 
+func (s *sendBody) done() {
+	s.once.Do(func() {
+		close(s.sent)
+		if s.after != nil {
+			s.after()
+		}
+	})
+}
+
 func (s *sendBody) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if err == io.EOF {
-		s.once.Do(func() { close(s.sent) })
+		s.done()
 	}
 	return n, err
 }
 
 func (s *sendBody) Close() error {
-	s.once.Do(func() { close(s.sent) })
+	s.done()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -845,5 +846,63 @@ func TestStreamableIDOnlyResumptionsPaced(t *testing.T) {
 	f.mu.Unlock()
 	if n > 3 {
 		t.Errorf("%d resumptions in 1.2 s of a stream that brings only event ids; want at most 3", n)
+	}
+}
+
+// acceptWait counts from when the body has been sent: a large notification
+// that a slow server takes a while to read is not cut off mid-body.
+func TestAcceptWaitCountsFromTheSentBody(t *testing.T) {
+	shortAccept(t)
+	got := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		head := make([]byte, 64)
+		n, _ := io.ReadFull(r.Body, head)
+		if strings.Contains(string(head[:n]), `"initialize"`) || strings.Contains(string(head[:n]), `"id":1`) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+			return
+		}
+		// Read the rest slowly: 16 MiB (more than the sockets hold) over
+		// about three seconds.
+		buf := make([]byte, 256<<10)
+		total := n
+		for {
+			k, err := r.Body.Read(buf)
+			total += k
+			if err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		got <- total
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	tr := dialStreamable("x", mustURL(t, srv.URL), nil, slog.New(slog.DiscardHandler), rpc.Limits{})
+	defer tr.Stop(time.Second)
+	ctx := context.Background()
+	if err := tr.Write(ctx, &rpc.Message{ID: json.RawMessage("1"), Method: "initialize", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	params := json.RawMessage(`{"x":"` + strings.Repeat("n", 16<<20) + `"}`)
+	raw, _ := rpc.EncodeMessage(&rpc.Message{Method: "notifications/big", Params: params})
+	if err := tr.Write(ctx, &rpc.Message{Method: "notifications/big", Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n != len(raw) {
+			t.Errorf("the server read %d bytes of a %d-byte notification", n, len(raw))
+		}
+	case <-time.After(hang):
+		t.Fatal("the notification never arrived")
 	}
 }

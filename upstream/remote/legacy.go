@@ -192,6 +192,7 @@ func (t *legacy) post(raw []byte) {
 		t.end(err)
 		return
 	}
+	disarm := boundAccept(body, cancel)
 	req.ContentLength = int64(len(raw))
 	req.Header.Set("Content-Type", "application/json")
 	done := make(chan struct{})
@@ -200,7 +201,7 @@ func (t *legacy) post(raw []byte) {
 		defer t.wg.Done()
 		defer close(done)
 		defer cancel(nil)
-		defer boundAccept(cancel)()
+		defer disarm()
 		resp, err := t.client.Do(req)
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errNotAccepted) && t.ctx.Err() == nil {

@@ -124,6 +124,12 @@ func (t *streamable) post(raw []byte) {
 	if version != "" {
 		req.Header.Set(headerProtocol, version)
 	}
+	disarm := func() {}
+	if !m.IsCall() {
+		// Its answer, if any, comes elsewhere: the server has only to
+		// take it.
+		disarm = boundAccept(body, cancel)
+	}
 	isInit := m.IsCall() && m.Method == "initialize"
 	done := make(chan struct{})
 	var answered chan struct{}
@@ -138,9 +144,7 @@ func (t *streamable) post(raw []byte) {
 		defer t.wg.Done()
 		defer close(done)
 		defer cancel(nil)
-		if !m.IsCall() {
-			defer boundAccept(cancel)()
-		}
+		defer disarm()
 		if m.IsCall() {
 			defer func() {
 				t.mu.Lock()
