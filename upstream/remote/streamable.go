@@ -32,7 +32,7 @@ const (
 // without a single event coming back before the gate gives up on it.
 const maxResumes = 5
 
-// emptyStreamBrief is how short a GET stream that brings nothing must be
+// emptyStreamBrief is how short a GET stream that brings no message must be
 // to count as a fruitless attempt (five in a row give it up).
 const emptyStreamBrief = time.Second
 
