@@ -390,33 +390,92 @@ func describeType(resp *http.Response) string {
 }
 
 // drainClose discards up to a little of a body and closes it, so that the
-// connection can be reused.
+// connection can be reused. The drain is bounded in time as well as in
+// bytes: a server that holds a body open (a reply stream kept after its
+// answer, an SSE stream in answer to a notification) would otherwise hold
+// the goroutine, its connection and what waits on it (the abandoning of a
+// cancelled call's stream) for as long as it likes. Past drainWait the body
+// is closed under the read, which drops the connection.
 func drainClose(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
 	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	t.Stop()
 	_ = body.Close()
 }
+
+// acceptWait bounds the wait for a server to take a message whose answer,
+// if any, does not come in the POST's response: a notification or a
+// response of the gate's (Streamable HTTP), or anything posted to a legacy
+// endpoint. Such a POST is answered with 202 at once; one the server never
+// answers would hold a goroutine and a connection of the gate for as long
+// as the session lasts, one per message. A var for the tests.
+var acceptWait = 10 * time.Second
+
+// errNotAccepted is the cause of such a POST given up on.
+var errNotAccepted = errors.New("the server did not accept the message in time")
+
+// boundAccept cancels a POST's context with errNotAccepted acceptWait
+// after its body has been sent (a large message on a slow link takes the
+// time it takes); the returned func disarms it. Call it before the POST.
+func boundAccept(body *sendBody, cancel context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+	)
+	body.after = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(acceptWait, func() { cancel(errNotAccepted) })
+		}
+	}
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// drainWait bounds drainClose: a server that ends its body does so at once
+// (the last chunk follows the answer), so this is long only for one that
+// means to hold it.
+const drainWait = 200 * time.Millisecond
 
 // sendBody is a request body that reports when the client has read it all:
 // the poster then knows the message is on its way, and posts the next.
 type sendBody struct {
-	r    io.Reader
-	once sync.Once
-	sent chan struct{}
+	r     io.Reader
+	once  sync.Once
+	sent  chan struct{}
+	after func() // if set, called once the body is sent (boundAccept)
 }
 
 func newSendBody(raw []byte) *sendBody {
 	return &sendBody{r: bytes.NewReader(raw), sent: make(chan struct{})}
 }
 
+func (s *sendBody) done() {
+	s.once.Do(func() {
+		close(s.sent)
+		if s.after != nil {
+			s.after()
+		}
+	})
+}
+
 func (s *sendBody) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if err == io.EOF {
-		s.once.Do(func() { close(s.sent) })
+		s.done()
 	}
 	return n, err
 }
 
 func (s *sendBody) Close() error {
-	s.once.Do(func() { close(s.sent) })
+	s.done()
 	return nil
 }

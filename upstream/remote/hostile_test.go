@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,8 +32,15 @@ type fake struct {
 	initHold   bool // answer initialize on an SSE stream and hold it open
 	aborted    int  // hang calls whose stream the client dropped
 	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
+	getEmpty   bool // answer every GET with an empty stream that asks for a retry in 1 ms
+	getEmpties int  // such GETs served
+	loops      int  // resumptions of the idloop tool's stream
 	gets       []string
 	hugeBytes  int
+	lingered   int  // reply streams held open after their answer, that the client dropped
+	noteHold   bool // answer a notification's POST with an SSE stream held open
+	noteSilent bool // never answer a notification's POST, not even its headers
+	notesHeld  int  // such streams the client dropped
 }
 
 func (f *fake) reply(id json.RawMessage, text string) string {
@@ -50,6 +58,19 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		le := r.Header.Get("Last-Event-ID")
+		if f.getEmpty {
+			f.getEmpties++
+			sse(w)
+			// A new event id each time, and no message.
+			fmt.Fprintf(w, "id: empty-%d\nretry: 1\n\n", f.getEmpties)
+			return
+		}
+		if strings.HasPrefix(le, "loop-") {
+			f.loops++
+			sse(w)
+			fmt.Fprintf(w, "id: loop-%d\nretry: 1\n\n", f.loops)
+			return
+		}
 		if f.getStream > 0 && r.Header.Get("Mcp-Session-Id") == f.sid {
 			f.getStream--
 			f.gets = append(f.gets, "last="+le)
@@ -113,6 +134,17 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.ID == nil {
+		if f.noteHold || f.noteSilent {
+			if f.noteHold {
+				sse(w)
+				w.(http.Flusher).Flush()
+			}
+			f.mu.Unlock()
+			<-r.Context().Done()
+			f.mu.Lock()
+			f.notesHeld++
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -140,6 +172,19 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "badjson":
 		sse(w)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+	case "idloop":
+		sse(w)
+		fmt.Fprint(w, "id: loop-0\nretry: 1\n\n")
+	case "linger":
+		// The answer, then more on the same stream, which is never ended.
+		sse(w)
+		fmt.Fprintf(w, "id: l1\ndata: %s\n\n", f.reply(m.ID, "ok:linger"))
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"after the answer\"}}\n\n")
+		w.(http.Flusher).Flush()
+		f.mu.Unlock()
+		<-r.Context().Done()
+		f.mu.Lock()
+		f.lingered++
 	case "hang":
 		sse(w)
 		fmt.Fprint(w, "id: hang-1\ndata: \n\n")
@@ -576,5 +621,288 @@ func TestStreamableGetStream(t *testing.T) {
 	f.mu.Unlock()
 	if len(gets) != 2 || gets[0] != "last=" || gets[1] != "last=g-1" {
 		t.Errorf("GET streams %q; want one fresh, then one resumed from g-1", gets)
+	}
+}
+
+// waitCount waits, up to hang, for *n (under f.mu) to reach want.
+func (f *fake) waitCount(t *testing.T, what string, n *int, want int) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for {
+		f.mu.Lock()
+		got := *n
+		f.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d %s dropped by the gate", got, want, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A reply stream the server keeps open after its answer is dropped once the
+// answer has come: each call would otherwise leave a goroutine and a
+// connection of the gate behind for as long as the server liked, and what
+// the server sent on it later would reach the gate outside any call.
+func TestStreamableReplyStreamClosedAfterAnswer(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	for range 3 {
+		if res, err := callTool(t, s, "linger", struct{}{}); err != nil || !strings.Contains(string(res), "ok:linger") {
+			t.Fatalf("linger: %s, %v", res, err)
+		}
+	}
+	f.waitCount(t, "reply streams held open after their answer", &f.lingered, 3)
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after: %s, %v", res, err)
+	}
+}
+
+// A server that answers the POST of a notification with a body it never
+// ends holds no goroutine or connection of the gate: the gate drains a body
+// it has no use for only briefly. A cancellation's POST held so would also
+// keep the cancelled call's reply stream from being dropped.
+func TestStreamableNotificationBodyNotHeld(t *testing.T) {
+	f := &fake{noteHold: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	// notifications/initialized
+	f.waitCount(t, "held notification bodies", &f.notesHeld, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("hang answered")
+	}
+	// notifications/cancelled, then the abandoned call's stream.
+	f.waitCount(t, "held notification bodies", &f.notesHeld, 2)
+	f.waitCount(t, "abandoned reply streams", &f.aborted, 1)
+}
+
+// shortAccept makes acceptWait short for a test.
+func shortAccept(t *testing.T) {
+	old := acceptWait
+	acceptWait = 300 * time.Millisecond
+	t.Cleanup(func() { acceptWait = old })
+}
+
+// A server that never answers the POST of a notification (not even its
+// headers) holds no goroutine or connection of the gate past acceptWait,
+// and a cancellation so held does not keep the cancelled call's stream.
+func TestStreamableUnacceptedNotificationDropped(t *testing.T) {
+	shortAccept(t)
+	f := &fake{noteSilent: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, logs := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	f.waitCount(t, "unanswered notification POSTs", &f.notesHeld, 1) // notifications/initialized
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("hang answered")
+	}
+	f.waitCount(t, "unanswered notification POSTs", &f.notesHeld, 2) // notifications/cancelled
+	f.waitCount(t, "abandoned reply streams", &f.aborted, 1)
+	if !strings.Contains(logs.String(), "did not accept a message in time") {
+		t.Errorf("no log line for the unaccepted messages:\n%s", logs)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo after: %s, %v", res, err)
+	}
+}
+
+// A legacy server answers on its stream and may never answer the POSTs
+// themselves: each would hold a goroutine and a connection of the gate
+// until the session ends. They are given up on after acceptWait, and the
+// calls are answered from the stream all the same.
+func TestLegacyUnacceptedPostDropped(t *testing.T) {
+	shortAccept(t)
+	events := make(chan string, 8)
+	var mu sync.Mutex
+	dropped := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		sse(w)
+		fmt.Fprint(w, "event: endpoint\ndata: /message?s=1\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case e := <-events:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		switch {
+		case m.Method == "initialize":
+			w.WriteHeader(http.StatusAccepted)
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"l","version":"1"}}}`, m.ID)
+			return
+		case m.ID != nil:
+			events <- (&fake{}).reply(m.ID, "ok:silent")
+		}
+		// Never a response to the POST.
+		<-r.Context().Done()
+		mu.Lock()
+		dropped++
+		mu.Unlock()
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
+	s := session(t, p)
+	for range 3 {
+		if res, err := callTool(t, s, "silent", struct{}{}); err != nil || !strings.Contains(string(res), "ok:silent") {
+			t.Fatalf("silent: %s, %v", res, err)
+		}
+	}
+	// notifications/initialized and the three calls.
+	deadline := time.Now().Add(hang)
+	for {
+		mu.Lock()
+		n := dropped
+		mu.Unlock()
+		if n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 unanswered POSTs dropped by the gate", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A server whose stream of its own messages ends at once, with an event id
+// and no message, every time, asking for a retry in a millisecond, is
+// asked again at most every half second, and given up on after a few
+// attempts, as a stream that fails to open is: it would otherwise be asked
+// again hundreds of times a second for as long as the session lasts.
+func TestStreamableEmptyGetStreamGivenUp(t *testing.T) {
+	f := &fake{getEmpty: true}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, logs := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	time.Sleep(time.Second)
+	f.mu.Lock()
+	n := f.getEmpties
+	f.mu.Unlock()
+	if n > 3 {
+		t.Errorf("%d GETs of an empty stream in a second; want at most 3", n)
+	}
+	deadline := time.Now().Add(hang)
+	for !strings.Contains(logs.String(), "giving up on the server's stream") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of the stream given up:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.mu.Lock()
+	n = f.getEmpties
+	f.mu.Unlock()
+	if n != maxResumes+1 {
+		t.Errorf("%d GETs of an empty stream before it was given up on; want %d", n, maxResumes+1)
+	}
+	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
+		t.Errorf("echo: %s, %v", res, err)
+	}
+}
+
+// A reply stream that ends, and ends again on every resumption, with a new
+// event id and no message, at a retry of a millisecond, is resumed at most
+// every half second: the new id resets the count of fruitless attempts, so
+// nothing else would slow the gate's requests down until the call ends.
+func TestStreamableIDOnlyResumptionsPaced(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	s := session(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"idloop"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("idloop answered")
+	}
+	f.mu.Lock()
+	n := f.loops
+	f.mu.Unlock()
+	if n > 3 {
+		t.Errorf("%d resumptions in 1.2 s of a stream that brings only event ids; want at most 3", n)
+	}
+}
+
+// acceptWait counts from when the body has been sent: a large notification
+// that a slow server takes a while to read is not cut off mid-body.
+func TestAcceptWaitCountsFromTheSentBody(t *testing.T) {
+	shortAccept(t)
+	got := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		head := make([]byte, 64)
+		n, _ := io.ReadFull(r.Body, head)
+		if strings.Contains(string(head[:n]), `"initialize"`) || strings.Contains(string(head[:n]), `"id":1`) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+			return
+		}
+		// Read the rest slowly: 16 MiB (more than the sockets hold) over
+		// about three seconds.
+		buf := make([]byte, 256<<10)
+		total := n
+		for {
+			k, err := r.Body.Read(buf)
+			total += k
+			if err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		got <- total
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	tr := dialStreamable("x", mustURL(t, srv.URL), nil, slog.New(slog.DiscardHandler), rpc.Limits{})
+	defer tr.Stop(time.Second)
+	ctx := context.Background()
+	if err := tr.Write(ctx, &rpc.Message{ID: json.RawMessage("1"), Method: "initialize", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	params := json.RawMessage(`{"x":"` + strings.Repeat("n", 16<<20) + `"}`)
+	raw, _ := rpc.EncodeMessage(&rpc.Message{Method: "notifications/big", Params: params})
+	if err := tr.Write(ctx, &rpc.Message{Method: "notifications/big", Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n != len(raw) {
+			t.Errorf("the server read %d bytes of a %d-byte notification", n, len(raw))
+		}
+	case <-time.After(hang):
+		t.Fatal("the notification never arrived")
 	}
 }

@@ -49,23 +49,33 @@ func (l *Launcher) Launch(ctx context.Context, cfg upstream.Config, lim rpc.Limi
 }
 
 // WarnPlainHTTP says, at every start, which remote servers get their
-// headers (a token, as a rule) over plain http to a host that is not this
-// machine: anyone on the path can read them.
+// headers, or a URL with user info or a query (a token, as a rule), over
+// plain http to a host that is not this machine: anyone on the path can
+// read them.
 func WarnPlainHTTP(servers []upstream.Config, log *slog.Logger) {
 	for _, s := range servers {
-		if s.Type != upstream.TypeHTTP && s.Type != upstream.TypeSSE || len(s.Headers) == 0 {
+		if s.Type != upstream.TypeHTTP && s.Type != upstream.TypeSSE {
 			continue
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || u.Scheme != "http" || isLoopback(u.Hostname()) {
 			continue
 		}
-		log.Warn("server's headers go over plain http to another machine: anyone on the path can read them; use https", "server", s.Name, "host", u.Hostname())
+		switch {
+		case len(s.Headers) > 0:
+			log.Warn("server's headers go over plain http to another machine: anyone on the path can read them; use https", "server", s.Name, "host", u.Hostname())
+		case u.User != nil || u.RawQuery != "":
+			log.Warn("server's url has user info or a query, which go over plain http to another machine: anyone on the path can read them; use https", "server", s.Name, "host", u.Hostname())
+		}
 	}
 }
 
+// isLoopback reports whether host is this machine whatever the resolver
+// says: a loopback address, or localhost (from the hosts file). A name
+// under .localhost is not one: the gate's resolver (Go's own) asks DNS for
+// it like any other name.
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)

@@ -183,11 +183,16 @@ func (t *legacy) post(raw []byte) {
 		return
 	}
 	body := newSendBody(raw)
-	req, err := t.request(t.ctx, http.MethodPost, t.endpoint, body)
+	// The answer comes on the stream: the POST only hands the message
+	// over, and is bounded by acceptWait.
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	req, err := t.request(ctx, http.MethodPost, t.endpoint, body)
 	if err != nil {
+		cancel(nil)
 		t.end(err)
 		return
 	}
+	disarm := boundAccept(body, cancel)
 	req.ContentLength = int64(len(raw))
 	req.Header.Set("Content-Type", "application/json")
 	done := make(chan struct{})
@@ -195,8 +200,14 @@ func (t *legacy) post(raw []byte) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
+		defer cancel(nil)
+		defer disarm()
 		resp, err := t.client.Do(req)
 		if err != nil {
+			if errors.Is(context.Cause(ctx), errNotAccepted) && t.ctx.Err() == nil {
+				t.log.Warn("the server did not accept a message in time; the gate stopped waiting", "server", t.name, "method", rpc.LogMethod(m.Method), "after", acceptWait)
+				return
+			}
 			if t.ctx.Err() == nil {
 				err = t.describeHTTPErrorAt(http.MethodPost, t.postWhere, err)
 				if m.IsCall() {

@@ -235,9 +235,18 @@ func TestWarnPlainHTTP(t *testing.T) {
 		{Name: "tls", Type: upstream.TypeHTTP, URL: "https://mcp.example.test/mcp", Headers: h},
 		{Name: "local", Type: upstream.TypeSSE, URL: "http://127.0.0.1:3001/sse", Headers: h},
 		{Name: "bare", Type: upstream.TypeHTTP, URL: "http://mcp.example.test/mcp"},
+		{Name: "sub", Type: upstream.TypeHTTP, URL: "http://mcp.localhost/mcp", Headers: h},
+		{Name: "query", Type: upstream.TypeHTTP, URL: "http://mcp.example.test/mcp?key=" + secret},
+		{Name: "userinfo", Type: upstream.TypeSSE, URL: "http://u:" + secret + "@mcp.example.test/sse"},
+		{Name: "localquery", Type: upstream.TypeHTTP, URL: "http://localhost:9/mcp?key=" + secret},
 	}, log)
 	out := logs.String()
-	if !strings.Contains(out, "server=far") || strings.Count(out, "\n") != 1 || strings.Contains(out, secret) {
-		t.Errorf("warnings:\n%s\nwant one, for far, without the header", out)
+	for _, name := range []string{"far", "sub", "query", "userinfo"} {
+		if !strings.Contains(out, "server="+name+" ") {
+			t.Errorf("no warning for %s", name)
+		}
+	}
+	if strings.Count(out, "\n") != 4 || strings.Contains(out, secret) {
+		t.Errorf("warnings:\n%s\nwant four, for far, sub, query and userinfo, without the secret", out)
 	}
 }

@@ -32,6 +32,10 @@ const (
 // without a single event coming back before the gate gives up on it.
 const maxResumes = 5
 
+// emptyStreamBrief is how short a GET stream that brings no message must be
+// to count as a fruitless attempt (five in a row give it up).
+const emptyStreamBrief = time.Second
+
 // defaultRetry is the wait before resuming a stream when the server set
 // no retry field.
 const defaultRetry = 500 * time.Millisecond
@@ -120,6 +124,12 @@ func (t *streamable) post(raw []byte) {
 	if version != "" {
 		req.Header.Set(headerProtocol, version)
 	}
+	disarm := func() {}
+	if !m.IsCall() {
+		// Its answer, if any, comes elsewhere: the server has only to
+		// take it.
+		disarm = boundAccept(body, cancel)
+	}
 	isInit := m.IsCall() && m.Method == "initialize"
 	done := make(chan struct{})
 	var answered chan struct{}
@@ -134,6 +144,7 @@ func (t *streamable) post(raw []byte) {
 		defer t.wg.Done()
 		defer close(done)
 		defer cancel(nil)
+		defer disarm()
 		if m.IsCall() {
 			defer func() {
 				t.mu.Lock()
@@ -184,7 +195,11 @@ func (t *streamable) exchange(req *http.Request, m *rpc.Message, sid string, isI
 	if err != nil {
 		if ctx.Err() != nil {
 			// The transport ended (the Conn fails its calls with the
-			// reason), or the caller gave up on this one.
+			// reason), or the caller gave up on this one, or the server
+			// did not take a notification in time.
+			if errors.Is(context.Cause(ctx), errNotAccepted) {
+				t.log.Warn("the server did not accept a message in time; the gate stopped waiting", "server", t.name, "method", rpc.LogMethod(m.Method), "after", acceptWait)
+			}
 			return
 		}
 		err = t.describeHTTPError(http.MethodPost, err)
@@ -272,9 +287,19 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 	r := newSSEReader(body, t.max)
 	misses := 0
 	for {
-		answered, progressed, ok := t.readEvents(r, m.ID, isInit)
+		before := r.LastID
+		answered, delivered, ok := t.readEvents(r, m.ID, isInit)
+		if answered {
+			// The request is done with: whatever the server sends on its
+			// stream after the answer belongs to no call, and a stream
+			// held open would hold a goroutine and a connection of the
+			// gate for every call made (2025-11-25: the server SHOULD
+			// close it after the response).
+			drainClose(body)
+			return
+		}
 		body.Close()
-		if answered || !ok || ctx.Err() != nil {
+		if !ok || ctx.Err() != nil {
 			return
 		}
 		// The stream ended before the answer: the server closed it (to be
@@ -283,14 +308,14 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 			t.failCall(m.ID, "%s ended the reply stream to %s before answering, with no event id to resume it from", t.where, rpc.LogMethod(m.Method))
 			return
 		}
-		if progressed {
+		if delivered || r.LastID != before {
 			misses = 0
 		}
 		if misses++; misses > maxResumes {
 			t.failCall(m.ID, "%s ended the reply stream to %s before answering, and %d attempts in a row to resume it brought nothing", t.where, rpc.LogMethod(m.Method), maxResumes)
 			return
 		}
-		resp, err := t.resume(ctx, r, sid)
+		resp, err := t.resume(ctx, r, sid, delivered)
 		if err != nil {
 			if errors.Is(err, errExpired) || ctx.Err() != nil {
 				return
@@ -303,28 +328,24 @@ func (t *streamable) readReply(ctx context.Context, body io.ReadCloser, m *rpc.M
 	}
 }
 
-// readEvents delivers the messages of one SSE body until it ends. It
-// reports whether the response to id came, whether anything came at all,
-// and false for ok once the transport has ended.
-func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered, progressed, ok bool) {
-	lastID := r.LastID
-	defer func() {
-		if r.LastID != lastID {
-			progressed = true
-		}
-	}()
+// readEvents delivers the messages of one SSE body until it ends, or, on
+// a request's reply stream (id set), until the answer to id has come. It
+// reports whether the response to id came, whether any message came (an
+// event id alone is not one), and false for ok once the transport has
+// ended.
+func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered, delivered, ok bool) {
 	for {
 		ev, err := r.Next()
 		if err != nil {
 			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) {
 				t.log.Debug("an SSE stream from the server broke", "server", t.name, "error", err)
 			}
-			return answered, progressed, true
+			return answered, delivered, true
 		}
 		if ev.Type != "message" {
 			continue
 		}
-		progressed = true
+		delivered = true
 		var a bool
 		if ev.TooBig > 0 {
 			me := rpc.OversizedMessage(ev.TooBig, t.max, ev.Head, ev.Tail)
@@ -334,7 +355,10 @@ func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered,
 		}
 		answered = answered || a
 		if !ok {
-			return answered, progressed, false
+			return answered, delivered, false
+		}
+		if answered && id != nil {
+			return answered, delivered, true
 		}
 	}
 }
@@ -342,11 +366,13 @@ func (t *streamable) readEvents(r *sseReader, id []byte, isInit bool) (answered,
 var errExpired = errors.New("the session expired")
 
 // resume reconnects a dropped stream: a GET with the last event id, after
-// the wait the server asked for.
-func (t *streamable) resume(ctx context.Context, r *sseReader, sid string) (*http.Response, error) {
+// the wait the server asked for, and at least defaultRetry after a stream
+// that brought no message (an event id alone, at a retry of a millisecond,
+// would have the gate ask again and again for nothing).
+func (t *streamable) resume(ctx context.Context, r *sseReader, sid string, delivered bool) (*http.Response, error) {
 	wait := r.Retry
-	if wait <= 0 {
-		wait = defaultRetry
+	if wait <= 0 || !delivered {
+		wait = max(wait, defaultRetry)
 	}
 	select {
 	case <-time.After(wait):
@@ -424,6 +450,7 @@ func (t *streamable) listen() {
 			if resume {
 				lastID = r.LastID
 			}
+			opened := time.Now()
 			resp, err := t.get(t.ctx, sid, lastID, resume)
 			var se *statusError
 			switch {
@@ -450,19 +477,26 @@ func (t *streamable) listen() {
 			} else {
 				r.reset(resp.Body)
 			}
-			_, progressed, ok := t.readEvents(r, nil, false)
+			_, delivered, ok := t.readEvents(r, nil, false)
 			resp.Body.Close()
 			if !ok {
 				return
 			}
-			if progressed {
+			if delivered || time.Since(opened) >= emptyStreamBrief {
+				// Something came, or the stream was held a while (a
+				// server may end an idle one now and then).
 				failures = 0
-			} else {
-				failures++
+			} else if failures++; failures > maxResumes {
+				// A stream that ends at once with no message in it (an
+				// event id at most), again and again, at the retry the server asks for (a millisecond):
+				// a loop of requests for nothing, for as long as the
+				// session lasts, unless it is given up on as a failure is.
+				t.log.Warn("giving up on the server's stream of its own messages: it ended with nothing in it, again and again; its notifications outside calls are lost", "server", t.name, "attempts", failures)
+				return
 			}
 			wait := r.Retry
-			if wait <= 0 {
-				wait = time.Duration(failures+1) * defaultRetry
+			if wait <= 0 || !delivered {
+				wait = max(wait, time.Duration(failures+1)*defaultRetry)
 			}
 			if !t.sleep(wait) {
 				return
