@@ -34,6 +34,7 @@ type fake struct {
 	getStream  int  // GET streams to serve (each sends a notification, then ends with an id); then 405
 	getEmpty   bool // answer every GET with an empty stream that asks for a retry in 1 ms
 	getEmpties int  // such GETs served
+	getRetry   int  // if set, the retry (ms) the empty GET streams ask for instead of 1
 	loops      int  // resumptions of the idloop tool's stream
 	gets       []string
 	hugeBytes  int
@@ -62,7 +63,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.getEmpties++
 			sse(w)
 			// A new event id each time, and no message.
-			fmt.Fprintf(w, "id: empty-%d\nretry: 1\n\n", f.getEmpties)
+			fmt.Fprintf(w, "id: empty-%d\nretry: %d\n\n", f.getEmpties, max(f.getRetry, 1))
 			return
 		}
 		if strings.HasPrefix(le, "loop-") {
@@ -822,6 +823,38 @@ func TestStreamableEmptyGetStreamGivenUp(t *testing.T) {
 	}
 	if res, err := callTool(t, s, "echo", struct{}{}); err != nil || !strings.Contains(string(res), "ok:echo") {
 		t.Errorf("echo: %s, %v", res, err)
+	}
+}
+
+// A server that polls (2025-11-25: it may close its stream at any time,
+// with a retry field, and the client reconnects after it) ends every GET
+// stream at once with nothing in it, and asks for a retry of a second: it
+// is polled at that pace for as long as the session lasts, not given up on
+// after five polls with its notifications outside calls.
+func TestStreamablePollingGetStreamKept(t *testing.T) {
+	f := &fake{getEmpty: true, getRetry: 1000}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the pool's Close (cleanups run last first)
+	p, logs := newPool(t, upstream.Config{Type: upstream.TypeHTTP, URL: srv.URL}, 0)
+	session(t, p)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f.mu.Lock()
+		n := f.getEmpties
+		f.mu.Unlock()
+		if n >= maxResumes+3 {
+			break
+		}
+		if strings.Contains(logs.String(), "giving up on the server's stream") {
+			t.Fatalf("gave up on a polling server's stream after %d polls:\n%s", n, logs)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d polls in 30 s; want %d", n, maxResumes+3)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(logs.String(), "giving up on the server's stream") {
+		t.Errorf("gave up on a polling server's stream:\n%s", logs)
 	}
 }
 

@@ -33,7 +33,8 @@ const (
 const maxResumes = 5
 
 // emptyStreamBrief is how short a GET stream that brings no message must be
-// to count as a fruitless attempt (five in a row give it up).
+// to count as a fruitless attempt (five in a row give it up), and how long
+// a retry the server asks for keeps one from counting (a server that polls).
 const emptyStreamBrief = time.Second
 
 // defaultRetry is the wait before resuming a stream when the server set
@@ -482,9 +483,14 @@ func (t *streamable) listen() {
 			if !ok {
 				return
 			}
-			if delivered || time.Since(opened) >= emptyStreamBrief {
+			if delivered || time.Since(opened) >= emptyStreamBrief || r.Retry >= emptyStreamBrief {
 				// Something came, or the stream was held a while (a
-				// server may end an idle one now and then).
+				// server may end an idle one now and then), or the
+				// server asked for a wait of that long before the next
+				// (one that polls: 2025-11-25 lets it close the stream
+				// at any time, with a retry field, and the client
+				// reconnect after it): a GET a second at most, as it
+				// asked, is no loop.
 				failures = 0
 			} else if failures++; failures > maxResumes {
 				// A stream that ends at once with no message in it (an
