@@ -406,7 +406,9 @@ func drainClose(body io.ReadCloser) {
 // acceptWait bounds the wait for a server to take a message whose answer,
 // if any, does not come in the POST's response: a notification or a
 // response of the gate's (Streamable HTTP), or anything posted to a legacy
-// endpoint. Such a POST is answered with 202 at once; one the server never
+// endpoint (a call's from when its answer has come on the stream, or the
+// caller has given up on it). Such a POST is answered with 202 at once
+// (or, by a legacy server, once it has handled the message); one the server never
 // answers would hold a goroutine and a connection of the gate for as long
 // as the session lasts, one per message. A var for the tests.
 var acceptWait = 10 * time.Second
@@ -418,25 +420,40 @@ var errNotAccepted = errors.New("the server did not accept the message in time")
 // after its body has been sent (a large message on a slow link takes the
 // time it takes); the returned func disarms it. Call it before the POST.
 func boundAccept(body *sendBody, cancel context.CancelCauseFunc) (stop func()) {
-	var (
-		mu      sync.Mutex
-		timer   *time.Timer
-		stopped bool
-	)
-	body.after = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			timer = time.AfterFunc(acceptWait, func() { cancel(errNotAccepted) })
-		}
+	b := newAcceptBound(cancel)
+	body.after = b.arm
+	return b.stop
+}
+
+// acceptBound cancels a POST's context with errNotAccepted acceptWait
+// after it is armed, unless it has been stopped.
+type acceptBound struct {
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+func newAcceptBound(cancel context.CancelCauseFunc) *acceptBound {
+	return &acceptBound{cancel: cancel}
+}
+
+// arm starts the wait; a second arm does nothing.
+func (b *acceptBound) arm() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped && b.timer == nil {
+		b.timer = time.AfterFunc(acceptWait, func() { b.cancel(errNotAccepted) })
 	}
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		if timer != nil {
-			timer.Stop()
-		}
+}
+
+// stop disarms it for good.
+func (b *acceptBound) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 }
 

@@ -939,3 +939,111 @@ func TestAcceptWaitCountsFromTheSentBody(t *testing.T) {
 		t.Fatal("the notification never arrived")
 	}
 }
+
+// A legacy server may hold a POST until it has handled the message, with
+// the request's context as the handler's (the 2024-11-05 transport asks
+// only that the answer come on the stream): a call that takes longer than
+// acceptWait is not cut off by the gate's giving up on its POST, which
+// would cancel it at the server.
+func TestLegacySlowSynchronousCallKept(t *testing.T) {
+	shortAccept(t)
+	events := make(chan string, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		sse(w)
+		fmt.Fprint(w, "event: endpoint\ndata: /message?s=1\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case e := <-events:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		switch {
+		case m.Method == "initialize":
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"l","version":"1"}}}`, m.ID)
+		case m.ID != nil:
+			// The call runs in the POST's handler, for four times acceptWait.
+			select {
+			case <-time.After(4 * acceptWait):
+				events <- (&fake{}).reply(m.ID, "ok:slow")
+			case <-r.Context().Done():
+				events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32800,"message":"the client dropped the request"}}`, m.ID)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
+	s := session(t, p)
+	if res, err := callTool(t, s, "slow", struct{}{}); err != nil || !strings.Contains(string(res), "ok:slow") {
+		t.Fatalf("slow: %s, %v", res, err)
+	}
+}
+
+// A legacy call that is never answered, on the stream or in its POST, has
+// its POST given up on once the caller has given up on the call.
+func TestLegacyCancelledCallPostDropped(t *testing.T) {
+	shortAccept(t)
+	events := make(chan string, 8)
+	dropped := make(chan struct{}, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		sse(w)
+		fmt.Fprint(w, "event: endpoint\ndata: /message?s=1\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case e := <-events:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/message", func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		switch {
+		case m.Method == "initialize":
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"l","version":"1"}}}`, m.ID)
+		case m.ID != nil:
+			// Never answered, and the POST held.
+			<-r.Context().Done()
+			dropped <- struct{}{}
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, _ := newPool(t, upstream.Config{Type: upstream.TypeSSE, URL: srv.URL + "/sse"}, 0)
+	s := session(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("hang answered")
+	}
+	select {
+	case <-dropped:
+	case <-time.After(hang):
+		t.Fatal("the POST of a cancelled call was held")
+	}
+}

@@ -24,11 +24,19 @@ type legacy struct {
 	endpoint  string // where messages are posted, same origin as the stream
 	postWhere string // endpoint, redacted (its query names the session)
 	stopOnce  sync.Once
+
+	mu sync.Mutex
+	// calls arms the acceptWait bound of each call's POST in flight, by
+	// id: once its answer has come on the stream, or the caller has given
+	// up on it. Not before: a legacy server may hold the POST until it
+	// has handled the message (its handler's context the request's), so
+	// a POST given up on while the call runs would cancel the call.
+	calls map[string]func()
 }
 
 // dialLegacy opens the stream and waits, within ctx, for the endpoint.
 func dialLegacy(ctx context.Context, name string, u *url.URL, headers map[string]string, log *slog.Logger, lim rpc.Limits) (*legacy, error) {
-	t := &legacy{base: newBase(name, u, headers, log, lim)}
+	t := &legacy{base: newBase(name, u, headers, log, lim), calls: map[string]func(){}}
 	type opened struct {
 		r    *sseReader
 		body io.ReadCloser
@@ -166,8 +174,12 @@ func (t *legacy) readLoop(r *sseReader, body io.ReadCloser) {
 		}
 		switch ev.Type {
 		case "message":
-			if _, ok := t.deliverEvent(ev); !ok {
+			m, ok := t.deliverEvent(ev)
+			if !ok {
 				return
+			}
+			if m != nil && m.IsResponse() {
+				t.armCall(m.ID)
 			}
 		case "endpoint":
 			t.log.Debug("a second endpoint event ignored", "server", t.name)
@@ -192,7 +204,20 @@ func (t *legacy) post(raw []byte) {
 		t.end(err)
 		return
 	}
-	disarm := boundAccept(body, cancel)
+	var disarm func()
+	if m.IsCall() {
+		// Bounded from its answer or its cancellation (calls).
+		b := newAcceptBound(cancel)
+		disarm = b.stop
+		t.mu.Lock()
+		t.calls[string(m.ID)] = b.arm
+		t.mu.Unlock()
+	} else {
+		disarm = boundAccept(body, cancel)
+		if m.Method == rpc.MethodCancelled {
+			t.armCall(cancelledID(m))
+		}
+	}
 	req.ContentLength = int64(len(raw))
 	req.Header.Set("Content-Type", "application/json")
 	done := make(chan struct{})
@@ -202,6 +227,13 @@ func (t *legacy) post(raw []byte) {
 		defer close(done)
 		defer cancel(nil)
 		defer disarm()
+		if m.IsCall() {
+			defer func() {
+				t.mu.Lock()
+				delete(t.calls, string(m.ID))
+				t.mu.Unlock()
+			}()
+		}
 		resp, err := t.client.Do(req)
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errNotAccepted) && t.ctx.Err() == nil {
@@ -234,6 +266,20 @@ func (t *legacy) post(raw []byte) {
 	case <-done:
 	case <-t.closed:
 	case <-t.ended:
+	}
+}
+
+// armCall starts the acceptWait bound of the POST of call id, if it is
+// still in flight.
+func (t *legacy) armCall(id []byte) {
+	if id == nil {
+		return
+	}
+	t.mu.Lock()
+	arm := t.calls[string(id)]
+	t.mu.Unlock()
+	if arm != nil {
+		arm()
 	}
 }
 

@@ -175,18 +175,27 @@ func (t *streamable) post(raw []byte) {
 // abandon drops the reply stream of the request a cancellation names, once
 // the cancellation itself has been posted.
 func (t *streamable) abandon(m *rpc.Message) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
+	id := cancelledID(m)
+	if id == nil {
 		return
 	}
 	t.mu.Lock()
-	cancel := t.calls[string(p.RequestID)]
+	cancel := t.calls[string(id)]
 	t.mu.Unlock()
 	if cancel != nil {
 		cancel(errors.New("the caller cancelled the request"))
 	}
+}
+
+// cancelledID returns the request id a cancellation names, nil if none.
+func cancelledID(m *rpc.Message) []byte {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil || len(p.RequestID) == 0 {
+		return nil
+	}
+	return p.RequestID
 }
 
 // exchange performs one POST and delivers what it brings.
