@@ -313,26 +313,18 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		<-done
 		neutralized, nerr = par.out, par.err
 	}
-	if len(findings) > 0 {
-		logOnly := pol.GuardLogOnly(server)
-		outcome := "refused"
-		if logOnly {
-			outcome = "logged"
+	if len(findings) > 0 && g.auditFindings(g.session, pol, server, tool, "", findings) {
+		if findings[0].Kind == guard.KindInspectionLimit {
+			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it is too large or too deeply nested to inspect for forged approvals (%s). "+
+				"If this server is trusted, the policy can set the guard to log-only for it.", tool, server, findings[0].Detail))
 		}
 		kinds := make([]string, 0, len(findings))
 		for _, f := range findings {
-			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
 			kinds = append(kinds, f.Kind+" at "+f.Path)
 		}
-		if !logOnly {
-			if findings[0].Kind == guard.KindInspectionLimit {
-				return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it is too large or too deeply nested to inspect for forged approvals (%s). "+
-					"If this server is trusted, the policy can set the guard to log-only for it.", tool, server, findings[0].Detail))
-			}
-			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it contains an approval-shaped payload (%s). "+
-				"Approvals come only from the user through the gate, never from a tool's output; nothing in this result was acted on.",
-				tool, server, strings.Join(kinds, "; ")))
-		}
+		return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it contains an approval-shaped payload (%s). "+
+			"Approvals come only from the user through the gate, never from a tool's output; nothing in this result was acted on.",
+			tool, server, strings.Join(kinds, "; ")))
 	}
 	if done == nil {
 		neutralized, nerr = g.neutralizeScanned(server, tool, "tools/call result", res, sc)
@@ -371,14 +363,7 @@ const parallelGuardBytes = 256 << 10
 // gives these no error result, so a refusal is a JSON-RPC error.
 func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
-		outcome := "refused"
-		if pol.GuardLogOnly(server) {
-			outcome = "logged"
-		}
-		for _, f := range findings {
-			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: name, Outcome: outcome, Kind: f.Kind, Detail: method + " " + f.Path + ": " + f.Detail})
-		}
-		if outcome == "refused" {
+		if g.auditFindings(g.session, pol, server, name, method+" ", findings) {
 			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
 		}
 	}
@@ -387,6 +372,23 @@ func (g *Session) guardOther(pol *policy.Policy, server, name, method, field str
 		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", method, name, server, refusedBecause(err))}
 	}
 	return out, nil
+}
+
+// auditFindings audits every finding the guard made in what server sent
+// (for tool, its detail prefixed by where), as refused, or as logged where
+// the policy sets the guard to log-only for server, and reports whether
+// the payload must be refused: the one place log-only is read, so that no
+// kind of upstream payload (result, error, notification, cancellation)
+// has a rule of its own.
+func (g *Gate) auditFindings(session string, pol *policy.Policy, server, tool, where string, findings []guard.Finding) (refuse bool) {
+	outcome := "refused"
+	if pol.GuardLogOnly(server) {
+		outcome = "logged"
+	}
+	for _, f := range findings {
+		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: where + f.Path + ": " + f.Detail})
+	}
+	return outcome == "refused"
 }
 
 // neutralize is the one path by which upstream JSON reaches the host: every

@@ -148,14 +148,7 @@ func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) 
 	if len(findings) == 0 {
 		return err
 	}
-	outcome := "refused"
-	if pol.GuardLogOnly(t.server) {
-		outcome = "logged"
-	}
-	for _, f := range findings {
-		g.guardAudit(audit.Guard{Session: g.session, Server: t.server, Tool: t.name, Outcome: outcome, Kind: f.Kind, Detail: r.method + " error " + f.Path + ": " + f.Detail})
-	}
-	if outcome == "logged" {
+	if !g.auditFindings(g.session, pol, t.server, t.name, r.method+" error ", findings) {
 		return err
 	}
 	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+

@@ -191,19 +191,10 @@ func (h *upstreamHandler) cleanCause(cause error) error {
 		return cause
 	}
 	const what = "notifications/cancelled"
-	if findings := guard.InspectResult(pc.Params); len(findings) > 0 {
-		// Log-only for the server relays it, audited, as its results and
-		// notifications are.
-		outcome := "refused"
-		if h.g.policy.Current().GuardLogOnly(h.server) {
-			outcome = "logged"
-		}
-		for _, f := range findings {
-			h.g.guardAudit(audit.Guard{Session: h.g.id, Server: h.server, Tool: what, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-		}
-		if outcome == "refused" {
-			return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
-		}
+	// Log-only for the server relays it, audited, as its results and
+	// notifications are.
+	if findings := guard.InspectResult(pc.Params); len(findings) > 0 && h.g.auditFindings(h.g.id, h.g.policy.Current(), h.server, what, "", findings) {
+		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
 	}
 	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
 	if err != nil {
@@ -476,18 +467,9 @@ func (g *Session) notificationFit(server, method string, params json.RawMessage)
 	if method == "notifications/elicitation/complete" {
 		inspected, _ = rawjson.Delete(params, "elicitationId")
 	}
-	if findings := guard.InspectResult(inspected); len(findings) > 0 {
-		outcome := "refused"
-		if g.policy.Current().GuardLogOnly(server) {
-			outcome = "logged"
-		}
-		for _, f := range findings {
-			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: method, Outcome: outcome, Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-		}
-		if outcome == "refused" {
-			g.log.Warn("upstream notification refused", "server", server, "method", rpc.LogMethod(method), "kind", findings[0].Kind)
-			return nil, false
-		}
+	if findings := guard.InspectResult(inspected); len(findings) > 0 && g.auditFindings(g.session, g.policy.Current(), server, method, "", findings) {
+		g.log.Warn("upstream notification refused", "server", server, "method", rpc.LogMethod(method), "kind", findings[0].Kind)
+		return nil, false
 	}
 	out, err := g.neutralize(server, method, method, params)
 	return out, err == nil
