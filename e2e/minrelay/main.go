@@ -7,6 +7,12 @@
 //
 //	minrelay -strip echo__ -- /path/to/echoserver
 //
+// It writes every whole line one read brought in one write, as crelay
+// does and as the gate gathers a burst (group commit): a burst of k
+// requests costs one read and one write, not k writes. A floor that wrote a
+// line a write measured a write per message, not the least a relay costs:
+// 13.6-14.6 µs a call at c=8 pinned, against 7-11 batched.
+//
 // It reads and writes as the gate does where it can: its stdin and stdout
 // reopened non-blocking, so that every wait is in the netpoller, and each
 // pipe grown to 1 MB (F_SETPIPE_SZ) the first time a line larger than the
@@ -33,7 +39,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -96,35 +101,64 @@ func run(strip string, blocking bool, command []string) error {
 }
 
 // largeLine is the size from which a line may not fit a pipe's default
-// buffer (64 KB on Linux), and the reader's buffer.
+// buffer (64 KB on Linux), and the reader's first buffer.
 const largeLine = 64 << 10
 
-// copyLines copies lines from r to w, replacing the first from by to in
-// each when from is set, until r ends. It grows r's pipe when a line
-// outgrows the reader's buffer, and w's when it writes a line that may not
-// fit the default pipe buffer (pipeGrower).
+// copyLines copies whole lines from r to w, dropping from's prefix in the
+// first quoted string that starts with it in each line when from is set,
+// until r ends. As crelay does, it writes every whole line one read brought
+// in one write: a burst of requests costs one read and one write, not a
+// write each. It grows r's pipe when a line outgrows the reader's first
+// buffer, and w's when it writes more than the default pipe buffer may
+// hold (pipeGrower).
 func copyLines(w io.Writer, r io.Reader, from, to []byte) error {
-	br := bufio.NewReaderSize(r, largeLine)
 	growR, growW := pipeGrower(r), pipeGrower(w)
-	var line []byte
+	buf := make([]byte, largeLine)
+	var out []byte
+	n := 0
 	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if err == bufio.ErrBufferFull {
+		if n == len(buf) {
 			growR()
-			continue
+			buf = append(buf, make([]byte, len(buf))...)
 		}
-		if len(line) > 0 {
+		m, err := r.Read(buf[n:])
+		n += m
+		// Only what this read brought can end a line: the bytes before
+		// it held none, or they would have been written.
+		end := bytes.LastIndexByte(buf[n-m:n], '\n') + 1
+		if end > 0 {
+			end += n - m
+		}
+		if err == io.EOF {
+			end = n // the last line, ended or not
+		}
+		if end > 0 {
+			whole := buf[:end]
 			if from != nil {
-				line = bytes.Replace(line, from, to, 1)
+				out = out[:0]
+				for len(whole) > 0 {
+					eol := bytes.IndexByte(whole, '\n') + 1
+					if eol == 0 {
+						eol = len(whole)
+					}
+					line := whole[:eol]
+					if i := bytes.Index(line, from); i >= 0 {
+						out = append(out, line[:i+len(to)]...)
+						out = append(out, line[i+len(from):]...)
+					} else {
+						out = append(out, line...)
+					}
+					whole = whole[eol:]
+				}
+				whole = out
 			}
-			if len(line) > largeLine {
+			if len(whole) > largeLine {
 				growW()
 			}
-			if _, werr := w.Write(line); werr != nil {
+			if _, werr := w.Write(whole); werr != nil {
 				return werr
 			}
-			line = line[:0]
+			n = copy(buf, buf[end:n])
 		}
 		if err == io.EOF {
 			return nil
