@@ -87,6 +87,27 @@ deny: ["mcp:fs:write_file"]
 	}
 }
 
+// The same over stdio: a host's line may hold a lone CR between tokens,
+// which the gate's framing (LF) keeps inside the line and Python's text
+// reader (the Python SDK's stdio server reads lines so), Java's and .NET's
+// ReadLine take for the end of one; relayed as it came, the upstream read
+// the call's params as two lines and the line between as a message of its
+// own. The server here reads lines as Go's Scanner does and records a CR.
+func TestBypassLoneCRSmuggledToUpstream(t *testing.T) {
+	t.Parallel()
+	events := filepath.Join(t.TempDir(), "events")
+	g := gateCommand(t, map[string]server{"fid": testserver("fidelity", "--events", events)})
+	h := startRaw(t, g)
+	h.initialize()
+	rawResult(t, h.send("1", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	resp := h.send("2", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"fid__weird\",\"arguments\":{},\"x\":\r"+
+		`{"jsonrpc":"2.0","id":"smuggled","method":"tools/call","params":{"name":"fails","arguments":{}}}`+"\r}}")
+	rawResult(t, resp)
+	if ev := readEvents(t, events); strings.Contains(ev, "CR") {
+		t.Fatalf("the upstream read a line holding a CR, which line readers split: %s", ev)
+	}
+}
+
 // The other way: a remote server's answer whose SSE data lines (joined with
 // LF, as SSE says) put a message of its own on a line of its own reached a
 // stdio host as several messages, the second an answer to the host's
