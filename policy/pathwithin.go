@@ -186,6 +186,7 @@ var (
 	errSelfLink     = errors.New("the path goes through /proc/self, which names the server's own process when the server opens it, not the gate's")
 	errTooManyLinks = errors.New("too many levels of symbolic links")
 	errTooManySteps = errors.New("too many components")
+	errNulInPath    = errors.New("the path holds U+0000, which no file name can: a server reading it as a C string opens the part before it, and others refuse it")
 )
 
 // resolvePath resolves an absolute path under the reading, following every
@@ -194,6 +195,15 @@ var (
 // because it is the kernel that follows them. When links is not nil, the
 // name of every symlink followed is appended to it.
 func resolvePath(p string, r reading, links *[]string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		// No file name holds U+0000 (a JSON string may: "\u0000"), and
+		// servers disagree on what one that does means: most refuse it,
+		// one that reads strings as C strings (cJSON, Lua, a C library's
+		// fopen) opens what comes before it. Taken for a missing
+		// component below, "/etc/passwd\u0000/../../work/x" read as a
+		// path inside /work. Never quoted: it is the caller's text.
+		return "", errNulInPath
+	}
 	if r.lexical() {
 		p = filepath.Clean(p)
 	}

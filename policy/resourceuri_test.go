@@ -73,10 +73,11 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file://localhost" + root + "/etc/passwd",
 		"file:" + root + "/etc/passwd",
 		"file://" + root + "/etc%2Fpasswd",
-		"file://" + root + "/tmp/etclink/passwd",      // a symlink into etc
-		"file://" + root + "/etc/localtime/../passwd", // /etc/<file>/../passwd: lexical reading
-		"file://" + root + "/tmp/deep/../etc/passwd",  // kernel: zoneinfo/../etc
-		"file://" + root + "/loop/a/x",                // cannot be resolved: fails closed
+		"file://" + root + "/tmp/etclink/passwd",                   // a symlink into etc
+		"file://" + root + "/etc/localtime/../passwd",              // /etc/<file>/../passwd: lexical reading
+		"file://" + root + "/tmp/deep/../etc/passwd",               // kernel: zoneinfo/../etc
+		"file://" + root + "/loop/a/x",                             // cannot be resolved: fails closed
+		"file://" + root + "/tmp/etclink/passwd%00/../../../tmp/x", // a C-string server opens etc/passwd: fails closed
 		"HTTPS://SECRET.example/a/../b",
 		"https://secret.example/%61",
 	}

@@ -112,10 +112,15 @@ func (e *decodeError) Error() string { return e.reason }
 //
 // The whole line is validated as JSON first: nothing invalid is ever passed
 // on to the other side, where a parser would fail on the whole stream.
+//
+// A valid message's raw line breaks (CR and LF between its tokens, which
+// JSON reads as spaces) are rewritten to spaces in line itself, before any
+// field is read: see unbreakLines.
 func Decode(line []byte) (*Message, error) {
 	if !segjson.Valid(line) {
 		return nil, &decodeError{code: CodeParseError, id: salvageID(line, nil), reason: "not valid JSON", offset: syntaxOffset(line), request: looksLikeRequest(line)}
 	}
+	unbreakLines(line)
 	first := line[skipSpace(line, 0)]
 	if first == '[' {
 		return nil, &decodeError{code: CodeInvalidRequest, reason: "JSON-RPC batches are not supported (MCP removed them in 2025-06-18)"}
@@ -197,6 +202,37 @@ func Decode(line []byte) (*Message, error) {
 		m.Error = e
 	}
 	return &m, nil
+}
+
+// unbreakLines rewrites every CR and LF byte of a valid JSON text to a
+// space, in place. In valid JSON such a byte can only be whitespace between
+// tokens (a string holds line breaks only as escapes), so the value read
+// is the same; what changes is how a line-framed peer splits it.
+//
+// The gate relays the raw params, result, error and id of what it read,
+// and a message reaches it from framings that allow raw line breaks inside
+// one message: a Streamable HTTP body (the host's, a remote upstream's), an
+// SSE event (whose data lines are joined with LF), and a stdio line, which
+// ends at LF but may hold a lone CR. Written on as it came, one such
+// message became several on the next hop: every SDK's stdio reader ends a
+// message at LF (the TypeScript SDK, then parses each line on its own and
+// acts on any that is whole), Python's text reader and Java's and .NET's
+// ReadLine at a lone CR too. A host's request decided as one allowed call
+// then delivered a second call, never decided, to the upstream; an
+// upstream's result delivered requests and answers of its own to the host
+// past the guard. Decode is where every message enters the gate, from any
+// transport, so no message the gate holds has a line break to relay.
+func unbreakLines(line []byte) {
+	for _, c := range [2]byte{'\n', '\r'} {
+		for i := bytes.IndexByte(line, c); i >= 0; {
+			line[i] = ' '
+			j := bytes.IndexByte(line[i+1:], c)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
 }
 
 // readError reads an error object leniently, as peers write them: the

@@ -2,8 +2,11 @@ package rpc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -238,6 +241,9 @@ func FuzzDecode(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"error":"QQQQ"}`,
 		`{"jsonrpc":"2.0","id":[QQQQ],"result":1}`,
 		`QQQQ`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\"}\r\n}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,\r2]}}\r",
+		"\n{\"jsonrpc\":\"2.0\",\"id\"\r:\r1,\"error\":{\"code\":1,\"data\":\n{}}}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -261,8 +267,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("appendMessage(Decode(%q)): %v", line, err)
 		}
-		if bytes.IndexByte(out, '\n') >= 0 {
-			t.Fatalf("appendMessage wrote a newline inside a message: %q", out)
+		if bytes.ContainsAny(out, "\r\n") {
+			t.Fatalf("appendMessage wrote a line break inside a message: %q", out)
 		}
 		back, err := Decode(out)
 		if err != nil {
@@ -330,5 +336,79 @@ func BenchmarkAppendMessage(b *testing.B) {
 		if buf, err = appendMessage(buf[:0], m); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A message is read from framings that allow raw line breaks inside it (an
+// HTTP body, an SSE event's joined data lines, a stdio line's lone CR) and
+// written to peers whose readers end a message at each: the TypeScript
+// SDK's at LF, Python's text reader and Java's and .NET's ReadLine at a
+// lone CR too. Relayed as it came, the second line below was a request of
+// its own on the next hop, one the gate never decided (or, from an
+// upstream, an answer or a request the host took past the guard).
+func TestDecodeLeavesNoLineBreakToRelay(t *testing.T) {
+	smuggled := `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"write_file","arguments":{}}}`
+	for name, line := range map[string]string{
+		"params LF":       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","x":` + "\n" + smuggled + "\n}}",
+		"params CR":       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","x":` + "\r" + smuggled + "\r}}",
+		"params CRLF":     `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","x":` + "\r\n" + smuggled + "\r\n}}",
+		"result LF":       `{"jsonrpc":"2.0","id":1,"result":{"content":[],"x":` + "\n" + smuggled + "\n}}",
+		"result CR":       `{"jsonrpc":"2.0","id":1,"result":{"content":[],"x":` + "\r" + smuggled + "\r}}",
+		"error data":      `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"m","data":` + "\n" + smuggled + "\n}}",
+		"notification":    `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + "\r" + smuggled + "\r}}",
+		"pretty-printed":  "{\r\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\r\n  \"result\": {\r\n    \"content\": []\r\n  }\r\n}\r\n",
+		"around the id":   "{\"jsonrpc\":\"2.0\",\"id\":\n7\n,\"result\":{}}",
+		"strings escaped": `{"jsonrpc":"2.0","id":1,"result":{"text":"a\nb\r\n\u000a"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Decode([]byte(line))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			for _, f := range [][]byte{m.ID, m.Params, m.Result} {
+				if bytes.ContainsAny(f, "\r\n") {
+					t.Errorf("a raw field holds a line break: %q", f)
+				}
+			}
+			if m.Error != nil && bytes.ContainsAny(m.Error.Raw, "\r\n") {
+				t.Errorf("the error holds a line break: %q", m.Error.Raw)
+			}
+			out, err := appendMessage(nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.ContainsAny(out, "\r\n") {
+				t.Fatalf("the relayed message holds a line break, so a line-framed peer reads it as several:\n%q", out)
+			}
+			// The same value: only whitespace changed.
+			var want, got any
+			if err := json.Unmarshal([]byte(line), &want); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			delete(want.(map[string]any), "jsonrpc")
+			delete(got.(map[string]any), "jsonrpc")
+			if fmt.Sprint(want) != fmt.Sprint(got) {
+				t.Errorf("the value changed:\n %v\n %v", want, got)
+			}
+		})
+	}
+}
+
+// The same through a Stream: a host's stdio line may hold a lone CR, which
+// the Stream's framing (LF) keeps inside the line.
+func TestStreamRelaysNoLoneCR(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","x":` + "\r" +
+		`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"write_file"}}` + "\r}}\n"
+	s := NewStream(strings.NewReader(in), io.Discard, nil, Limits{})
+	defer s.Close()
+	m, err := s.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(m.Params, '\r') >= 0 {
+		t.Fatalf("params read from a stdio line keep a lone CR, which Python's, Java's and .NET's readers take for a line's end: %q", m.Params)
 	}
 }

@@ -60,6 +60,11 @@ func runRaw(h rawHandlers, ev *eventLog) error {
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		if strings.IndexByte(sc.Text(), '\r') >= 0 {
+			// A lone CR (the Scanner takes a CR LF's): Python's text
+			// reader and Java's and .NET's ReadLine end a line there.
+			ev.add("a line held a CR")
+		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
