@@ -3,11 +3,13 @@ package audit
 import "log/slog"
 
 // EventUndelivered marks an answer the gate had for its host and dropped
-// because the host was not reading (its outgoing queue stayed full): the
-// host got a short error in its place.
+// because the host was not reading (its outgoing queue stayed full) or
+// because it was larger than a message to the host may be
+// (--max-message-bytes): the host got a short error in its place.
 const EventUndelivered = "undelivered"
 
-// Undelivered is a result dropped for a host that was not reading.
+// Undelivered is a result dropped for a host that was not reading, or too
+// large to send it.
 type Undelivered struct {
 	Session  string
 	Method   string // the host's request: tools/call, resources/read, ...

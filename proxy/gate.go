@@ -578,7 +578,12 @@ func (g *Session) notifyHost(method string, params json.RawMessage) {
 	if g.era.modern.Load() && !modernNotifies(method) {
 		return // era.go
 	}
-	if ok, err := g.host.TryNotify(method, params); err != nil || !ok {
+	ok, err := g.host.TryNotify(method, params)
+	var tl *rpc.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		g.log.Warn("notification to the host dropped", "method", rpc.LogMethod(method), "bytes", tl.Size, "error", err)
+	case err != nil || !ok:
 		g.log.Debug("notification to the host dropped", "method", method, "queued", ok, "error", err)
 	}
 }

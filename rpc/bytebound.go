@@ -24,6 +24,22 @@ func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("the peer is not reading: %d bytes are queued for it and as many wait for room (bound %d bytes), so a message of %d bytes was not queued", e.Limit, e.Limit, e.Size)
 }
 
+// A TooLargeError is a message the gate was to write that is larger than
+// the Stream's message limit (Limits.MaxMessageBytes, which bounds what the
+// gate writes as well as what it reads, messages up to 4 KiB excepted, so
+// that a short error always goes): nothing of it is written. A peer
+// would refuse it at best, and some end the whole connection on one, with
+// every server behind the gate (the TypeScript SDK's stdio reader past
+// 10 MiB, Claude Code's past 16 MiB); a Conn answers a request whose
+// response is too large with a short error in its place.
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("it is %d bytes, more than the %d a message may be (--max-message-bytes)", e.Size, e.Limit)
+}
+
 // byteBound is the byte accounting of a send queue bounded in bytes
 // (Limits.QueueBytes): what is queued or being sent, and what waits for
 // room. The channel of a sendQueue bounds messages by number; this bounds

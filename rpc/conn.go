@@ -603,35 +603,51 @@ func asError(err error) *Error {
 	return Errorf(CodeInternalError, "%s", err.Error())
 }
 
-// writeResponse sends the response to req. A large result that cannot be
-// queued within Options.ResponseWait, or that the transport refuses for
-// lack of room, is dropped and answered by a short error instead, which
-// waits as long as it must (it costs little, and the peer that reads again
-// must find an answer to every request).
+// writeResponse sends the response to req. A response larger than the
+// transport's message limit (*TooLargeError) is dropped and answered by a
+// short error instead. So is a large result that cannot be queued within
+// Options.ResponseWait, or that the transport refuses for lack of room;
+// the short error waits as long as it must (it costs little, and the peer
+// that reads again must find an answer to every request).
 func (c *Conn) writeResponse(ctx context.Context, req, resp *Message, sequential bool) error {
+	var err error
+	notReading := false
 	if c.opts.ResponseWait <= 0 || sequential || len(resp.Result) <= smallMessage {
-		return c.write(ctx, resp)
+		err = c.write(ctx, resp)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, c.opts.ResponseWait)
+		err = c.write(wctx, resp)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err, notReading = fmt.Errorf("%s read nothing of what was queued for it for %s", c.opts.Peer, c.opts.ResponseWait), true
+		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.opts.ResponseWait)
-	err := c.write(wctx, resp)
-	cancel()
-	var qf *QueueFullError
+	var (
+		qf *QueueFullError
+		tl *TooLargeError
+	)
+	size, what := len(resp.Result), "result of"
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &tl):
+		// An error's data counts too: a response of any kind may be large.
+		size, what = tl.Size, "answer to"
 	case errors.As(err, &qf):
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		err = fmt.Errorf("%s read nothing of what was queued for it for %s", c.opts.Peer, c.opts.ResponseWait)
-	default:
+		notReading = true
+	case !notReading:
 		return err
 	}
-	size := len(resp.Result)
-	c.log.Warn("result dropped: the peer is not reading", "peer", c.opts.Peer, "method", LogMethod(req.Method), "id", LogID(req.ID), "bytes", size, "error", err)
+	c.log.Warn("result dropped", "peer", c.opts.Peer, "method", LogMethod(req.Method), "id", LogID(req.ID), "bytes", size, "error", err)
 	if c.opts.OnDropped != nil {
 		c.opts.OnDropped(req, size, err)
 	}
+	why := "it is too large for the " + c.opts.Peer
+	if notReading {
+		why = "the " + c.opts.Peer + " was not reading its input"
+	}
 	return c.write(ctx, &Message{ID: req.ID, Error: Errorf(CodeInternalError,
-		"mcp-gate dropped the %d-byte result of %s because the %s was not reading its input: %v", size, req.Method, c.opts.Peer, err)})
+		"mcp-gate dropped the %d-byte %s %s because %s: %v", size, what, req.Method, why, err)})
 }
 
 // callHandler runs the handler and turns a panic into an internal error: one

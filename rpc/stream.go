@@ -14,8 +14,15 @@ import (
 	"time"
 )
 
-// DefaultMaxMessageBytes bounds one message when Limits.MaxMessageBytes is 0.
-const DefaultMaxMessageBytes = 32 << 20
+// DefaultMaxMessageBytes bounds one message, read or written, when
+// Limits.MaxMessageBytes is 0. Peers bound what they read too, and some
+// end the whole connection on a longer line rather than fail one message:
+// the TypeScript SDK's stdio reader (hosts and servers built on it) at 10
+// MiB held at once, which may be a message and the next 64 KiB read behind
+// it, and Claude Code's at 16 MiB. A gate that passed on larger messages
+// would let one server's large result cut its host off from every server;
+// 8 MiB stays under both with room.
+const DefaultMaxMessageBytes = 8 << 20
 
 // writeChunk is the most a Stream hands to its writer at once, so that the
 // progress of a large message is visible to Limits.WriteTimeout: a peer
@@ -653,11 +660,13 @@ func keepTail(tail, frag []byte) []byte {
 }
 
 // Write encodes m as one line and sends or queues it; see Transport.
+// A message larger than the Stream's message limit is not written: the
+// error is a *TooLargeError.
 func (s *Stream) Write(ctx context.Context, m *Message) error {
 	if s.tw != nil {
 		return s.writePooled(ctx, m) // writepool.go
 	}
-	o, err := encodeLine(m)
+	o, err := s.encodeLine(nil, m)
 	if err != nil {
 		return err
 	}
@@ -705,12 +714,28 @@ func (s *Stream) writeOutgoing(ctx context.Context, o outgoing) error {
 // second time on its way out.
 const largePayload = 32 << 10
 
-// encodeLine encodes m as one line. A large payload is not copied: the
-// line is its head, the payload itself, and the closing brace and newline.
-// The payload is sent from m's own bytes, possibly after Write returned
-// (Transport.Write says so).
-func encodeLine(m *Message) (outgoing, error) {
-	return encodeLineInto(nil, m)
+// encodeLine encodes m as one line, appending to buf (see
+// encodeLineInto). A large payload is not copied: the line is its head,
+// the payload itself, and the closing brace and newline. The payload is
+// sent from m's own bytes, possibly after Write returned (Transport.Write
+// says so). Every line the Stream writes is built here, and one whose
+// message is larger than the limit the Stream reads by is refused with a
+// *TooLargeError. The limit holds both ways because what the gate writes
+// comes from what it read, grown on the way (hidden characters made
+// visible, an id, a name), or is its own, and a peer that reads by a limit
+// of its own may end the whole connection on a larger line.
+func (s *Stream) encodeLine(buf []byte, m *Message) (outgoing, error) {
+	o, err := encodeLineInto(buf, m)
+	if err != nil {
+		return o, err
+	}
+	// A short message always goes: the error that answers a request in
+	// place of what was too large for either side must reach the peer
+	// under any limit, and no peer reads by a limit that small.
+	if n := o.len() - 1; n > s.max && n > smallMessage { // the newline is not counted
+		return outgoing{msg: o.msg[:0]}, &TooLargeError{Size: n, Limit: s.max}
+	}
+	return o, nil
 }
 
 // lineTail ends a line sent as head, payload and tail.
@@ -832,7 +857,7 @@ func (s *Stream) Flush(ctx context.Context) error {
 // tryWrite queues m if there is room at once, for a Conn that must not wait
 // (a cancellation owed to a peer that may not be reading).
 func (s *Stream) tryWrite(m *Message) (bool, error) {
-	o, err := encodeLine(m)
+	o, err := s.encodeLine(nil, m)
 	if err != nil {
 		return false, err
 	}

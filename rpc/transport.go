@@ -62,9 +62,11 @@ type Flusher interface {
 
 // Limits bound what a transport accepts and how long it waits on a peer.
 type Limits struct {
-	// MaxMessageBytes bounds one incoming message; a stream's line end
-	// (LF or CR LF) is not counted. 0 means DefaultMaxMessageBytes. A
-	// larger message is a *MessageError, not the end of the transport.
+	// MaxMessageBytes bounds one message; a stream's line end (LF or CR
+	// LF) is not counted. 0 means DefaultMaxMessageBytes. A larger
+	// incoming message is a *MessageError, not the end of the transport;
+	// a Stream writes none larger either (messages up to 4 KiB excepted):
+	// its Write returns a *TooLargeError and writes nothing.
 	MaxMessageBytes int
 	// WriteTimeout bounds how long a Write may wait for room while the peer
 	// reads nothing at all: past it the Write returns a *StallError. A peer

@@ -36,8 +36,11 @@ var lineBufs = sync.Pool{New: func() any {
 // writePooled encodes m into a pooled buffer and writes it in direct mode.
 func (s *Stream) writePooled(ctx context.Context, m *Message) error {
 	bp := lineBufs.Get().(*[]byte)
-	o, err := encodeLineInto((*bp)[:0], m)
+	o, err := s.encodeLine((*bp)[:0], m)
 	if err != nil {
+		if o.msg != nil && cap(o.msg) <= pooledLineMax {
+			*bp = o.msg[:0] // as the encoder grew it
+		}
 		lineBufs.Put(bp)
 		return err
 	}
