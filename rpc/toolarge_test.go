@@ -42,7 +42,7 @@ func testWriteTooLarge(t *testing.T, pipe func(*testing.T) (io.ReadCloser, io.Wr
 	}
 	results["exact"] = result(limit)
 	results["over"] = result(limit + 1)
-	results["large-class"] = result(3 * limit)       // written from its own bytes (largePayload)
+	results["large-class"] = result(3 * limit) // written from its own bytes (largePayload)
 	dropped := make(chan int, 10)
 	conn := New(NewStream(connR, connW, nil, Limits{MaxMessageBytes: limit}), funcs{call: func(_ context.Context, req *Message) (json.RawMessage, error) {
 		switch req.Method {
