@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Host set-up: after `mcp-gate install claude-code`, a repository update
@@ -161,4 +164,47 @@ func TestBypassHostStateDirectoriesOthersMayWrite(t *testing.T) {
 			t.Errorf("doctor does not flag %s:\n%s", d, out)
 		}
 	}
+}
+
+// The servers file: a key twice in one object was read as its last
+// occurrence (as Node hosts read it), while whoever reviews the file reads
+// the first: `"inheritEnv": false` followed further down by
+// `"inheritEnv": true` handed the server the gate's whole environment. The
+// file is refused: check fails, and serve serves nothing.
+func TestBypassHostServersFileDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	needNode(t)
+	ev := everything()
+	dir := t.TempDir()
+	servers := filepath.Join(dir, "servers.json")
+	text := `{"mcpServers": {"ev": {
+  "command": "node", "args": [` + strconvQuote(ev.Args[0]) + `, "stdio"],
+  "inheritEnv": false,
+  "env": {"GZIP_ALLOWED_DOMAINS": "example.invalid"},
+  "inheritEnv": true
+}}}`
+	if err := os.WriteFile(servers, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	out, err := runCmd(gateBin, "check", "--servers", servers, "--policy", filepath.Join(wd, "testdata", "allow-all.yaml"))
+	if err == nil || !strings.Contains(out, `duplicate key "inheritEnv" in the object at /mcpServers/ev`) {
+		t.Errorf("check passed a servers file with a key twice: %v\n%s", err, out)
+	}
+
+	g := gateCommand(t, nil, "--servers", servers)
+	g.cmd.Env = append(g.cmd.Env, "MCPGATE_E2E_DUP_SECRET=s3cr3t-dup")
+	sess := g.connect(t, nil)
+	res, err := sess.CallTool(ctxT(t, 60*time.Second), &mcp.CallToolParams{Name: "ev__get-env"})
+	if err == nil && !res.IsError {
+		t.Errorf("a servers file with a key twice was served")
+	}
+	if err == nil && strings.Contains(resultText(res), "s3cr3t-dup") {
+		t.Errorf("the gate's environment reached the server through the second inheritEnv")
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
