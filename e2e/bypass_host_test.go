@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -207,4 +208,40 @@ func TestBypassHostServersFileDuplicateKeys(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// A repository whose .claude/settings.local.json is a link to the user's
+// ~/.claude.json: install planned its edit of each on the same bytes and
+// wrote one over the other, so the project's .mcp.json server it said it
+// had disabled stayed live beside the gate in the real Claude Code CLI.
+// Install now refuses and writes nothing.
+func TestBypassHostLinkedSettingsUndoInstall(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "project", "pev", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	if err := os.MkdirAll(filepath.Join(h.proj, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "..", ".claude.json"), filepath.Join(h.proj, ".claude", "settings.local.json")); err != nil {
+		t.Fatal(err)
+	}
+	before := h.read(t, ".claude.json")
+	out, err := h.try(gateBin, "install", "claude-code")
+	if err == nil || !strings.Contains(out, "are the same file") {
+		t.Errorf("install over a linked settings.local.json: %v\n%s", err, out)
+	}
+	if err == nil {
+		for _, name := range claudeInitTools(t, h, claude) {
+			if strings.HasPrefix(name, "mcp__pev__") {
+				t.Errorf("after install said it was done, the host sees %s beside the gate", name)
+				break
+			}
+		}
+	} else if !bytes.Equal(h.read(t, ".claude.json"), before) {
+		t.Error("a refused install wrote .claude.json")
+	}
 }

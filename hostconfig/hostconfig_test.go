@@ -568,3 +568,36 @@ func TestProjectGateEntryNotTrusted(t *testing.T) {
 		}
 	}
 }
+
+// A repository's .claude/settings.local.json linked to the host's
+// .claude.json: install planned both edits on the file's bytes before
+// either, so the second write undid the first (the disabled .mcp.json
+// servers, or the gate and the moved servers), after install said it was
+// done. Two edits that land on one file refuse the plan, nothing written.
+func TestApplyRefusesTwoEditsOfOneFile(t *testing.T) {
+	o := testOptions(t)
+	cfg := ClaudeCodeConfigPath(o)
+	before := `{"mcpServers":{"u":{"command":"x"}}}`
+	write(t, cfg, before)
+	write(t, filepath.Join(o.Cwd, ".mcp.json"), `{"mcpServers":{"p":{"command":"y"}}}`)
+	if err := os.MkdirAll(filepath.Join(o.Cwd, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(filepath.Join(o.Cwd, ".claude"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rel, filepath.Join(o.Cwd, ".claude", "settings.local.json")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanInstall(o, "claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(o, p); err == nil || !strings.Contains(err.Error(), "are the same file") {
+		t.Errorf("apply of two edits of one file: %v\n%s", err, read(t, cfg))
+	}
+	if got := read(t, cfg); got != before {
+		t.Errorf("written:\n%s", got)
+	}
+}
