@@ -3,6 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +246,34 @@ func TestBypassHostLinkedSettingsUndoInstall(t *testing.T) {
 		}
 	} else if !bytes.Equal(h.read(t, ".claude.json"), before) {
 		t.Error("a refused install wrote .claude.json")
+	}
+}
+
+// The ops endpoints on --ops-addr: a web page that re-points a name of its
+// own to 127.0.0.1 (DNS rebinding) read /metrics (server keys, rule names,
+// the policy revision) with its name as Host. Only a loopback Host is
+// answered.
+func TestBypassHostOpsRebinding(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")}, "--ops-addr", "127.0.0.1:0")
+	sess := g.connect(t, nil)
+	defer sess.Close()
+	base := g.opsAddr(t)
+	u, _ := url.Parse(base + "/metrics")
+	for host, want := range map[string]int{"rebind.example:" + u.Port(): http.StatusMisdirectedRequest, u.Host: http.StatusOK, "localhost:" + u.Port(): http.StatusOK} {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d; want %d", host, resp.StatusCode, want)
+		}
+		if want != http.StatusOK && strings.Contains(string(body), "honest") {
+			t.Errorf("Host %s read the metrics:\n%s", host, body)
+		}
 	}
 }
