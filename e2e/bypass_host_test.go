@@ -277,3 +277,42 @@ func TestBypassHostOpsRebinding(t *testing.T) {
 		}
 	}
 }
+
+// A project's own server with a relative file ("sh server.sh"), moved by
+// install into the servers file that every session of every project uses,
+// was started by the gate in whatever directory the next session began:
+// opening another repository that has a server.sh ran that repository's
+// script, unasked, as soon as the gate listed its servers. The moved entry
+// runs in its own project now.
+func TestBypassHostProjectServerRunsElsewhere(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	script := "#!/bin/sh\nexec node '" + ev.Args[0] + "' stdio\n"
+	if err := os.WriteFile(filepath.Join(h.proj, "server.sh"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, claude, "mcp", "add", "--scope", "project", "mine", "--", "sh", "server.sh")
+	h.run(t, gateBin, "install", "claude-code")
+
+	// Another repository, opened next.
+	other := filepath.Join(h.dir, "other")
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(h.dir, "ran-the-other-repository-script")
+	evil := "#!/bin/sh\necho ran > '" + marker + "'\nexec node '" + ev.Args[0] + "' stdio\n"
+	if err := os.WriteFile(filepath.Join(other, "server.sh"), []byte(evil), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.proj = other
+	tools := claudeInitTools(t, h, claude)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the gate ran the other repository's server.sh under the moved project server's entry")
+	}
+	if !contains(tools, "mcp__gate__mine__echo") {
+		t.Errorf("the moved server is not served from its own project: %v", tools)
+	}
+}

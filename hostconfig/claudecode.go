@@ -61,7 +61,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	gate = reorder(gate, "type", "command", "args", "env")
 
 	if slices.Equal(at, user) {
-		if err := moveJSONServers(o, p, sf, f, user, "user scope", gate, true); err != nil {
+		if err := moveJSONServers(o, p, sf, f, user, "user scope", gate, true, ""); err != nil {
 			return err
 		}
 	} else if u := lookup(f.tree, user); u != nil {
@@ -71,7 +71,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 			}
 		}
 	}
-	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true); err != nil {
+	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true, proj); err != nil {
 		return err
 	}
 	// Claude Code 2.1 keeps a project's disabledMcpjsonServers in the
@@ -148,7 +148,7 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 			p.Notes = append(p.Notes, fmt.Sprintf("%s: %q starts mcp-gate with the project's own settings (its policy, servers, env and directory are the repository's); it is disabled for this user in %s and not moved: the gate install registers serves your servers under your policy", mcpPath, name, f.path))
 			continue
 		}
-		conv, err := convertJSONEntry(mcpPath, name, e, true)
+		conv, err := convertJSONEntry(mcpPath, name, e, true, proj)
 		if err != nil {
 			return err
 		}

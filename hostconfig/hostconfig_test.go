@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -600,4 +601,46 @@ func TestApplyRefusesTwoEditsOfOneFile(t *testing.T) {
 	if got := read(t, cfg); got != before {
 		t.Errorf("written:\n%s", got)
 	}
+}
+
+// A server registered for one project (its .mcp.json, a parent's, or the
+// project's local scope) is started by the host only in that project's
+// sessions, in the session's directory: "python server.py" runs the
+// project's server.py. Moved into the servers file every session of every
+// project uses, it ran whatever server.py the repository the user opened
+// next held. Its cwd is pinned to the project now; a server registered
+// for every session keeps none.
+func TestProjectServerRunsInItsProject(t *testing.T) {
+	o := testOptions(t)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"y","args":["u.py"]}},"projects":{`+strconvQuote(o.Cwd)+`:{"mcpServers":{"loc":{"command":"node","args":["./index.js"]}}}}}`)
+	write(t, filepath.Join(o.Cwd, ".mcp.json"), `{"mcpServers":{"py":{"command":"python","args":["server.py"]},"rel":{"command":"./bin/s","cwd":"sub"},"abs":{"command":"x","cwd":"/opt/x"},"var":{"command":"x","cwd":"${HOME}/w"}}}`)
+	write(t, filepath.Join(o.Home, ".mcp.json"), `{"mcpServers":{"up":{"command":"python","args":["up.py"]}}}`)
+	install(t, o, "claude-code")
+	var sf struct {
+		MCPServers map[string]struct {
+			Cwd *string `json:"cwd"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(read(t, o.Servers)), &sf); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"py": o.Cwd, "rel": filepath.Join(o.Cwd, "sub"), "abs": "/opt/x", "var": "${HOME}/w", "loc": o.Cwd,
+		"up": o.Cwd, // a parent's .mcp.json: the host ran it in this project's sessions
+		"u":  "",    // user scope: every session, as before
+	} {
+		e, ok := sf.MCPServers[name]
+		got := ""
+		if ok && e.Cwd != nil {
+			got = *e.Cwd
+		}
+		if !ok || got != want {
+			t.Errorf("server %s: cwd %q (listed %v); want %q", name, got, ok, want)
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
