@@ -118,7 +118,7 @@ func MkdirPrivate(dir string) error {
 	if err != nil {
 		return err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	if ownerKnown && fi.Mode().Perm()&0o077 != 0 {
 		if err := root.Chmod(".", 0o700); err != nil {
 			return fmt.Errorf("making %s private: %w", dir, err)
 		}
