@@ -141,6 +141,12 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 		if slices.Contains(names, name) {
 			continue
 		}
+		if s.Foreign {
+			disabled.Elems = append(disabled.Elems, Leaf(name))
+			p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"disabledMcpjsonServers"}, Name: name})
+			p.Notes = append(p.Notes, fmt.Sprintf("%s is not yours or others may write it: %q is disabled for this user in %s and not moved into your servers file (move it by hand if you trust it)", mcpPath, name, f.path))
+			continue
+		}
 		args, _ := e.Get("args").Strings()
 		if looksLikeGate(o, e.Get("command").String(), args) {
 			disabled.Elems = append(disabled.Elems, Leaf(name))

@@ -644,3 +644,49 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// Claude Code reads .mcp.json in every directory above the project, /tmp
+// and other users' directories included. A server in a file that is not
+// the user's, or that anyone may write, is disabled and not moved into the
+// user's servers file, which every session of theirs would start it from.
+func TestForeignMCPJSONDisabledNotMoved(t *testing.T) {
+	o := testOptions(t)
+	parent := filepath.Join(o.Home, ".mcp.json")
+	write(t, parent, `{"mcpServers":{"planted":{"command":"/tmp/x/run"}}}`)
+	if err := os.Chmod(parent, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(o.Cwd, ".mcp.json"), `{"mcpServers":{"own":{"command":"y"}}}`)
+	p := install(t, o, "claude-code")
+	local := read(t, filepath.Join(o.Cwd, ".claude", "settings.local.json"))
+	if !strings.Contains(local, `"planted"`) || !strings.Contains(local, `"own"`) {
+		t.Errorf("not disabled:\n%s", local)
+	}
+	servers := read(t, o.Servers)
+	if strings.Contains(servers, "/tmp/x/run") || !strings.Contains(servers, `"own"`) {
+		t.Errorf("servers file:\n%s", servers)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `"planted" is disabled for this user`) {
+		t.Errorf("notes: %v", p.Notes)
+	}
+	if os.Getuid() != 0 {
+		return
+	}
+	// Another user's file, not writable by anyone else.
+	o2 := testOptions(t)
+	parent = filepath.Join(o2.Home, ".mcp.json")
+	write(t, parent, `{"mcpServers":{"theirs":{"command":"/home/them/run"}}}`)
+	if err := os.Chmod(parent, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(parent, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	install(t, o2, "claude-code")
+	if b, err := os.ReadFile(o2.Servers); err == nil && strings.Contains(string(b), "/home/them/run") {
+		t.Errorf("another user's server moved into the servers file:\n%s", b)
+	}
+	if !strings.Contains(read(t, filepath.Join(o2.Cwd, ".claude", "settings.local.json")), `"theirs"`) {
+		t.Error("another user's server not disabled")
+	}
+}

@@ -164,6 +164,11 @@ func scanClaudeCode(o Options) HostReport {
 type ProjectServer struct {
 	File, Name string
 	Entry      *Node
+	// Foreign: the file is not the user's, or anyone may write it (a
+	// .mcp.json in /tmp or in another user's directory above the
+	// project). The host reads it all the same; install disables its
+	// servers and moves none, as what they run is not the user's.
+	Foreign bool
 }
 
 // ClaudeMCPJSONFiles are the project files Claude Code reads servers from
@@ -201,6 +206,10 @@ func ClaudeProjectServers(o Options) ([]ProjectServer, error) {
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}
+		foreign := false
+		if fi, err := os.Stat(path); err == nil && notUsers(fi) {
+			foreign = true
+		}
 		tree, err := ParseTree(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -214,7 +223,7 @@ func ClaudeProjectServers(o Options) ([]ProjectServer, error) {
 				continue // a nearer file's entry wins
 			}
 			seen[name] = true
-			out = append(out, ProjectServer{File: path, Name: name, Entry: servers.Vals[i]})
+			out = append(out, ProjectServer{File: path, Name: name, Entry: servers.Vals[i], Foreign: foreign})
 		}
 	}
 	return out, nil
