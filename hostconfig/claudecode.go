@@ -61,7 +61,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	gate = reorder(gate, "type", "command", "args", "env")
 
 	if slices.Equal(at, user) {
-		if err := moveJSONServers(o, p, sf, f, user, "user scope", gate, true); err != nil {
+		if err := moveJSONServers(o, p, sf, f, user, "user scope", gate, true, ""); err != nil {
 			return err
 		}
 	} else if u := lookup(f.tree, user); u != nil {
@@ -71,7 +71,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 			}
 		}
 	}
-	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true); err != nil {
+	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true, proj); err != nil {
 		return err
 	}
 	// Claude Code 2.1 keeps a project's disabledMcpjsonServers in the
@@ -112,23 +112,19 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	return nil
 }
 
-// disableMCPJSON moves the servers of the project's .mcp.json into the
+// disableMCPJSON moves the servers of the project's .mcp.json files (the
+// project directory's and its parents', ClaudeProjectServers) into the
 // servers file and lists them in the project's disabledMcpjsonServers, so
-// Claude Code no longer starts them for this user; the shared file stays
-// as the project wrote it.
+// Claude Code no longer starts them for this user; the shared files stay
+// as the project wrote them. An entry there that starts mcp-gate is
+// disabled and not moved: it runs with the project's policy and servers.
 func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj string) error {
-	mcpPath := filepath.Join(proj, ".mcp.json")
-	data, err := os.ReadFile(mcpPath)
+	servers, err := ClaudeProjectServers(o)
 	if err != nil {
+		return err
+	}
+	if len(servers) == 0 {
 		return nil // no .mcp.json: nothing to disable
-	}
-	tree, err := ParseTree(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", mcpPath, err)
-	}
-	servers := tree.Get("mcpServers")
-	if servers == nil || servers.Kind != '{' {
-		return nil
 	}
 	entry := f.tree
 	disabled := entry.Get("disabledMcpjsonServers")
@@ -140,16 +136,25 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 	if !ok {
 		return fmt.Errorf("%s: disabledMcpjsonServers is not a list of names", f.path)
 	}
-	for i, name := range servers.Keys {
+	for _, s := range servers {
+		name, e, mcpPath := s.Name, s.Entry, s.File
 		if slices.Contains(names, name) {
 			continue
 		}
-		e := servers.Vals[i]
+		if s.Foreign {
+			disabled.Elems = append(disabled.Elems, Leaf(name))
+			p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"disabledMcpjsonServers"}, Name: name})
+			p.Notes = append(p.Notes, fmt.Sprintf("%s is not yours or others may write it: %q is disabled for this user in %s and not moved into your servers file (move it by hand if you trust it)", mcpPath, name, f.path))
+			continue
+		}
 		args, _ := e.Get("args").Strings()
 		if looksLikeGate(o, e.Get("command").String(), args) {
-			continue // the project already puts a gate in front: leave it
+			disabled.Elems = append(disabled.Elems, Leaf(name))
+			p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"disabledMcpjsonServers"}, Name: name})
+			p.Notes = append(p.Notes, fmt.Sprintf("%s: %q starts mcp-gate with the project's own settings (its policy, servers, env and directory are the repository's); it is disabled for this user in %s and not moved: the gate install registers serves your servers under your policy", mcpPath, name, f.path))
+			continue
 		}
-		conv, err := convertJSONEntry(mcpPath, name, e, true)
+		conv, err := convertJSONEntry(mcpPath, name, e, true, proj)
 		if err != nil {
 			return err
 		}

@@ -142,7 +142,7 @@ func planCodex(o Options, p *Plan, sf *serversFile) error {
 	// entry with only enabled = false breaks Codex outside the project).
 	for _, pp := range CodexProjectConfigs(o) {
 		var pr HostReport
-		scanCodexFile(o, &pr, pp, "")
+		scanCodexFile(o, &pr, pp, filepath.Dir(filepath.Dir(pp)))
 		for _, d := range pr.Direct {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s registers %q directly: when Codex trusts this project, the model can call it without the policy; move it into the servers file and remove it there (install does not edit a project's file)", pp, d.Name))
 		}

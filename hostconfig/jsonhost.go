@@ -100,8 +100,10 @@ func looksLikeGate(o Options, command string, args []string) bool {
 // a servers-file entry. The keys both hosts document are carried in their
 // order; any other key is refused, since dropping it could change what the
 // server does. inheritAll marks a host that gives its servers its whole
-// environment (Claude Code), which the moved server keeps.
-func convertJSONEntry(where, name string, e *Node, inheritAll bool) (*Node, error) {
+// environment (Claude Code), which the moved server keeps. project is the
+// directory of a server registered for one project only ("" for one
+// registered for every session): see projectCwd.
+func convertJSONEntry(where, name string, e *Node, inheritAll bool, project string) (*Node, error) {
 	if e.Kind != '{' {
 		return nil, fmt.Errorf("%s: server %q is not an object", where, name)
 	}
@@ -125,6 +127,11 @@ func convertJSONEntry(where, name string, e *Node, inheritAll bool) (*Node, erro
 	if stdio && out.Get("command") == nil {
 		return nil, fmt.Errorf("%s: server %q has neither command nor url", where, name)
 	}
+	if stdio && project != "" {
+		if err := projectCwd(where, name, out, project); err != nil {
+			return nil, err
+		}
+	}
 	if stdio && inheritAll {
 		out.Set("inheritEnv", Leaf(true))
 	}
@@ -137,9 +144,33 @@ func convertJSONEntry(where, name string, e *Node, inheritAll bool) (*Node, erro
 	return out, nil
 }
 
+// projectCwd pins the working directory of a server registered for one
+// project to that project. The host starts such a server only in that
+// project's sessions, in the session's directory, so a relative command or
+// argument ("python server.py", "node ./build/index.js") names the
+// project's file; behind the gate it is in the servers file every session
+// of every project uses, and the gate would run whatever file of that name
+// the repository the user opens next holds. An absent cwd becomes the
+// project directory, a relative one is resolved against it.
+func projectCwd(where, name string, out *Node, project string) error {
+	cwd := project
+	if c := out.Get("cwd"); c != nil {
+		s := c.String()
+		if c.Kind != 0 || len(c.Raw) == 0 || c.Raw[0] != '"' {
+			return fmt.Errorf("%s: server %q has a cwd that is not a string", where, name)
+		}
+		if filepath.IsAbs(s) || strings.Contains(s, "${") {
+			return nil
+		}
+		cwd = filepath.Join(project, s)
+	}
+	out.Set("cwd", Leaf(cwd))
+	return nil
+}
+
 // moveJSONServers moves every server of the object at path in f into the
 // servers file, leaving an entry equal to the gate alone.
-func moveJSONServers(o Options, p *Plan, sf *serversFile, f *jsonFile, path []string, where string, gate *Node, inheritAll bool) error {
+func moveJSONServers(o Options, p *Plan, sf *serversFile, f *jsonFile, path []string, where string, gate *Node, inheritAll bool, project string) error {
 	obj := lookup(f.tree, path)
 	if obj == nil {
 		return nil
@@ -153,7 +184,7 @@ func moveJSONServers(o Options, p *Plan, sf *serversFile, f *jsonFile, path []st
 		if looksLikeGate(o, e.Get("command").String(), args) {
 			return fmt.Errorf("%s: %q already starts mcp-gate with other settings; run \"mcp-gate uninstall\" or remove it first", where, name)
 		}
-		conv, err := convertJSONEntry(where, name, e, inheritAll)
+		conv, err := convertJSONEntry(where, name, e, inheritAll, project)
 		if err != nil {
 			return err
 		}
@@ -194,7 +225,7 @@ func planClaudeDesktop(o Options, p *Plan, sf *serversFile) error {
 	}
 	gate, _ := FromValue(map[string]any{"command": o.Command, "args": gateArgs(o)})
 	gate = reorder(gate, "command", "args")
-	if err := moveJSONServers(o, p, sf, f, []string{"mcpServers"}, path, gate, false); err != nil {
+	if err := moveJSONServers(o, p, sf, f, []string{"mcpServers"}, path, gate, false, ""); err != nil {
 		return err
 	}
 	if err := registerJSONGate(o, p, f, []string{"mcpServers"}, gate); err != nil {

@@ -167,6 +167,9 @@ func Apply(o Options, p *Plan) error {
 	if !p.Changed() {
 		return nil
 	}
+	if err := distinctFiles(p.Edits); err != nil {
+		return err
+	}
 	prev, err := LoadState(o, p.Host)
 	if err != nil {
 		return err
@@ -232,6 +235,38 @@ func Apply(o Options, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// distinctFiles refuses a plan two of whose edits land on one file: each
+// edit was planned on the file's bytes before the other, so the second
+// write would undo the first. A file a repository controls (its
+// .claude/settings.local.json) can be a link to any other (the host's
+// .claude.json, the servers file): the edit made through it would put the
+// moved servers back and take the gate out, after install said it was
+// done.
+func distinctFiles(edits []FileEdit) error {
+	seen := map[string]string{}
+	for _, e := range edits {
+		real := realPath(e.Path)
+		if first, ok := seen[real]; ok {
+			return fmt.Errorf("%s and %s are the same file (%s), through a link: install would write one edit over the other; nothing was written: remove the link", first, e.Path, real)
+		}
+		seen[real] = e.Path
+	}
+	return nil
+}
+
+// realPath is path with every link resolved, as far as it exists.
+func realPath(path string) string {
+	path = filepath.Clean(path)
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	dir := filepath.Dir(path)
+	if dir == path {
+		return path
+	}
+	return filepath.Join(realPath(dir), filepath.Base(path))
 }
 
 func writeState(o Options, st *State) error {

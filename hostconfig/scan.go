@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -126,17 +127,15 @@ func scanClaudeCode(o Options) HostReport {
 	if o.Cwd == "" {
 		return r
 	}
-	// The project's .mcp.json, less what this user disabled (in either place
-	// Claude Code reads).
-	data, err := os.ReadFile(filepath.Join(o.Cwd, ".mcp.json"))
+	// The project's .mcp.json files, less what this user disabled (in
+	// either place Claude Code reads).
+	servers, err := ClaudeProjectServers(o)
 	if err != nil {
+		r.Err = err
 		return r
 	}
-	r.Found = true
-	tree, err := ParseTree(data)
-	if err != nil {
-		r.Err = fmt.Errorf("%s: %w", filepath.Join(o.Cwd, ".mcp.json"), err)
-		return r
+	if len(servers) > 0 {
+		r.Found = true
 	}
 	var disabled []string
 	if pe := lookup(f.tree, []string{"projects", o.Cwd}); pe != nil {
@@ -147,18 +146,87 @@ func scanClaudeCode(o Options) HostReport {
 		d, _ := lf.tree.Get("disabledMcpjsonServers").Strings()
 		disabled = append(disabled, d...)
 	}
-	servers := lookup(tree, []string{"mcpServers"})
-	if servers == nil {
-		return r
+	for _, s := range servers {
+		if slices.Contains(disabled, s.Name) {
+			continue
+		}
+		// A project's file is the project's: an entry there that starts
+		// mcp-gate runs it with the project's policy and servers (its
+		// arguments, env and cwd are the repository's), so it is a way
+		// around the user's gate like any other server.
+		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: o.Cwd})
 	}
-	enabled := NewObject()
-	for i, name := range servers.Keys {
-		if !slices.Contains(disabled, name) {
-			enabled.Set(name, servers.Vals[i])
+	return r
+}
+
+// ProjectServer is a server a project's shared file registers: the name,
+// the file that defines it and its entry there.
+type ProjectServer struct {
+	File, Name string
+	Entry      *Node
+	// Foreign: the file is not the user's, or anyone may write it (a
+	// .mcp.json in /tmp or in another user's directory above the
+	// project). The host reads it all the same; install disables its
+	// servers and moves none, as what they run is not the user's.
+	Foreign bool
+}
+
+// ClaudeMCPJSONFiles are the project files Claude Code reads servers from
+// for a session started in o.Cwd: .mcp.json in that directory and in every
+// parent up to, not including, the file system root (a monorepo's root, the
+// home directory, whatever directory the checkout sits in), nearest first.
+// Only files that exist are listed.
+func ClaudeMCPJSONFiles(o Options) []string {
+	if o.Cwd == "" {
+		return nil
+	}
+	var out []string
+	for dir := filepath.Clean(o.Cwd); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, ".mcp.json")
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
 		}
 	}
-	classify(o, &r, filepath.Join(o.Cwd, ".mcp.json"), o.Cwd, enabled)
-	return r
+	return out
+}
+
+// ClaudeProjectServers are the servers Claude Code takes from the project's
+// .mcp.json files (ClaudeMCPJSONFiles) for a session in o.Cwd: for each
+// name, the entry of the nearest file that defines it, as Claude Code
+// merges them. A file that cannot be read is skipped (the host cannot read
+// it either); one that does not parse is an error.
+func ClaudeProjectServers(o Options) ([]ProjectServer, error) {
+	var out []ProjectServer
+	seen := map[string]bool{}
+	for _, path := range ClaudeMCPJSONFiles(o) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		foreign := false
+		if fi, err := os.Stat(path); err == nil && notUsers(fi) {
+			foreign = true
+		}
+		tree, err := ParseTree(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		servers := tree.Get("mcpServers")
+		if servers == nil || servers.Kind != '{' {
+			continue
+		}
+		for i, name := range servers.Keys {
+			if seen[name] {
+				continue // a nearer file's entry wins
+			}
+			seen[name] = true
+			out = append(out, ProjectServer{File: path, Name: name, Entry: servers.Vals[i], Foreign: foreign})
+		}
+	}
+	return out, nil
 }
 
 func scanCodex(o Options) HostReport {
@@ -194,7 +262,9 @@ func scanCodexFile(o Options, r *HostReport, path, project string) {
 		}
 		cmd, _ := e["command"].(string)
 		args := anyStrings(e["args"])
-		if looksLikeGate(o, cmd, args) {
+		// A project's file is the project's: a gate there runs with the
+		// project's settings, a way around the user's gate.
+		if project == "" && looksLikeGate(o, cmd, args) {
 			g := gateEntry(path, name, args)
 			g.Project = project
 			r.Gates = append(r.Gates, g)

@@ -225,7 +225,9 @@ func (s *Store) load(server string, fresh bool) (*File, error) {
 		return c.f, nil
 	}
 	p := s.path(server)
-	fi, err := os.Stat(p)
+	// A file missing from a directory others could write (or swap) is not
+	// "nothing pinned": statefile.Stat refuses such a directory.
+	fi, err := statefile.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return emptyFile(server), nil
 	}

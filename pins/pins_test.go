@@ -272,3 +272,36 @@ func TestLoadRacingAWriteDoesNotCacheTheOlderFile(t *testing.T) {
 		t.Fatalf("v1 after v2 was accepted: %v (pinned %s, %v); want a change from the v2 pin", st, Short(pin.Digest), err)
 	}
 }
+
+// A pins directory others may write is not trusted: a pin moved there
+// (its digest set to the changed definition's) or a file deleted there
+// (read as "nothing pinned", which pins whatever the server lists now) is
+// an error, never a match.
+func TestPinsInADirectoryOthersMayWriteFailClosed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pins")
+	s := Open(dir)
+	v1 := json.RawMessage(`{"name":"t","description":"one"}`)
+	v2 := json.RawMessage(`{"name":"t","description":"rug pull"}`)
+	if _, err := s.Observe("srv", map[string]json.RawMessage{"tool:t": v1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// Another user moves the pin to the changed definition.
+	forged := fmt.Sprintf(`{"version":1,"server":"srv","pinned":{"tool:t":{"digest":%q,"since":"2020-01-01T00:00:00Z"}}}`, Digest(v2))
+	if err := os.WriteFile(filepath.Join(dir, "srv.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := Open(dir) // a gate started now
+	if st, _, err := other.Check("srv", "tool:t", v2, Digest(v2)); err == nil || st == Same {
+		t.Errorf("a pin moved in a directory others may write: %v %v", st, err)
+	}
+	// Or deletes the file.
+	if err := os.Remove(filepath.Join(dir, "srv.json")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := Open(dir).Check("srv", "tool:t", v2, Digest(v2)); err == nil {
+		t.Errorf("a pins file deleted in a directory others may write read as nothing pinned: %v", st)
+	}
+}

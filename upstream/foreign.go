@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 )
 
 // A Report is everything reading a servers file found: the entries that
@@ -72,6 +74,15 @@ func CheckServers(filename string, data []byte, lookupEnv func(string) (string, 
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return Report{}, fmt.Errorf("%s: not a JSON object: %w", filename, describeJSONError(data, err))
+	}
+	// A key twice in one object (a server, its "env" or "inheritEnv", a
+	// header), or two that differ only in case, is read as its last
+	// occurrence here and by Node hosts, while whoever reviews the file
+	// reads the first: the file must say one thing.
+	var ke *rawjson.KeyError
+	if err := rawjson.UniqueKeys(data); errors.As(err, &ke) {
+		line, col := position(data, int64(ke.Offset)+1)
+		return Report{}, fmt.Errorf("%s: line %d, column %d: %w; a servers file must name each key once", filename, line, col, err)
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {

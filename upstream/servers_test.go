@@ -166,6 +166,14 @@ func TestParseServersErrors(t *testing.T) {
 		{"empty var name", `{"mcpServers": {"s": {"command": "${:-x}"}}}`, []string{`"" is not a variable name`}},
 		{"bad env name", `{"mcpServers": {"s": {"command": "x", "env": {"A=B": "1"}}}}`, []string{`env: "A=B" is not a valid variable name`}},
 		{"empty env name", `{"mcpServers": {"s": {"command": "x", "env": {"": "1"}}}}`, []string{`env: "" is not a valid variable name`}},
+		// Read as the last occurrence here and by Node hosts, as the first
+		// by whoever reviews the file.
+		{"server twice", "{\"mcpServers\": {\"s\": {\"command\": \"x\"},\n \"s\": {\"command\": \"y\"}}}", []string{`servers.json: line 2, column 2: duplicate key "s" in the object at /mcpServers`, "each key once"}},
+		{"inheritEnv twice", `{"mcpServers": {"s": {"command": "x", "inheritEnv": false, "inheritEnv": true}}}`, []string{`duplicate key "inheritEnv" in the object at /mcpServers/s`}},
+		{"disabled twice", `{"mcpServers": {"s": {"command": "x", "disabled": true, "disabled": false}}}`, []string{`duplicate key "disabled"`}},
+		{"env twice", `{"mcpServers": {"s": {"command": "x", "env": {"A": "1"}, "env": {"B": "2"}}}}`, []string{`duplicate key "env"`}},
+		{"env name in two cases", `{"mcpServers": {"s": {"command": "x", "env": {"TOKEN": "1", "Token": "2"}}}}`, []string{`keys "TOKEN" and "Token" differ only in case, in the object at /mcpServers/s/env`}},
+		{"mcpServers twice", `{"mcpServers": {"s": {"command": "x"}}, "mcpServers": {"t": {"command": "y"}}}`, []string{`duplicate key "mcpServers"`}},
 		{
 			"all errors together",
 			`{"mcpServers": {"b": {"command": "x", "bogus": 1}, "a": {"type": "http"}, "ok": {"command": "x"}, "c": {"command": "${NOPE}", "url": "u"}}}`,

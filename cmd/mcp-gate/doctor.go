@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-gate/mcp-gate/approvals"
+	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/hostconfig"
+	"github.com/mcp-gate/mcp-gate/internal/statefile"
+	"github.com/mcp-gate/mcp-gate/pins"
 )
 
 // unstartableNote starts the line check --strict prints for a server it
@@ -121,6 +125,16 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		fmt.Fprintln(stdout, "ok: no catalog cache (skipped)")
 	}
+	// The state directories must be this user's alone: the gate neither
+	// reads nor writes one that others may write (its pins refuse every
+	// call, its cache is ignored).
+	for _, d := range stateDirs() {
+		if root, err := statefile.OpenDir(d); err == nil {
+			root.Close()
+		} else if errors.Is(err, statefile.ErrNotPrivate) {
+			problem(err.Error(), fmt.Sprintf("if only you wrote to it, make it yours alone (chown, chmod 700 %s); else remove it and let the gate make it again", d))
+		}
+	}
 
 	// Approval channels: an ask rule needs a human, reached through the
 	// host's form where it declares elicitation, else on the local
@@ -156,6 +170,18 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stdout, "no problems found")
 	return nil
+}
+
+// stateDirs are the pins and catalog cache directories serve uses.
+func stateDirs() []string {
+	var out []string
+	if d, err := pins.DefaultDir(); err == nil {
+		out = append(out, d)
+	}
+	if d, err := catalogcache.DefaultDir(); err == nil {
+		out = append(out, d)
+	}
+	return out
 }
 
 // cacheDir is $XDG_CACHE_HOME/mcp-gate, or ~/.cache/mcp-gate.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ type opsState struct {
 	stopping atomic.Bool
 	ctx      context.Context // serve's: done on SIGTERM
 	srv      *http.Server
+	addr     string // where serveOps listens
 	done     chan struct{}
 }
 
@@ -118,7 +120,8 @@ func serveOps(ctx context.Context, addr string, log *slog.Logger) (*opsState, er
 	o := newOps(ctx)
 	mux := http.NewServeMux()
 	ops.Mount(mux, o.m, o.ready)
-	o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	o.addr = ln.Addr().String()
+	o.srv = &http.Server{Handler: loopbackHostOnly(mux), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	o.done = make(chan struct{})
 	go func() {
 		defer close(o.done)
@@ -126,6 +129,35 @@ func serveOps(ctx context.Context, addr string, log *slog.Logger) (*opsState, er
 	}()
 	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "paths", []string{ops.HealthzPath, ops.ReadyzPath, ops.MetricsPath})
 	return o, nil
+}
+
+// loopbackHostOnly answers only requests whose Host names this machine's
+// loopback (localhost, 127.0.0.0/8, ::1): a web page the user opens can
+// make the browser connect to 127.0.0.1 under a name of the page's that it
+// re-points there (DNS rebinding) and read /metrics (server keys, rule
+// names, the policy revision) as same-origin; such a request carries the
+// page's name as its Host, and is refused with 421.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "mcp-gate: the ops endpoints answer only a loopback Host (127.0.0.1, [::1], localhost)", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // close marks the gate as stopping and stops the listener, if any.

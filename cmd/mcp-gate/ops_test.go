@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -198,5 +199,39 @@ func TestStandardLogThroughTheLogger(t *testing.T) {
 	stop()
 	if !strings.Contains(stderr.String(), `level=WARN msg="ERROR: a line from the log package"`) {
 		t.Errorf("the standard log's line is not in the gate's log format, at warn:\n%s", stderr.String())
+	}
+}
+
+// A web page that re-points a name of its own to 127.0.0.1 (DNS
+// rebinding) reaches --ops-addr with that name as Host, and the browser
+// lets it read the answer: the endpoints answer only a loopback Host.
+func TestOpsRefusesAForeignHost(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, err := serveOps(ctx, "127.0.0.1:0", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	_, port, _ := net.SplitHostPort(o.addr)
+	for host, want := range map[string]int{
+		"rebind.example:" + port: http.StatusMisdirectedRequest,
+		"rebind.example":         http.StatusMisdirectedRequest,
+		"127.0.0.1.nip.io":       http.StatusMisdirectedRequest,
+		"127.0.0.1:" + port:      http.StatusOK,
+		"127.1.2.3":              http.StatusOK,
+		"localhost:" + port:      http.StatusOK,
+		"[::1]:" + port:          http.StatusOK,
+	} {
+		req, _ := http.NewRequest("GET", "http://"+o.addr+"/healthz", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d; want %d", host, resp.StatusCode, want)
+		}
 	}
 }
