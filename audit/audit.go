@@ -70,8 +70,11 @@ type Logger struct {
 }
 
 // New returns a Logger that writes JSON lines to w.
-func New(w io.Writer) *Logger {
-	lw := newLockedWriter(fileWriter(w))
+func New(w io.Writer) *Logger { return newLogger(fileWriter(w)) }
+
+// newLogger returns a Logger that writes JSON lines to w as it is.
+func newLogger(w io.Writer) *Logger {
+	lw := newLockedWriter(w)
 	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.w = lw
 	return a

@@ -249,11 +249,13 @@ func openAudit(path string, stderr io.Writer, format string) (*audit.Logger, fun
 		}
 		return audit.New(stderr), func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// Opened by path, and again should the file be deleted or replaced
+	// while the gate runs (audit/reopen.go).
+	l, closeFile, err := audit.OpenFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--audit-log: %w", err)
 	}
-	return audit.New(f), func() { f.Close() }, nil
+	return l, func() { closeFile() }, nil
 }
 
 // flagError is a flag set's parse error as the command's result: --help
