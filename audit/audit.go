@@ -214,11 +214,12 @@ type Guard struct {
 	Count      int // characters neutralised
 }
 
-// Guard records a guard event.
-func (a *Logger) Guard(g Guard) {
+// Guard records a guard event, and returns as Decision does: a finding
+// the policy lets through under log-only must be on record to pass.
+func (a *Logger) Guard(g Guard) error {
 	r := a.begin(slog.LevelWarn, "guard", EventGuard)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeyDecisionID, g.DecisionID)
 	r.str(KeySession, g.Session)
@@ -229,7 +230,7 @@ func (a *Logger) Guard(g Guard) {
 	r.str(KeyKind, g.Kind)
 	r.str(KeyDetail, Redact(g.Detail))
 	r.int(KeyCount, int64(g.Count))
-	a.end(r)
+	return a.end(r)
 }
 
 // Elicitation is an upstream's request to ask the user something.

@@ -131,9 +131,9 @@ func (a userAudit) Approval(ap audit.Approval) error {
 	return err
 }
 
-func (a userAudit) Guard(g audit.Guard) {
+func (a userAudit) Guard(g audit.Guard) error {
 	g.User = a.user
-	a.Logger.Guard(g)
+	return a.Logger.Guard(g)
 }
 
 func (a userAudit) Elicitation(e audit.Elicitation) {
