@@ -243,11 +243,12 @@ type Elicitation struct {
 	Detail  string
 }
 
-// Elicitation records an upstream elicitation relayed or refused.
-func (a *Logger) Elicitation(e Elicitation) {
+// Elicitation records an upstream elicitation relayed or refused, and
+// returns as Decision does: a question relayed must be on record first.
+func (a *Logger) Elicitation(e Elicitation) error {
 	r := a.begin(slog.LevelInfo, "elicitation", EventElicitation)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeySession, e.Session)
 	r.str(KeyUser, e.User)
@@ -255,7 +256,7 @@ func (a *Logger) Elicitation(e Elicitation) {
 	r.str(KeyOutcome, e.Outcome)
 	r.str(KeyKind, e.Kind)
 	r.str(KeyDetail, Redact(e.Detail))
-	a.end(r)
+	return a.end(r)
 }
 
 // digestKey keys the argument digests of this process. A plain hash of

@@ -136,9 +136,13 @@ func (a userAudit) Guard(g audit.Guard) error {
 	return a.Logger.Guard(g)
 }
 
-func (a userAudit) Elicitation(e audit.Elicitation) {
+func (a userAudit) Elicitation(e audit.Elicitation) error {
 	e.User = a.user
-	a.Logger.Elicitation(e)
+	err := a.Logger.Elicitation(e)
+	if err != nil {
+		a.failed("elicitation", e.Server, err)
+	}
+	return err
 }
 
 // teamApprover is the approver of a session that acts for a team user (an

@@ -333,11 +333,16 @@ func (g *Session) vetElicitation(server string, host hostInfo, req *rpc.Message)
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
 	}
+	// A question put to the human is on record first, as a call is: one
+	// whose record cannot be written is declined (the failure is logged
+	// and counted by userAudit).
+	if g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode}) != nil {
+		return nil, nil
+	}
 	if mode == "url" {
 		id, _ := rawjson.GetString(req.Params, "elicitationId")
 		g.urlElicitations.add(server, id)
 	}
-	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
 	return params, nil
 }
 
