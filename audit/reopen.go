@@ -80,8 +80,8 @@ func (p *pathFile) Write(b []byte) (int, error) {
 		if err := p.reopen(); err != nil {
 			return 0, err
 		}
-		if _, err := p.w.Write(b); err != nil {
-			return 0, err
+		if n, err = p.w.Write(b); err != nil {
+			return n, err // of the new file: a part written there is a torn line of it
 		}
 	}
 	return 0, &os.PathError{Op: "write", Path: p.path, Err: errVanishing}
