@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An audit log that cannot be written (here /dev/full, whose every write
@@ -86,5 +89,40 @@ func TestAuditLogDeletedWhileRunning(t *testing.T) {
 	log := string(b)
 	if !strings.Contains(log, `"event":"audit_reopened"`) || !strings.Contains(log, `"event":"decision"`) || !strings.Contains(log, `"tool":"write_file"`) {
 		t.Fatalf("the call after the log was deleted is not on record at its path:\n%s", log)
+	}
+}
+
+// A resource URI of a megabyte (the model writes it; a message may have
+// 32 MB) made a decision line as long, which log shippers drop or split
+// (many skip lines past 16 to 100 KB): the read ran, and its record never
+// reached whoever reads the shipped log. Every value of a record is cut
+// now, saying its size and digest.
+func TestAuditLineBoundedWhateverTheURI(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
+	sess := g.connect(t, nil)
+	uri := "test://item/" + strings.Repeat("a", 1<<20)
+	if _, err := sess.ReadResource(ctxT(t, 60*time.Second), &mcp.ReadResourceParams{URI: uri}); err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	data, err := os.ReadFile(g.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `"event":"decision"`) || !strings.Contains(line, `"kind":"resource"`) {
+			continue
+		}
+		found = true
+		if len(line) > 16<<10 {
+			t.Fatalf("a decision line of %d bytes", len(line))
+		}
+		if !strings.Contains(line, "test://item/aaa") || !strings.Contains(line, "bytes in all, hmac-sha256:") {
+			t.Fatalf("the cut URI does not say what it was: %.300s", line)
+		}
+	}
+	if !found {
+		t.Fatal("no decision line of the read")
 	}
 }
