@@ -332,3 +332,49 @@ func TestAuditPipeNobodyReadsFailsInTime(t *testing.T) {
 		t.Fatalf("the record after the failure is not a line of its own: %q", last)
 	}
 }
+
+// An audit FIFO nobody has open for reading (the log shipper not
+// running) fails the gate's start within fifoWait, saying why, instead of
+// the open waiting for ever; one with a reader is written as a pipe.
+func TestAuditFIFOWithoutReaderFailsTheStart(t *testing.T) {
+	defer func(w time.Duration) { fifoWait = w }(fifoWait)
+	fifoWait = 300 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "audit.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, closeFile, err := OpenFile(path)
+		if err == nil {
+			closeFile()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err == nil || !strings.Contains(err.Error(), "no process read the FIFO") {
+			t.Fatalf("opening a FIFO nobody reads: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a FIFO nobody reads waited 10 s")
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, closeFile, err := OpenFile(path)
+	if err != nil {
+		t.Fatalf("a FIFO with a reader: %v", err)
+	}
+	defer closeFile()
+	if err := a.Decision(Decision{ID: "fifo-1"}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, _ := r.Read(buf)
+	if !strings.Contains(string(buf[:n]), `"decision_id":"fifo-1"`) {
+		t.Fatalf("the FIFO's reader got %q", buf[:n])
+	}
+}

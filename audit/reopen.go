@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -54,7 +56,32 @@ func OpenFile(path string) (*Logger, func() error, error) {
 }
 
 func (p *pathFile) open() (*os.File, error) {
+	if fi, err := os.Stat(p.path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		return openFIFO(p.path)
+	}
 	return os.OpenFile(p.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, p.perm)
+}
+
+// fifoWait is how long the gate waits at start for a reader of an audit
+// FIFO (a log shipper starting beside it).
+var fifoWait = 10 * time.Second
+
+// openFIFO opens a FIFO for writing once a process has it open for
+// reading, waiting fifoWait at most. A plain open waits for a reader for
+// ever: the gate hung at start, before it answered its host, when the
+// shipper was not running.
+func openFIFO(path string) (*os.File, error) {
+	deadline := time.Now().Add(fifoWait)
+	for {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
+		if err == nil || !errors.Is(err, syscall.ENXIO) {
+			return f, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: no process read the FIFO within %v", path, fifoWait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // maxReopens bounds the files tried for one write: a path deleted again

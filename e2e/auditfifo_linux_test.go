@@ -67,3 +67,38 @@ func TestAuditFIFONobodyReadsRefusesInTime(t *testing.T) {
 	}
 	t.Fatal("400 calls ran with the audit FIFO unread")
 }
+
+// An --audit-log FIFO that no process reads (the shipper not running):
+// the real gate does not start, and says why, within its wait for a
+// reader. Before, it waited in open(2) for ever, before answering its
+// host at all.
+func TestAuditFIFOWithoutReaderFailsTheStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "audit.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	cmd := exec.Command(gateBin, "serve",
+		"--servers", writeServers(t, dir, map[string]server{}),
+		"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--audit-log", fifo)
+	cmd.Env = ownUserEnv(t)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(stderr.String(), "no process read the FIFO") {
+			t.Fatalf("the gate with an unread audit FIFO: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(40 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the gate waited 40 s for a reader of its audit FIFO:\n%s", stderr.String())
+	}
+}
