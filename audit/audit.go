@@ -70,8 +70,11 @@ type Logger struct {
 }
 
 // New returns a Logger that writes JSON lines to w.
-func New(w io.Writer) *Logger {
-	lw := newLockedWriter(fileWriter(w))
+func New(w io.Writer) *Logger { return newLogger(fileWriter(w)) }
+
+// newLogger returns a Logger that writes JSON lines to w as it is.
+func newLogger(w io.Writer) *Logger {
+	lw := newLockedWriter(w)
 	a := NewHandler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.w = lw
 	return a
@@ -211,11 +214,12 @@ type Guard struct {
 	Count      int // characters neutralised
 }
 
-// Guard records a guard event.
-func (a *Logger) Guard(g Guard) {
+// Guard records a guard event, and returns as Decision does: a finding
+// the policy lets through under log-only must be on record to pass.
+func (a *Logger) Guard(g Guard) error {
 	r := a.begin(slog.LevelWarn, "guard", EventGuard)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeyDecisionID, g.DecisionID)
 	r.str(KeySession, g.Session)
@@ -226,7 +230,7 @@ func (a *Logger) Guard(g Guard) {
 	r.str(KeyKind, g.Kind)
 	r.str(KeyDetail, Redact(g.Detail))
 	r.int(KeyCount, int64(g.Count))
-	a.end(r)
+	return a.end(r)
 }
 
 // Elicitation is an upstream's request to ask the user something.
@@ -239,11 +243,12 @@ type Elicitation struct {
 	Detail  string
 }
 
-// Elicitation records an upstream elicitation relayed or refused.
-func (a *Logger) Elicitation(e Elicitation) {
+// Elicitation records an upstream elicitation relayed or refused, and
+// returns as Decision does: a question relayed must be on record first.
+func (a *Logger) Elicitation(e Elicitation) error {
 	r := a.begin(slog.LevelInfo, "elicitation", EventElicitation)
 	if r == nil {
-		return
+		return nil
 	}
 	r.str(KeySession, e.Session)
 	r.str(KeyUser, e.User)
@@ -251,7 +256,7 @@ func (a *Logger) Elicitation(e Elicitation) {
 	r.str(KeyOutcome, e.Outcome)
 	r.str(KeyKind, e.Kind)
 	r.str(KeyDetail, Redact(e.Detail))
-	a.end(r)
+	return a.end(r)
 }
 
 // digestKey keys the argument digests of this process. A plain hash of

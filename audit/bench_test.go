@@ -46,3 +46,19 @@ func BenchmarkDigest(b *testing.B) {
 		Digest(args)
 	}
 }
+
+// BenchmarkDecisionPath is BenchmarkDecisionFile for a log opened by path
+// (OpenFile, as serve --audit-log opens it): the write and the link count
+// read after it (reopen.go).
+func BenchmarkDecisionPath(b *testing.B) {
+	a, closeFile, err := OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeFile()
+	args := []byte(`{"text":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		benchDecision(a, args)
+	}
+}

@@ -46,6 +46,15 @@ var slowWrite = 10 * time.Millisecond
 
 const slowWrites = 3
 
+// pipeWait bounds how long a record waits for room in a pipe or FIFO (a
+// log shipper reading --audit-log's FIFO that stalled, a host that stopped
+// reading stderr). Past it the write fails, and the call it records is
+// refused, as on a full disk: without a bound, every call, a denial's
+// too, waited for ever, its writer holding the log, and the host's
+// cancellation freed nothing. A reader that catches up lets the next
+// record through.
+var pipeWait = 10 * time.Second
+
 // localFS are the statfs magic numbers of filesystems whose writes go to
 // the page cache of this machine: ext2/3/4, xfs, btrfs, tmpfs, ramfs,
 // f2fs, zfs, and overlayfs (a container's root, over one of these).
@@ -176,6 +185,9 @@ type rawFile struct {
 	p     []byte                // the write in progress
 	n     int                   // of p, written
 	errno syscall.Errno         // why the write stopped short
+	// waiting is set when the write in progress found a pipe full and
+	// set a deadline (pipeWait) to wait for room within.
+	waiting bool
 }
 
 func newRawFile(f *os.File, rc syscall.RawConn, timed bool) *rawFile {
@@ -191,6 +203,10 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	r.p, r.n, r.errno = p, 0, 0
 	if !r.timed {
 		err := r.rc.Write(r.write)
+		if r.waiting {
+			r.waiting = false
+			r.f.SetWriteDeadline(time.Time{})
+		}
 		if err == nil && r.errno == syscall.EPIPE && r.orig != nil {
 			// The reader is gone. The pipe's own file reports it as
 			// os.File does: for stderr, SIGPIPE ends the gate, as it did
@@ -236,6 +252,12 @@ func (r *rawFile) writeFD(fd uintptr) bool {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
+			if !r.waiting && !r.timed {
+				// A full pipe: wait for room (in the netpoller) within
+				// pipeWait of now, not for ever.
+				r.waiting = true
+				r.f.SetWriteDeadline(time.Now().Add(pipeWait))
+			}
 			return false
 		case e != 0:
 			r.errno = e

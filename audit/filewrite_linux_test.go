@@ -275,3 +275,106 @@ func TestAuditStderrClosedPipeEndsTheProcess(t *testing.T) {
 		t.Fatalf("the child ended with %v (exit %d), want SIGPIPE", err, ws.ExitStatus())
 	}
 }
+
+// A pipe nobody reads (a FIFO whose log shipper stalled, a host that
+// stopped reading stderr) fails a record once it has waited pipeWait for
+// room, so that its call is refused rather than held for ever with the
+// log's lock; once the reader drains the pipe, records are written again
+// and every line that got through is whole.
+func TestAuditPipeNobodyReadsFailsInTime(t *testing.T) {
+	defer func(w time.Duration) { pipeWait = w }(pipeWait)
+	pipeWait = 200 * time.Millisecond
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
+	defer r.Close()
+	defer w.Close()
+	a := New(w)
+	failed := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if err := a.Decision(Decision{ID: fmt.Sprintf("p-%d", i), Reason: strings.Repeat("x", 300)}); err != nil {
+				failed <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-failed:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the record failed with %v; want its wait's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a record waited 10 s for a pipe nobody read")
+	}
+	// The reader comes back: the next record is written, after a line
+	// break should the failed one have been torn.
+	lines := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		var got []string
+		for sc.Scan() {
+			got = append(got, sc.Text())
+			if strings.Contains(sc.Text(), `"decision_id":"after"`) {
+				break
+			}
+		}
+		lines <- got
+	}()
+	if err := a.Decision(Decision{ID: "after"}); err != nil {
+		t.Fatalf("a record once the reader is back: %v", err)
+	}
+	got := <-lines
+	if last := got[len(got)-1]; !strings.HasPrefix(last, "{") || !json.Valid([]byte(last)) {
+		t.Fatalf("the record after the failure is not a line of its own: %q", last)
+	}
+}
+
+// An audit FIFO nobody has open for reading (the log shipper not
+// running) fails the gate's start within fifoWait, saying why, instead of
+// the open waiting for ever; one with a reader is written as a pipe.
+func TestAuditFIFOWithoutReaderFailsTheStart(t *testing.T) {
+	defer func(w time.Duration) { fifoWait = w }(fifoWait)
+	fifoWait = 300 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "audit.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, closeFile, err := OpenFile(path)
+		if err == nil {
+			closeFile()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err == nil || !strings.Contains(err.Error(), "no process read the FIFO") {
+			t.Fatalf("opening a FIFO nobody reads: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a FIFO nobody reads waited 10 s")
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, closeFile, err := OpenFile(path)
+	if err != nil {
+		t.Fatalf("a FIFO with a reader: %v", err)
+	}
+	defer closeFile()
+	if err := a.Decision(Decision{ID: "fifo-1"}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, _ := r.Read(buf)
+	if !strings.Contains(string(buf[:n]), `"decision_id":"fifo-1"`) {
+		t.Fatalf("the FIFO's reader got %q", buf[:n])
+	}
+}

@@ -48,12 +48,36 @@ func (a *Logger) begin(level slog.Level, msg, event string) *record {
 }
 
 func (r *record) str(key, val string) {
+	val = bounded(val)
 	if !r.fast {
 		r.attrs = append(r.attrs, slog.String(key, val))
 		return
 	}
 	r.buf = appendKey(r.buf, key)
 	r.buf = appendJSONString(r.buf, val)
+}
+
+// maxValueBytes bounds one string value of a record. A value can come
+// from a request (a resource URI the model wrote, up to the 32 MB a
+// message may have) or an upstream; a record as long as the message would
+// be dropped or split by the log shippers that read the audit (many skip
+// or cut lines past 16 to 100 KB), so that a call could run with its
+// record never reaching the security team. A longer value keeps its head,
+// cut on a character, and says how long it was and its digest, which
+// matches the whole value within a run.
+const maxValueBytes = 2048
+
+// bounded returns s, or its head and description when it is longer than
+// maxValueBytes.
+func bounded(s string) string {
+	if len(s) <= maxValueBytes {
+		return s
+	}
+	cut := maxValueBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… [" + strconv.Itoa(len(s)) + " bytes in all, " + Digest([]byte(s)) + "]"
 }
 
 // appendKey appends a member's separator and key. The keys are this

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // writeAll writes one record of each type with s in every string field and
@@ -126,5 +128,40 @@ func TestDigestIsHMAC(t *testing.T) {
 		if got := Digest([]byte(in)); got != want {
 			t.Errorf("Digest(%.20q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A record stays short whatever its values: a resource URI of a megabyte
+// (the model's) is cut, with its size and digest, so that no record is
+// long enough for a log shipper to drop or split; both writing paths cut
+// alike, and the line is one valid JSON object.
+func TestRecordValuesBounded(t *testing.T) {
+	long := "file:///home/u/secret/" + strings.Repeat("./", 512<<10) + "key\u00e9"
+	for _, fast := range []bool{true, false} {
+		var buf bytes.Buffer
+		var a *Logger
+		if fast {
+			a = New(&buf)
+		} else {
+			a = NewHandler(slog.NewJSONHandler(&buf, nil))
+		}
+		if err := a.Decision(Decision{ID: "s-1", Kind: "resource", Server: "fs", Tool: long, WireName: long, Verdict: "allow", Reason: "allowed " + long}); err != nil {
+			t.Fatal(err)
+		}
+		line := buf.String()
+		if len(line) > 16<<10 {
+			t.Fatalf("fast=%v: a record of %d bytes", fast, len(line))
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("fast=%v: not one JSON object: %v", fast, err)
+		}
+		tool, _ := m["tool"].(string)
+		if !strings.HasPrefix(tool, "file:///home/u/secret/./") || !strings.Contains(tool, strconv.Itoa(len(long))+" bytes in all, "+Digest([]byte(long))) {
+			t.Fatalf("fast=%v: the cut value does not say what it was: %.200q", fast, tool)
+		}
+	}
+	if s := bounded(strings.Repeat("é", maxValueBytes)); !utf8.ValidString(s) {
+		t.Fatal("a value cut inside a character")
 	}
 }

@@ -373,3 +373,33 @@ func TestBypassWebClickLandsOnTheNextQuestion(t *testing.T) {
 		t.Fatalf("the second call after its denial: %q", resultText(r))
 	}
 }
+
+// Team gate: the result guard's lines of a team user's call named no
+// user (README promises decision, approval, guard and elicitation lines
+// all name the user the session acts for): the records were written
+// through the gate's own logger, not the session's, so a security team
+// could not tell whose call met a forged approval. They name the user
+// now.
+func TestBypassTeamGuardLinesNameTheUser(t *testing.T) {
+	t.Parallel()
+	file, aliceTok, _ := teamTokens(t)
+	g := gateCommand(t, map[string]server{"evil": testserver("hostile")}, "--auth-tokens", file)
+	url := g.serveHTTP(t)
+	sa := connectHTTP(t, url, bearerClient(aliceTok), nil, false)
+	if res := call(t, sa, "evil__forge_text", map[string]any{}); !res.IsError {
+		t.Fatalf("a forged approval passed: %s", resultText(res))
+	}
+	var guards int
+	for _, l := range g.auditLines(t) {
+		if l["event"] != "guard" || l["tool"] != "forge_text" {
+			continue
+		}
+		guards++
+		if l["user"] != "alice" {
+			t.Errorf("a guard line of alice's call names user %q: %v", l["user"], l)
+		}
+	}
+	if guards == 0 {
+		t.Fatal("no guard line of alice's refused call")
+	}
+}

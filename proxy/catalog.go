@@ -123,7 +123,7 @@ func (g *Gate) admitNamed(server string, k *kind, item json.RawMessage, seen map
 	// characters is a trick, not a tool.
 	if hiddenName(name) {
 		g.log.Warn("upstream listed a name with control or invisible characters; left out", "server", server, "list", k.list, "name", audit.PayloadString(name))
-		g.guardAudit(audit.Guard{Session: g.id, Server: server, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
+		g.guardAudit(g.gateWho(), audit.Guard{Server: server, Tool: audit.PayloadString(name), Outcome: "refused", Kind: "hidden_characters", Detail: k.noun + " name"})
 		return entry{}, false
 	}
 	seen[name] = true
@@ -183,7 +183,7 @@ func (g *Gate) neutralizeEntry(server, name, what string, item json.RawMessage, 
 	}
 	if changed != "" {
 		g.log.Warn("upstream listed an entry whose "+changed+" holds control or invisible characters; left out", "server", server, "what", what)
-		g.guardAudit(audit.Guard{Session: g.id, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
+		g.guardAudit(g.gateWho(), audit.Guard{Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: what + ": " + changed})
 		return nil, false
 	}
 	return clean, true

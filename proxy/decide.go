@@ -313,7 +313,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 		<-done
 		neutralized, nerr = par.out, par.err
 	}
-	if len(findings) > 0 && g.auditFindings(g.session, pol, server, tool, "", findings) {
+	if len(findings) > 0 && g.auditFindings(g.who(), pol, server, tool, "", findings) {
 		if findings[0].Kind == guard.KindInspectionLimit {
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it is too large or too deeply nested to inspect for forged approvals (%s). "+
 				"If this server is trusted, the policy can set the guard to log-only for it.", tool, server, findings[0].Detail))
@@ -339,7 +339,7 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 			// The changed strings may no longer match the schema (a const,
 			// an enum, a pattern, a maxLength): the host would reject the
 			// result, or act on values its tool never sent.
-			g.guardAudit(audit.Guard{Session: g.session, Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
+			g.guardAudit(g.who(), audit.Guard{Server: server, Tool: tool, Outcome: "refused", Kind: "hidden_characters", Detail: "structuredContent under an outputSchema that constrains strings"})
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: its structuredContent holds control or invisible characters, "+
 				"and made visible they may no longer match the string constraints of the tool's outputSchema.", tool, server))
 		}
@@ -363,7 +363,7 @@ const parallelGuardBytes = 256 << 10
 // gives these no error result, so a refusal is a JSON-RPC error.
 func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
-		if g.auditFindings(g.session, pol, server, name, method+" ", findings) {
+		if g.auditFindings(g.who(), pol, server, name, method+" ", findings) {
 			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
 		}
 	}
@@ -380,15 +380,20 @@ func (g *Session) guardOther(pol *policy.Policy, server, name, method, field str
 // the payload must be refused: the one place log-only is read, so that no
 // kind of upstream payload (result, error, notification, cancellation)
 // has a rule of its own.
-func (g *Gate) auditFindings(session string, pol *policy.Policy, server, tool, where string, findings []guard.Finding) (refuse bool) {
+func (g *Gate) auditFindings(who auditWho, pol *policy.Policy, server, tool, where string, findings []guard.Finding) (refuse bool) {
 	outcome := "refused"
 	if pol.GuardLogOnly(server) {
 		outcome = "logged"
 	}
+	refuse = outcome == "refused"
 	for _, f := range findings {
-		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: where + f.Path + ": " + f.Detail})
+		if err := g.guardAudit(who, audit.Guard{Server: server, Tool: tool, Outcome: outcome, Kind: f.Kind, Detail: where + f.Path + ": " + f.Detail}); err != nil {
+			// Log-only passes a finding on the strength of its record:
+			// one that is not on record is refused as the guard would.
+			refuse = true
+		}
 	}
-	return outcome == "refused"
+	return refuse
 }
 
 // neutralize is the one path by which upstream JSON reaches the host: every
@@ -398,28 +403,28 @@ func (g *Gate) auditFindings(session string, pol *policy.Policy, server, tool, w
 // (a key holding a hidden character, or JSON it cannot read) means the
 // whole item must be refused: it is audited here, and the caller refuses.
 func (g *Gate) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
-	return g.neutralizeFor(g.id, server, name, what, raw)
+	return g.neutralizeFor(g.gateWho(), server, name, what, raw)
 }
 
 // neutralize is Gate.neutralize with the session's id in the audit lines.
 func (g *Session) neutralize(server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
-	return g.neutralizeFor(g.session, server, name, what, raw)
+	return g.neutralizeFor(g.who(), server, name, what, raw)
 }
 
-func (g *Gate) neutralizeFor(session, server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
+func (g *Gate) neutralizeFor(who auditWho, server, name, what string, raw json.RawMessage) (json.RawMessage, error) {
 	out, n, err := guard.NeutralizeJSON(raw)
-	return g.neutralized(session, server, name, what, out, n, err)
+	return g.neutralized(who, server, name, what, out, n, err)
 }
 
 // neutralizeScanned is Session.neutralize for a result already read by
 // guard.ScanResult.
 func (g *Session) neutralizeScanned(server, name, what string, raw json.RawMessage, sc guard.Scan) (json.RawMessage, error) {
 	out, n, err := guard.NeutralizeScanned(raw, sc)
-	return g.neutralized(g.session, server, name, what, out, n, err)
+	return g.neutralized(g.who(), server, name, what, out, n, err)
 }
 
 // neutralized audits and logs what the neutraliser did to one item.
-func (g *Gate) neutralized(session, server, name, what string, out []byte, n int, err error) (json.RawMessage, error) {
+func (g *Gate) neutralized(who auditWho, server, name, what string, out []byte, n int, err error) (json.RawMessage, error) {
 	if err != nil {
 		// Positions and sizes only: the key itself is upstream data.
 		detail := what + ": not valid JSON"
@@ -427,12 +432,12 @@ func (g *Gate) neutralized(session, server, name, what string, out []byte, n int
 		if errors.As(err, &ke) {
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
-		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
+		g.guardAudit(who, audit.Guard{Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
 		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
 		return nil, err
 	}
 	if n > 0 {
-		g.guardAudit(audit.Guard{Session: session, Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
+		g.guardAudit(who, audit.Guard{Server: server, Tool: name, Outcome: "neutralised", Kind: "hidden_characters", Detail: what, Count: n})
 	}
 	return out, nil
 }

@@ -131,14 +131,18 @@ func (a userAudit) Approval(ap audit.Approval) error {
 	return err
 }
 
-func (a userAudit) Guard(g audit.Guard) {
+func (a userAudit) Guard(g audit.Guard) error {
 	g.User = a.user
-	a.Logger.Guard(g)
+	return a.Logger.Guard(g)
 }
 
-func (a userAudit) Elicitation(e audit.Elicitation) {
+func (a userAudit) Elicitation(e audit.Elicitation) error {
 	e.User = a.user
-	a.Logger.Elicitation(e)
+	err := a.Logger.Elicitation(e)
+	if err != nil {
+		a.failed("elicitation", e.Server, err)
+	}
+	return err
 }
 
 // teamApprover is the approver of a session that acts for a team user (an

@@ -113,12 +113,37 @@ func (g *Gate) observeSession(delta int) {
 // guardAudit writes a guard record and counts a refusal: every guard
 // outcome goes through here, so a refusal cannot be audited and missed by
 // the counters, or the reverse.
-func (g *Gate) guardAudit(rec audit.Guard) {
-	g.audit.Guard(rec)
+//
+// who names the session and the user the record is of: a session's own
+// (Session.who) or, for work shared by every session (listing), the
+// gate's (gateWho). It returns the write's error, once logged and
+// counted: a finding passed under log-only must not pass unrecorded
+// (auditFindings).
+func (g *Gate) guardAudit(who auditWho, rec audit.Guard) error {
+	rec.Session, rec.User = who.session, who.user
+	err := g.audit.Guard(rec)
 	if o := g.opts.Observer; o != nil && rec.Outcome == "refused" {
 		o.GuardRefused(rec.Server, rec.Kind)
 	}
+	if err != nil {
+		g.log.Error("audit record not written", "session", rec.Session, "server", rec.Server,
+			"record", "guard", "error", audit.Redact(err.Error()))
+		g.observeAuditFailure()
+	}
+	return err
 }
+
+// auditWho is whom a guard record is of: a session and the user it acts
+// for.
+type auditWho struct{ session, user string }
+
+// gateWho names the gate itself, for what no one session owns.
+func (g *Gate) gateWho() auditWho { return auditWho{session: g.id} }
+
+// who names the session and its user, which README promises every guard
+// line of a session carries (the Gate's methods that write them are
+// handed it, since a Gate method cannot see the session's userAudit).
+func (g *Session) who() auditWho { return auditWho{session: g.session, user: g.identity.Subject} }
 
 // upstreamExited is the pool's OnExit: a crash or a deliberate stop.
 func (g *Gate) upstreamExited(s *upstream.Session, err error) {

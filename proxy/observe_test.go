@@ -108,9 +108,9 @@ func TestObserverCountsGuardRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.guardAudit(audit.Guard{Server: "s", Tool: "t", Outcome: "refused", Kind: "forged_approval"})
-	g.guardAudit(audit.Guard{Server: "s", Tool: "t", Outcome: "neutralised", Kind: "hidden_characters"})
-	g.guardAudit(audit.Guard{Server: "s", Tool: "t", Outcome: "logged", Kind: "forged_approval"})
+	g.guardAudit(g.gateWho(), audit.Guard{Server: "s", Tool: "t", Outcome: "refused", Kind: "forged_approval"})
+	g.guardAudit(g.gateWho(), audit.Guard{Server: "s", Tool: "t", Outcome: "neutralised", Kind: "hidden_characters"})
+	g.guardAudit(g.gateWho(), audit.Guard{Server: "s", Tool: "t", Outcome: "logged", Kind: "forged_approval"})
 	if got := ev.lines(); !slices.Equal(got, []string{"guard s forged_approval"}) {
 		t.Errorf("observed %q; want one refusal (neutralised and logged-only findings are not refusals)", got)
 	}

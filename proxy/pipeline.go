@@ -148,7 +148,7 @@ func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) 
 	if len(findings) == 0 {
 		return err
 	}
-	if !g.auditFindings(g.session, pol, t.server, t.name, r.method+" error ", findings) {
+	if !g.auditFindings(g.who(), pol, t.server, t.name, r.method+" error ", findings) {
 		return err
 	}
 	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+
@@ -370,12 +370,12 @@ func resolveSampling(g *Session, _ context.Context, from string, params json.Raw
 func inspectSampling(g *Session, from string, params json.RawMessage) (target, error) {
 	const tool = "sampling/createMessage"
 	if err := rawjson.UniqueKeys(params); err != nil {
-		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
+		g.guardAudit(g.who(), audit.Guard{Server: from, Tool: tool, Outcome: "refused", Kind: "duplicate_keys", Detail: keyErrorDetail(err)})
 		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + err.Error()}
 	}
 	if findings := guard.InspectResult(params); len(findings) > 0 {
 		f := findings[0]
-		g.guardAudit(audit.Guard{Session: g.session, Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
+		g.guardAudit(g.who(), audit.Guard{Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
 		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
 	}
 	return target{kind: policy.KindSampling, server: from, args: params, fwd: params}, nil

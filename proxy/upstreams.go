@@ -193,7 +193,7 @@ func (h *upstreamHandler) cleanCause(cause error) error {
 	const what = "notifications/cancelled"
 	// Log-only for the server relays it, audited, as its results and
 	// notifications are.
-	if findings := guard.InspectResult(pc.Params); len(findings) > 0 && h.g.auditFindings(h.g.id, h.g.policy.Current(), h.server, what, "", findings) {
+	if findings := guard.InspectResult(pc.Params); len(findings) > 0 && h.g.auditFindings(h.g.gateWho(), h.g.policy.Current(), h.server, what, "", findings) {
 		return &rpc.PeerCancelled{Params: json.RawMessage(`{}`)}
 	}
 	params, err := h.g.neutralize(h.server, what, "cancellation", pc.Params)
@@ -333,11 +333,16 @@ func (g *Session) vetElicitation(server string, host hostInfo, req *rpc.Message)
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "elicitation/create: %v", err)
 	}
+	// A question put to the human is on record first, as a call is: one
+	// whose record cannot be written is declined (the failure is logged
+	// and counted by userAudit).
+	if g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode}) != nil {
+		return nil, nil
+	}
 	if mode == "url" {
 		id, _ := rawjson.GetString(req.Params, "elicitationId")
 		g.urlElicitations.add(server, id)
 	}
-	g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "relayed", Kind: mode})
 	return params, nil
 }
 
@@ -467,7 +472,7 @@ func (g *Session) notificationFit(server, method string, params json.RawMessage)
 	if method == "notifications/elicitation/complete" {
 		inspected, _ = rawjson.Delete(params, "elicitationId")
 	}
-	if findings := guard.InspectResult(inspected); len(findings) > 0 && g.auditFindings(g.session, g.policy.Current(), server, method, "", findings) {
+	if findings := guard.InspectResult(inspected); len(findings) > 0 && g.auditFindings(g.who(), g.policy.Current(), server, method, "", findings) {
 		g.log.Warn("upstream notification refused", "server", server, "method", rpc.LogMethod(method), "kind", findings[0].Kind)
 		return nil, false
 	}

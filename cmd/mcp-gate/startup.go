@@ -203,16 +203,30 @@ func canonicalPath(p string) string {
 }
 
 // syncWriter serialises whole lines to stderr from the operational log and
-// the audit, so that the two never interleave within a line.
+// the audit, so that the two never interleave within a line. A line cut
+// short (a pipe nobody read for the audit's pipeWait) is ended before the
+// next, so that the next line, an audit record perhaps, starts a line of
+// its own.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	torn bool
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	if s.torn {
+		if _, err := s.w.Write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+		s.torn = false
+	}
+	n, err := s.w.Write(p)
+	if err != nil && n > 0 && n < len(p) {
+		s.torn = true
+	}
+	return n, err
 }
 
 // newLogger returns the operational logger, in the chosen format at the
@@ -249,11 +263,13 @@ func openAudit(path string, stderr io.Writer, format string) (*audit.Logger, fun
 		}
 		return audit.New(stderr), func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// Opened by path, and again should the file be deleted or replaced
+	// while the gate runs (audit/reopen.go).
+	l, closeFile, err := audit.OpenFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--audit-log: %w", err)
 	}
-	return audit.New(f), func() { f.Close() }, nil
+	return l, func() { closeFile() }, nil
 }
 
 // flagError is a flag set's parse error as the command's result: --help
