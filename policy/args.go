@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -181,6 +182,15 @@ func decodeValue(dec *json.Decoder, depth int, st *keyLookup) (ref.Val, error) {
 		}
 		return types.Double(f), nil
 	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			// A server reading strings as C strings (cJSON, Lua, a C
+			// library) reads the part before U+0000, every other the
+			// whole: "x.env\u0000.txt" ends with ".txt" for a condition
+			// and names x.env for such a server. A condition that reads
+			// such a string fails (closed), as the path functions do
+			// (errNulInPath); one that does not read it is unaffected.
+			return types.NewErr("%s", errNulInString), nil
+		}
 		return types.String(t), nil
 	case bool:
 		return types.Bool(t), nil

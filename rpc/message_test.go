@@ -412,3 +412,78 @@ func TestStreamRelaysNoLoneCR(t *testing.T) {
 		t.Fatalf("params read from a stdio line keep a lone CR, which Python's, Java's and .NET's readers take for a line's end: %q", m.Params)
 	}
 }
+
+// A message the gate did not read with Decode (a catalog cache file's
+// entries, a builder of its own) may carry raw line breaks in its raw
+// fields: every writer (a Stream's line, Encode for HTTP, EncodeMessage for
+// a remote upstream) writes it as one line, and a large payload sent from
+// the message's own bytes is copied, not rewritten where it lies (it may be
+// shared: a cached catalog entry serves every session).
+func TestWriteLeavesNoLineBreak(t *testing.T) {
+	smuggled := `{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{}}`
+	big := `{"pad":"` + strings.Repeat("x", largePayload) + `","x":` + "\r\n" + smuggled + "\n}"
+	for name, m := range map[string]*Message{
+		"params":       {ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage("{\"x\":\n" + smuggled + "\n}")},
+		"result":       {ID: json.RawMessage(`1`), Result: json.RawMessage("{\"x\":\r" + smuggled + "\r}")},
+		"error data":   {ID: json.RawMessage(`1`), Error: &Error{Code: 1, Message: "m", Data: json.RawMessage("{\"x\":\n" + smuggled + "\n}")}},
+		"error raw":    {ID: json.RawMessage(`1`), Error: &Error{Raw: json.RawMessage("{\"code\":1,\"message\":\"m\",\"data\":\n" + smuggled + "\n}")}},
+		"large result": {ID: json.RawMessage(`1`), Result: json.RawMessage(big)},
+		"large params": {ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(big)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := fmt.Sprintf("%q %q %v", m.Params, m.Result, m.Error)
+			for how, enc := range map[string]func() ([]byte, error){
+				"Encode":        func() ([]byte, error) { return Encode(m) },
+				"EncodeMessage": func() ([]byte, error) { return EncodeMessage(m) },
+				"Stream": func() ([]byte, error) {
+					var out bytes.Buffer
+					s := NewStream(strings.NewReader(""), &out, nil, Limits{})
+					err := s.Write(context.Background(), m)
+					if err == nil {
+						err = s.Flush(context.Background())
+					}
+					s.Close()
+					return bytes.TrimSuffix(out.Bytes(), []byte("\n")), err
+				},
+			} {
+				out, err := enc()
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				if bytes.ContainsAny(out, "\r\n") {
+					t.Errorf("%s wrote a line break inside the message, which a line-framed peer reads as several: %.200q", how, out)
+				}
+				if !json.Valid(out) {
+					t.Errorf("%s wrote invalid JSON: %.200q", how, out)
+				}
+			}
+			if after := fmt.Sprintf("%q %q %v", m.Params, m.Result, m.Error); after != before {
+				t.Errorf("writing changed the message's own bytes")
+			}
+		})
+	}
+}
+
+// A 1 MB result decoded (validated, its line breaks rewritten) and written
+// as a line from the message's own bytes (scanned for line breaks).
+func BenchmarkDecodeLarge(b *testing.B) {
+	orig := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + strings.Repeat("y", 1<<20) + `"}]}}`)
+	line := make([]byte, len(orig))
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		copy(line, orig)
+		if _, err := Decode(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeLineLarge(b *testing.B) {
+	m := &Message{ID: raw(`17`), Result: raw(`{"content":[{"type":"text","text":"` + strings.Repeat("y", 1<<20) + `"}]}`)}
+	b.SetBytes(int64(len(m.Result)))
+	for b.Loop() {
+		if _, err := encodeLine(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
