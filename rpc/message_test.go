@@ -482,7 +482,7 @@ func BenchmarkEncodeLineLarge(b *testing.B) {
 	m := &Message{ID: raw(`17`), Result: raw(`{"content":[{"type":"text","text":"` + strings.Repeat("y", 1<<20) + `"}]}`)}
 	b.SetBytes(int64(len(m.Result)))
 	for b.Loop() {
-		if _, err := encodeLine(m); err != nil {
+		if _, err := encodeLineInto(nil, m); err != nil {
 			b.Fatal(err)
 		}
 	}
