@@ -3,6 +3,7 @@
 package audit
 
 import (
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -53,6 +54,15 @@ const slowWrites = 3
 // too, waited for ever, its writer holding the log, and the host's
 // cancellation freed nothing. A reader that catches up lets the next
 // record through.
+//
+// The bound is the pipe's, not each record's: the records of a burst wait
+// for the log one after another (its lock, stderr's), so a bound of each
+// one's own refused the hundredth call of a burst only after 1000 s.
+// Once a write has waited pipeWait, the pipe is stalled until it takes
+// something again, and a record that finds it full meanwhile fails at
+// once, as on a full disk. A write waits pipeWait from the last time the
+// pipe took any of its bytes: a reader that is slow but steady is waited
+// for, whatever the size of the record.
 var pipeWait = 10 * time.Second
 
 // localFS are the statfs magic numbers of filesystems whose writes go to
@@ -186,8 +196,13 @@ type rawFile struct {
 	n     int                   // of p, written
 	errno syscall.Errno         // why the write stopped short
 	// waiting is set when the write in progress found a pipe full and
-	// set a deadline (pipeWait) to wait for room within.
-	waiting bool
+	// set a deadline (pipeWait) to wait for room within; progressed, when
+	// the pipe took some of its bytes since (the deadline is set again at
+	// the next wait).
+	waiting, progressed bool
+	// stalled is set when a write waited pipeWait for room in vain, until
+	// the pipe takes something again (pipeWait).
+	stalled bool
 }
 
 func newRawFile(f *os.File, rc syscall.RawConn, timed bool) *rawFile {
@@ -206,6 +221,9 @@ func (r *rawFile) Write(p []byte) (int, error) {
 		if r.waiting {
 			r.waiting = false
 			r.f.SetWriteDeadline(time.Time{})
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			r.stalled = true
 		}
 		if err == nil && r.errno == syscall.EPIPE && r.orig != nil {
 			// The reader is gone. The pipe's own file reports it as
@@ -252,11 +270,16 @@ func (r *rawFile) writeFD(fd uintptr) bool {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
-			if !r.waiting && !r.timed {
+			if !r.timed && (!r.waiting || r.progressed) {
 				// A full pipe: wait for room (in the netpoller) within
-				// pipeWait of now, not for ever.
-				r.waiting = true
-				r.f.SetWriteDeadline(time.Now().Add(pipeWait))
+				// pipeWait of the last time it took anything, not for
+				// ever; not at all while it is stalled (pipeWait).
+				d := time.Now().Add(pipeWait)
+				if r.stalled {
+					d = time.Unix(1, 0) // past: the wait ends at once
+				}
+				r.waiting, r.progressed = true, false
+				r.f.SetWriteDeadline(d)
 			}
 			return false
 		case e != 0:
@@ -267,6 +290,7 @@ func (r *rawFile) writeFD(fd uintptr) bool {
 			return true
 		}
 		r.n += int(m)
+		r.progressed, r.stalled = true, false // a reader is there
 	}
 	return true
 }

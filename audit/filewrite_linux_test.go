@@ -310,13 +310,19 @@ func TestAuditPipeNobodyReadsFailsInTime(t *testing.T) {
 		t.Fatal("a record waited 10 s for a pipe nobody read")
 	}
 	// The reader comes back: the next record is written, after a line
-	// break should the failed one have been torn.
+	// break should the failed one have been torn. (It is written once the
+	// reader has taken something: while the pipe is stalled and full, a
+	// record fails at once, TestAuditPipeStallBoundsABurst.)
 	lines := make(chan []string, 1)
+	back := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(nil, 1<<20)
 		var got []string
 		for sc.Scan() {
+			if got == nil {
+				close(back)
+			}
 			got = append(got, sc.Text())
 			if strings.Contains(sc.Text(), `"decision_id":"after"`) {
 				break
@@ -324,6 +330,7 @@ func TestAuditPipeNobodyReadsFailsInTime(t *testing.T) {
 		}
 		lines <- got
 	}()
+	<-back
 	if err := a.Decision(Decision{ID: "after"}); err != nil {
 		t.Fatalf("a record once the reader is back: %v", err)
 	}
