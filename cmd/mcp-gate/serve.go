@@ -31,7 +31,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		logFormat   = fs.String("log-format", "text", "stderr log format, audit lines on stderr included: text or json")
 		startTO     = fs.Duration("start-timeout", 30*time.Second, "how long an upstream may take to start and initialise")
 		idleTO      = fs.Duration("idle-timeout", 10*time.Minute, "stop an upstream after this long with nothing in flight (0: never)")
-		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message read from or written to the host or an upstream (a larger result fails its call alone)")
+		maxMsg      = fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest message read from or written to the host or an upstream (a larger result fails its call alone; with --http the default is 32 MiB)")
 		opsAddr     = fs.String("ops-addr", "", "serve /healthz, /readyz and /metrics on this loopback HOST:PORT (tests; the HTTP front end serves them itself)")
 		stallTO     = fs.Duration("upstream-stall", upstream.DefaultReadStall, "fail an upstream that leaves part of a message unfinished this long")
 		httpOpts    = registerHTTPFlags(fs)
@@ -47,6 +47,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if httpOpts.enabled() && !fs.Changed("max-message-bytes") {
+		*maxMsg = httpMaxMessageBytes
 	}
 	procsFor(!httpOpts.enabled()) // procs.go
 	logger, stderrLog, err := newLogger(stderr, *logLevel, *logFormat)

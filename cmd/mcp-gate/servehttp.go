@@ -28,6 +28,14 @@ type httpFlags struct {
 	sessionIdle, drain       *time.Duration
 }
 
+// httpMaxMessageBytes is --max-message-bytes' default with --http. The
+// stdio default (rpc.DefaultMaxMessageBytes, 8 MiB) is set by the stdio
+// hosts' readers, which end their whole connection on a longer line;
+// hosts over HTTP read no line, and the team deployments behind an
+// ingress relayed results up to 32 MiB before the stdio default was
+// lowered: a 12 MB resources/read failed there once it was.
+const httpMaxMessageBytes = 32 << 20
+
 func registerHTTPFlags(fs *pflag.FlagSet) *httpFlags {
 	return &httpFlags{
 		addr:         fs.String("http", "", "serve Streamable HTTP on ADDR (host:port; port 0 picks one, printed on stderr) instead of stdio"),
