@@ -23,7 +23,8 @@ import (
 // and the write is made again in the new file. A write returns only once
 // its bytes are in a file that has a name; when the path cannot be opened
 // again the write fails, and so does the call it records (README, "The
-// audit log"). A file renamed away (a rotation) keeps its name and its
+// audit log"). A write that failed on a file with no name (a FIFO made
+// anew by its reader) is made again at the path the same way. A file renamed away (a rotation) keeps its name and its
 // records: it is written on, as before.
 
 // EventReopened marks the first line of an audit log file the gate
@@ -95,21 +96,28 @@ func (p *pathFile) Write(b []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	n, err := p.w.Write(b)
-	if err != nil {
-		return n, err
-	}
 	for range maxReopens {
+		// A write that failed is tried again where the path leads now
+		// too, when the file it failed on has no name: a log shipper's
+		// FIFO made anew when it restarted (the old one has no reader,
+		// and fails every write), a file deleted on a full disk. A write
+		// that failed on a file that still has a name fails as it is.
 		if p.hasName() {
-			return n, nil
+			return n, err
 		}
 		// What was written went to a file no name reaches: write it
 		// again where the path leads now.
-		if err := p.reopen(); err != nil {
-			return 0, err
+		if rerr := p.reopen(); rerr != nil {
+			if err != nil {
+				return n, err
+			}
+			return 0, rerr
 		}
-		if n, err = p.w.Write(b); err != nil {
-			return n, err // of the new file: a part written there is a torn line of it
-		}
+		// Of the new file: a part written there is a torn line of it.
+		n, err = p.w.Write(b)
+	}
+	if err != nil {
+		return n, err
 	}
 	return 0, &os.PathError{Op: "write", Path: p.path, Err: errVanishing}
 }
