@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -78,9 +79,12 @@ func CheckServers(filename string, data []byte, lookupEnv func(string) (string, 
 	// A key twice in one object (a server, its "env" or "inheritEnv", a
 	// header), or two that differ only in case, is read as its last
 	// occurrence here and by Node hosts, while whoever reviews the file
-	// reads the first: the file must say one thing.
+	// reads the first: the file must say one thing. Except the names in
+	// a server's "env" outside Windows: there two names that differ in
+	// case are two variables (HTTP_PROXY and http_proxy, each read by its
+	// own programs), both set for the server.
 	var ke *rawjson.KeyError
-	if err := rawjson.UniqueKeys(data); errors.As(err, &ke) {
+	if err := rawjson.UniqueKeysExact(data, envObject); errors.As(err, &ke) {
 		line, col := position(data, int64(ke.Offset)+1)
 		return Report{}, fmt.Errorf("%s: line %d, column %d: %w; a servers file must name each key once", filename, line, col, err)
 	}
@@ -177,4 +181,10 @@ func foreignKeyNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// envObject says whether path is a server's "env" object, whose names are
+// case-sensitive (outside Windows, whose environment is not).
+func envObject(path []string) bool {
+	return runtime.GOOS != "windows" && len(path) == 3 && path[0] == "mcpServers" && path[2] == "env"
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -172,7 +173,13 @@ func TestParseServersErrors(t *testing.T) {
 		{"inheritEnv twice", `{"mcpServers": {"s": {"command": "x", "inheritEnv": false, "inheritEnv": true}}}`, []string{`duplicate key "inheritEnv" in the object at /mcpServers/s`}},
 		{"disabled twice", `{"mcpServers": {"s": {"command": "x", "disabled": true, "disabled": false}}}`, []string{`duplicate key "disabled"`}},
 		{"env twice", `{"mcpServers": {"s": {"command": "x", "env": {"A": "1"}, "env": {"B": "2"}}}}`, []string{`duplicate key "env"`}},
-		{"env name in two cases", `{"mcpServers": {"s": {"command": "x", "env": {"TOKEN": "1", "Token": "2"}}}}`, []string{`keys "TOKEN" and "Token" differ only in case, in the object at /mcpServers/s/env`}},
+		{"env name twice", `{"mcpServers": {"s": {"command": "x", "env": {"TOKEN": "1", "TOKEN": "2"}}}}`, []string{`duplicate key "TOKEN" in the object at /mcpServers/s/env`}},
+		// Env names in two cases are two variables outside Windows
+		// (TestServersEnvNamesInTwoCases); a server's keys, and headers,
+		// are not.
+		{"server key in two cases", `{"mcpServers": {"s": {"command": "x", "inheritEnv": false, "InheritEnv": true}}}`, []string{`keys "inheritEnv" and "InheritEnv" differ only in case, in the object at /mcpServers/s`}},
+		{"header name in two cases", `{"mcpServers": {"s": {"type": "http", "url": "u", "headers": {"X-Token": "1", "x-token": "2"}}}}`, []string{`keys "X-Token" and "x-token" differ only in case, in the object at /mcpServers/s/headers`}},
+		{"case and exact further in", `{"mcpServers": {"s": {"command": "x", "env": {"HTTP_PROXY": "1", "http_proxy": "2"}}, "t": {"command": "x", "disabled": true, "Disabled": false}}}`, []string{`keys "disabled" and "Disabled" differ only in case, in the object at /mcpServers/t`}},
 		{"mcpServers twice", `{"mcpServers": {"s": {"command": "x"}}, "mcpServers": {"t": {"command": "y"}}}`, []string{`duplicate key "mcpServers"`}},
 		{
 			"all errors together",
@@ -306,4 +313,27 @@ func FuzzParseServers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A server's env with HTTP_PROXY and http_proxy (each read by its own
+// programs, and set side by side in many a proxied environment): two
+// variables outside Windows, both set for the server. Refusing them as
+// keys that differ only in case refused the whole servers file, every
+// server with it, once install had moved such a server from the host's
+// configuration.
+func TestServersEnvNamesInTwoCases(t *testing.T) {
+	data := `{"mcpServers": {"s": {"command": "x", "env": {"HTTP_PROXY": "http://p:3128", "http_proxy": "http://p:3128"}}}}`
+	got, err := ParseServers("servers.json", []byte(data), testVars)
+	if runtime.GOOS == "windows" {
+		if err == nil || !strings.Contains(err.Error(), "differ only in case") {
+			t.Fatalf("on Windows, whose environment is case-insensitive: %v; want the names refused", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("ParseServers: %v", err)
+	}
+	if len(got) != 1 || got[0].Env["HTTP_PROXY"] == "" || got[0].Env["http_proxy"] == "" {
+		t.Fatalf("ParseServers = %+v; want both variables", got)
+	}
 }

@@ -638,3 +638,104 @@ func DecodeStrict(data []byte, v any) error {
 	}
 	return nil
 }
+
+// UniqueKeysExact is UniqueKeys, except that in the objects at the paths
+// exact accepts (member names and array indexes from the outside in) only
+// a key written twice is an error: there two keys that differ in case are
+// two names, as environment variable names are on Unix (HTTP_PROXY and
+// http_proxy, each read by its own programs). It is for files read once
+// (a servers file), not for messages: it builds every object's path.
+func UniqueKeysExact(v []byte, exact func(path []string) bool) error {
+	err := UniqueKeys(v)
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.First == ke.Key || !exact(ke.Path) {
+		return err
+	}
+	_, err = checkUniquePath(v, skipSpace(v, 0), nil, exact)
+	return err
+}
+
+// checkUniquePath is checkUnique with the path of each object known on
+// the way in (UniqueKeysExact).
+func checkUniquePath(v []byte, i int, path []string, exact func([]string) bool) (int, error) {
+	if len(path) > maxDepth {
+		return 0, errors.New("rawjson: nesting too deep")
+	}
+	if i >= len(v) {
+		return 0, errors.New("rawjson: unexpected end of input")
+	}
+	sub := func(seg string) []string { return append(path[:len(path):len(path)], seg) }
+	switch v[i] {
+	case '{':
+		fold := !exact(path)
+		seen := map[string]string{}
+		i = skipSpace(v, i+1)
+		if i < len(v) && v[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(v) || v[i] != '"' {
+				return 0, fmt.Errorf("rawjson: expected a member name at offset %d", i)
+			}
+			end, err := skipString(v, i)
+			if err != nil {
+				return 0, err
+			}
+			key, err := keyBytes(v[i:end])
+			if err != nil {
+				return 0, err
+			}
+			k := string(key)
+			id := k
+			if fold {
+				id = foldKey(k)
+			}
+			if first, dup := seen[id]; dup {
+				return 0, &KeyError{Key: k, First: first, Offset: i, Path: append([]string(nil), path...)}
+			}
+			seen[id] = k
+			i = skipSpace(v, end)
+			if i >= len(v) || v[i] != ':' {
+				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
+			}
+			if i, err = checkUniquePath(v, skipSpace(v, i+1), sub(k), exact); err != nil {
+				return 0, err
+			}
+			i = skipSpace(v, i)
+			if i >= len(v) {
+				return 0, errors.New("rawjson: unterminated object")
+			}
+			if v[i] == '}' {
+				return i + 1, nil
+			}
+			if v[i] != ',' {
+				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
+			}
+			i = skipSpace(v, i+1)
+		}
+	case '[':
+		i = skipSpace(v, i+1)
+		if i < len(v) && v[i] == ']' {
+			return i + 1, nil
+		}
+		for n := 0; ; n++ {
+			var err error
+			if i, err = checkUniquePath(v, i, sub(strconv.Itoa(n)), exact); err != nil {
+				return 0, err
+			}
+			i = skipSpace(v, i)
+			if i >= len(v) {
+				return 0, errors.New("rawjson: unterminated array")
+			}
+			if v[i] == ']' {
+				return i + 1, nil
+			}
+			if v[i] != ',' {
+				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
+			}
+			i = skipSpace(v, i+1)
+		}
+	default:
+		return skipValue(v, i)
+	}
+}
