@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/mcp-gate/mcp-gate/internal/statefile"
 )
 
 // RuntimeDir returns the directory where this user's gates put their
@@ -40,8 +42,8 @@ func checkDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("approvals: the runtime directory %s is %s; expected a directory of yours with mode 0700", dir, fi.Mode().Type())
 	}
-	uid, ok := ownerUID(fi)
-	if !ok {
+	uid, ok := statefile.OwnerUID(fi)
+	if !ok { // not Unix: the directory is refused
 		return fmt.Errorf("approvals: cannot read the owner of %s", dir)
 	}
 	if uid != os.Getuid() {

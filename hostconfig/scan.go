@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/mcp-gate/mcp-gate/internal/statefile"
 )
 
 // HostReport is what one host's config registers: gates (entries that
@@ -293,4 +296,13 @@ func CodexProjectConfigs(o Options) []string {
 			return out
 		}
 	}
+}
+
+// notUsers says whether a file is another user's, or one anyone may
+// write, where Unix owners and modes apply (elsewhere it is false). Group
+// write is common for the user's own files (a umask of 002 with a group of
+// the user's own), so it is not counted.
+func notUsers(fi fs.FileInfo) bool {
+	uid, ok := statefile.OwnerUID(fi)
+	return ok && (uid != os.Getuid() || fi.Mode().Perm()&0o002 != 0)
 }

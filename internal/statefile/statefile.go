@@ -55,7 +55,7 @@ func checkPrivate(dir string, fi fs.FileInfo) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s: %w: not a directory", dir, ErrNotPrivate)
 	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Getuid() {
+	if uid, ok := OwnerUID(fi); ok && uid != os.Getuid() {
 		return fmt.Errorf("%s: %w: it belongs to uid %d (yours is %d); remove it, or point the XDG base directory elsewhere", dir, ErrNotPrivate, uid, os.Getuid())
 	}
 	if ownerKnown && fi.Mode().Perm()&0o022 != 0 {
