@@ -198,7 +198,7 @@ func SetPath(obj []byte, path []string, value []byte) ([]byte, error) {
 // A key found twice is reported as a *[KeyError], which says where the
 // object is and never what its values are; other errors are syntax errors.
 func UniqueKeys(v []byte) error {
-	_, err := checkUnique(v, skipSpace(v, 0), 0)
+	_, err := checkUnique(v, skipSpace(v, 0), 0, nil)
 	return err
 }
 
@@ -259,8 +259,10 @@ const maxDepth = 1000
 
 // checkUnique checks the value at v[i]. A *KeyError from inside a member or
 // an element gets that member's name or index prepended on the way out, so
-// the success path builds no paths at all.
-func checkUnique(v []byte, i, depth int) (int, error) {
+// the success path builds no paths at all. With ex (UniqueKeysExact) the
+// path of each object is known on the way in, and the objects ex.exact
+// accepts compare their keys as written, not folded.
+func checkUnique(v []byte, i, depth int, ex *exactAt) (int, error) {
 	if depth > maxDepth {
 		return 0, errors.New("rawjson: nesting too deep")
 	}
@@ -274,6 +276,7 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 		// under strings.EqualFold, which is what foldKey's equality is;
 		// past fewKeys they go into a map of folded keys. Either way a
 		// key costs no allocation unless it has escapes to resolve.
+		asWritten := ex != nil && ex.exact(ex.path)
 		var few [fewKeys][]byte
 		n := 0
 		var seen map[string]string // folded key -> key as written, once past fewKeys
@@ -295,7 +298,7 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			}
 			if seen == nil {
 				for _, first := range few[:n] {
-					if bytes.EqualFold(first, key) {
+					if sameKey(first, key, asWritten) {
 						return 0, &KeyError{Key: string(key), First: string(first), Offset: i}
 					}
 				}
@@ -305,13 +308,13 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 				} else {
 					seen = make(map[string]string, 2*fewKeys)
 					for _, k := range few {
-						seen[foldKey(string(k))] = string(k)
+						seen[keyID(string(k), asWritten)] = string(k)
 					}
-					seen[foldKey(string(key))] = string(key)
+					seen[keyID(string(key), asWritten)] = string(key)
 				}
 			} else {
 				k := string(key)
-				folded := foldKey(k)
+				folded := keyID(k, asWritten)
 				if first, dup := seen[folded]; dup {
 					return 0, &KeyError{Key: k, First: first, Offset: i}
 				}
@@ -321,7 +324,11 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 			if i >= len(v) || v[i] != ':' {
 				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
 			}
-			i, err = checkUnique(v, skipSpace(v, i+1), depth+1)
+			var inner *exactAt
+			if ex != nil { // a path is built only for UniqueKeysExact
+				inner = ex.in(string(key))
+			}
+			i, err = checkUnique(v, skipSpace(v, i+1), depth+1, inner)
 			if err != nil {
 				return 0, within(err, string(key))
 			}
@@ -344,7 +351,11 @@ func checkUnique(v []byte, i, depth int) (int, error) {
 		}
 		for n := 0; ; n++ {
 			var err error
-			i, err = checkUnique(v, i, depth+1)
+			var inner *exactAt
+			if ex != nil {
+				inner = ex.in(strconv.Itoa(n))
+			}
+			i, err = checkUnique(v, i, depth+1, inner)
 			if err != nil {
 				return 0, within(err, strconv.Itoa(n))
 			}
@@ -644,98 +655,43 @@ func DecodeStrict(data []byte, v any) error {
 // a key written twice is an error: there two keys that differ in case are
 // two names, as environment variable names are on Unix (HTTP_PROXY and
 // http_proxy, each read by its own programs). It is for files read once
-// (a servers file), not for messages: it builds every object's path.
+// (a servers file), not for messages: once a case clash is found where
+// exact accepts, it checks again building every object's path.
 func UniqueKeysExact(v []byte, exact func(path []string) bool) error {
 	err := UniqueKeys(v)
 	var ke *KeyError
 	if !errors.As(err, &ke) || ke.First == ke.Key || !exact(ke.Path) {
 		return err
 	}
-	_, err = checkUniquePath(v, skipSpace(v, 0), nil, exact)
+	_, err = checkUnique(v, skipSpace(v, 0), 0, &exactAt{exact: exact})
 	return err
 }
 
-// checkUniquePath is checkUnique with the path of each object known on
-// the way in (UniqueKeysExact).
-func checkUniquePath(v []byte, i int, path []string, exact func([]string) bool) (int, error) {
-	if len(path) > maxDepth {
-		return 0, errors.New("rawjson: nesting too deep")
+// sameKey says whether two keys of one object name the same member:
+// under case folding, or as written in an object UniqueKeysExact accepts.
+func sameKey(a, b []byte, asWritten bool) bool {
+	if asWritten {
+		return bytes.Equal(a, b)
 	}
-	if i >= len(v) {
-		return 0, errors.New("rawjson: unexpected end of input")
+	return bytes.EqualFold(a, b)
+}
+
+// keyID is what sameKey compares, for a map of an object's keys.
+func keyID(k string, asWritten bool) string {
+	if asWritten {
+		return k
 	}
-	sub := func(seg string) []string { return append(path[:len(path):len(path)], seg) }
-	switch v[i] {
-	case '{':
-		fold := !exact(path)
-		seen := map[string]string{}
-		i = skipSpace(v, i+1)
-		if i < len(v) && v[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(v) || v[i] != '"' {
-				return 0, fmt.Errorf("rawjson: expected a member name at offset %d", i)
-			}
-			end, err := skipString(v, i)
-			if err != nil {
-				return 0, err
-			}
-			key, err := keyBytes(v[i:end])
-			if err != nil {
-				return 0, err
-			}
-			k := string(key)
-			id := k
-			if fold {
-				id = foldKey(k)
-			}
-			if first, dup := seen[id]; dup {
-				return 0, &KeyError{Key: k, First: first, Offset: i, Path: append([]string(nil), path...)}
-			}
-			seen[id] = k
-			i = skipSpace(v, end)
-			if i >= len(v) || v[i] != ':' {
-				return 0, fmt.Errorf("rawjson: expected ':' at offset %d", i)
-			}
-			if i, err = checkUniquePath(v, skipSpace(v, i+1), sub(k), exact); err != nil {
-				return 0, err
-			}
-			i = skipSpace(v, i)
-			if i >= len(v) {
-				return 0, errors.New("rawjson: unterminated object")
-			}
-			if v[i] == '}' {
-				return i + 1, nil
-			}
-			if v[i] != ',' {
-				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
-			}
-			i = skipSpace(v, i+1)
-		}
-	case '[':
-		i = skipSpace(v, i+1)
-		if i < len(v) && v[i] == ']' {
-			return i + 1, nil
-		}
-		for n := 0; ; n++ {
-			var err error
-			if i, err = checkUniquePath(v, i, sub(strconv.Itoa(n)), exact); err != nil {
-				return 0, err
-			}
-			i = skipSpace(v, i)
-			if i >= len(v) {
-				return 0, errors.New("rawjson: unterminated array")
-			}
-			if v[i] == ']' {
-				return i + 1, nil
-			}
-			if v[i] != ',' {
-				return 0, fmt.Errorf("rawjson: unexpected %q at offset %d", v[i], i)
-			}
-			i = skipSpace(v, i+1)
-		}
-	default:
-		return skipValue(v, i)
-	}
+	return foldKey(k)
+}
+
+// exactAt is UniqueKeysExact's state in checkUnique: the path of the
+// value being checked, and which objects compare keys as written.
+type exactAt struct {
+	exact func(path []string) bool
+	path  []string
+}
+
+// in is the state for the value at seg inside the current one.
+func (e *exactAt) in(seg string) *exactAt {
+	return &exactAt{exact: e.exact, path: append(e.path[:len(e.path):len(e.path)], seg)}
 }
