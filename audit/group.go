@@ -29,8 +29,15 @@ var burstSource atomic.Pointer[func() uint64]
 // SetBurstSource makes the records of a Logger writing JSON lines (New)
 // gather while reads() has changed since the last record: reads counts
 // the lines read while more input was buffered behind them. Package rpc
-// calls it at start-up on one CPU.
-func SetBurstSource(reads func() uint64) { burstSource.Store(&reads) }
+// sets it where bursts are gathered (rpc.GroupBursts); nil writes each
+// record at once.
+func SetBurstSource(reads func() uint64) {
+	if reads == nil {
+		burstSource.Store(nil)
+		return
+	}
+	burstSource.Store(&reads)
+}
 
 // groupMax bounds the bytes gathered for one write: a record that finds
 // this much pending writes it all at once.

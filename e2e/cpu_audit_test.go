@@ -8,24 +8,33 @@ import (
 	"testing"
 )
 
-// Calls made eight at a time to a gate on one CPU, where the decision
-// records of a burst are gathered into one write (audit/group.go): every
-// call still reaches its server only after its own record was handed to
-// the OS. The server counts its arrivals and the decision lines already
-// in the audit file; k arrivals with fewer than k lines is a call
-// forwarded ahead of its record.
+// Calls made eight at a time to a stdio gate, which runs on one P and
+// so gathers the decision records of a burst into one write
+// (audit/group.go, rpc.GroupBursts): every call still reaches its server
+// only after its own record was handed to the OS. The server counts its
+// arrivals and the decision lines already in the audit file; k arrivals
+// with fewer than k lines is a call forwarded ahead of its record. Run
+// with the gate on one CPU, and on every CPU the machine gives it, where
+// its server runs beside it while it gathers.
 func TestAuditBurstWrittenBeforeForwarding(t *testing.T) {
 	// Not parallel (see harness_test.go): pins the gate to one CPU (taskset) and needs that CPU.
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		t.Skip("taskset is not installed: the gate cannot be put on one CPU")
-	}
+	t.Run("one CPU", func(t *testing.T) {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			t.Skip("taskset is not installed: the gate cannot be put on one CPU")
+		}
+		auditBurstBeforeForwarding(t, taskset, "-c", "0", gateBin)
+	})
+	t.Run("every CPU", func(t *testing.T) { auditBurstBeforeForwarding(t, gateBin) })
+}
+
+func auditBurstBeforeForwarding(t *testing.T, argv ...string) {
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	wd, _ := os.Getwd()
-	cmd := exec.Command(taskset, "-c", "0", gateBin, "serve",
+	cmd := exec.Command(argv[0], append(argv[1:], "serve",
 		"--servers", writeServers(t, dir, map[string]server{"a": testserver("auditburst", auditPath)}),
-		"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--audit-log", auditPath)
+		"--policy", filepath.Join(wd, "testdata", "allow-all.yaml"), "--audit-log", auditPath)...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	g := &gate{cmd: cmd, stderr: stderr}

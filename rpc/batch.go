@@ -5,6 +5,8 @@ import (
 	"context"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/mcp-gate/mcp-gate/audit"
 )
 
 // Group commit of the small messages of one burst (see Stream.writeBatched).
@@ -103,22 +105,51 @@ func (s *Stream) writeBatched(o outgoing) (bool, error) {
 	return true, s.flushBatchLocked()
 }
 
-// grouping reports whether a burst's writes are gathered: only when the
-// process may run on one CPU alone (taskset, a one-CPU cpuset), which its
-// peers then share. There the other goroutines of a burst can only run
-// while the first yields, and a write per message, each a switch to the
-// peer, is what the burst costs: pinned A/B runs gave 1.2-1.4x the calls/s
-// at c=8. With more CPUs the peers run beside the gate and waiting to
-// gather only holds their work back: unpinned, with the stdio gate on one
-// P (cmd/mcp-gate), gathering gave 0.75x; with two Ps, 0.92-1.06x. So the
-// test is the CPUs the process may use, not its GOMAXPROCS.
+// grouping reports whether a burst's writes are gathered: while the
+// process runs Go code on one P (GroupBursts). There the other goroutines
+// of a burst can only run while the first yields, and a write per message,
+// each a switch to the peer, is what the burst costs.
 func (s *Stream) grouping() bool {
-	return s.groupAlways || oneCPU
+	return s.groupAlways || groupBursts.Load()
 }
 
-// oneCPU is whether the process may run on one CPU only (the affinity
-// mask at start, which runtime.NumCPU reports).
-var oneCPU = runtime.NumCPU() == 1
+// groupBursts is whether the process gathers the writes of a burst
+// (GroupBursts). Until a command says, it is whether the process may run
+// on one CPU only (the affinity mask at start, which runtime.NumCPU
+// reports), where one P is all it can use at a time.
+var groupBursts atomic.Bool
+
+func init() { GroupBursts(runtime.NumCPU() == 1) }
+
+// GroupBursts sets whether the writes of a burst are gathered, the
+// messages of each Stream (writeBatched) and the audit records
+// (audit.SetBurstSource). A command calls it once it knows its Ps, before
+// it serves: on for one P, off for more.
+//
+// Why by Ps and not by CPUs: what gathering trades is the yield of the
+// burst's first writer, which lets the others of the burst append theirs.
+// On one P they run in that yield and nowhere else, whatever the CPUs, so
+// the burst costs one write per hop where it cost one per message; with
+// more Ps they run beside the writer and waiting only holds them back
+// (two Ps, unpinned: 0.92-1.06x the calls/s at c=8). The stdio gate runs
+// on one P (cmd/mcp-gate/procs.go) on any machine: unpinned on the two
+// CPUs of the development VM, gathering there gave 1.12-1.41x the echo
+// calls/s at c=8 and 0.59-0.73x the gate's CPU per call, c=1 unchanged
+// (`go run ./e2e/bench -cpu unpinned -base-gate OLD -gate NEW`, three runs
+// of six rounds). A measurement of 2026 before the gate's reads and writes
+// became raw system calls had found 0.75x for it there, and gathering was
+// kept to one CPU until this was measured again.
+func GroupBursts(on bool) {
+	groupBursts.Store(on)
+	if on {
+		audit.SetBurstSource(burstReads.Load)
+	} else {
+		audit.SetBurstSource(nil)
+	}
+}
+
+// GroupingBursts reports what GroupBursts last set.
+func GroupingBursts() bool { return groupBursts.Load() }
 
 // flushBatchLocked writes the gathered batch, under wmu: as much as the
 // peer has room for at once, the rest queued (in one entry) for the writer

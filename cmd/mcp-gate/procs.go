@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/mcp-gate/mcp-gate/rpc"
+
 	// Both run before the other packages' initialisers: see their docs.
 	_ "github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/mainstack"
 	"github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/oneproc"
@@ -28,6 +30,13 @@ import (
 // default. Why from the start rather than once the session has settled:
 // oneproc's doc (an idle gate's peak RSS).
 func procsFor(stdioSession bool) {
+	setProcs(stdioSession)
+	// On one P the goroutines of a burst run one at a time, so their
+	// writes are gathered (rpc.GroupBursts), whatever the CPUs.
+	rpc.GroupBursts(runtime.GOMAXPROCS(0) == 1)
+}
+
+func setProcs(stdioSession bool) {
 	if v, set := os.LookupEnv("GOMAXPROCS"); set {
 		// Parsed as the runtime parses it, a 32-bit integer, so that a
 		// value it ignored (3000000000) gets the default back, which

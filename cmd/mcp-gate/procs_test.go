@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcp-gate/mcp-gate/cmd/mcp-gate/internal/oneproc"
+	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
 // procsChild, in the environment of a re-run of this test binary, makes
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	if kind := os.Getenv(procsChild); kind != "" {
 		init := runtime.GOMAXPROCS(0)
 		procsFor(kind == "stdio")
-		fmt.Printf("start=%d init=%d after=%d\n", oneproc.AtStart(), init, runtime.GOMAXPROCS(0))
+		fmt.Printf("start=%d init=%d after=%d group=%t\n", oneproc.AtStart(), init, runtime.GOMAXPROCS(0), rpc.GroupingBursts())
 		os.Exit(0)
 	}
 	// The test binary starts on one P too: the tests get what every
@@ -40,6 +41,14 @@ func TestMain(m *testing.M) {
 // procsFor(kind == "stdio") set.
 func procsIn(t *testing.T, kind string, env ...string) (start, init, after int) {
 	t.Helper()
+	start, init, after, _ = procsGroupIn(t, kind, env...)
+	return start, init, after
+}
+
+// procsGroupIn is procsIn that also reports whether the child gathers the
+// writes of a burst (rpc.GroupingBursts) once procsFor has run.
+func procsGroupIn(t *testing.T, kind string, env ...string) (start, init, after int, group bool) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
@@ -52,10 +61,10 @@ func procsIn(t *testing.T, kind string, env ...string) (start, init, after int) 
 	if err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	if _, err := fmt.Sscanf(string(out), "start=%d init=%d after=%d", &start, &init, &after); err != nil {
+	if _, err := fmt.Sscanf(string(out), "start=%d init=%d after=%d group=%t", &start, &init, &after, &group); err != nil {
 		t.Fatalf("child printed %q: %v", out, err)
 	}
-	return start, init, after
+	return start, init, after, group
 }
 
 // The process runs its initialisers on one P; a stdio session keeps it,
@@ -80,6 +89,24 @@ func TestProcsFor(t *testing.T) {
 		// A value the runtime ignores leaves its default.
 		if _, _, after := procsIn(t, kind, "GOMAXPROCS=many"); after != start {
 			t.Fatalf("%s with GOMAXPROCS=many: runs with %d Ps; want the default, %d", kind, after, start)
+		}
+	}
+}
+
+// A burst's writes are gathered exactly when the command runs on one P
+// (rpc.GroupBursts), whatever the CPUs: a stdio session on a machine of
+// many, and any command given one P; not a command with more.
+func TestProcsForGroupsBurstsOnOneP(t *testing.T) {
+	t.Parallel()
+	if _, _, after, group := procsGroupIn(t, "stdio"); after != 1 || !group {
+		t.Fatalf("a stdio session: %d Ps, gathering bursts %t; want 1 P and gathering", after, group)
+	}
+	if _, _, after, group := procsGroupIn(t, "other", "GOMAXPROCS=1"); after != 1 || !group {
+		t.Fatalf("another command with GOMAXPROCS=1: %d Ps, gathering bursts %t; want 1 P and gathering", after, group)
+	}
+	for _, kind := range []string{"stdio", "other"} {
+		if _, _, after, group := procsGroupIn(t, kind, "GOMAXPROCS=2"); after != 2 || group {
+			t.Fatalf("%s with GOMAXPROCS=2: %d Ps, gathering bursts %t; want 2 Ps and no gathering", kind, after, group)
 		}
 	}
 }
