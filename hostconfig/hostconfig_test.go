@@ -690,3 +690,45 @@ func TestForeignMCPJSONDisabledNotMoved(t *testing.T) {
 		t.Error("another user's server not disabled")
 	}
 }
+
+// Uninstall wrote its edits with no same-file check, as install did before
+// distinctFiles: the record of two installs (one with CLAUDE_CONFIG_DIR
+// set, one without) names two .claude.json files, and once the user made
+// one a link to the other (configs consolidated), uninstall restored each
+// through its own path onto one file, the second write undoing the first:
+// the servers of one install were lost and the install record removed.
+// Uninstall refuses as install does, dry run included, and writes nothing.
+func TestUninstallRefusesTwoEditsOfOneFile(t *testing.T) {
+	o := testOptions(t)
+	work := filepath.Join(o.Home, ".claude-work")
+	ow := o
+	ow.Getenv = func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return work
+		}
+		return ""
+	}
+	cfg, cfgWork := ClaudeCodeConfigPath(o), ClaudeCodeConfigPath(ow)
+	write(t, cfg, `{"mcpServers":{"a":{"command":"x"}}}`)
+	write(t, cfgWork, `{"mcpServers":{"b":{"command":"y"}}}`)
+	install(t, o, "claude-code")
+	install(t, ow, "claude-code")
+	if err := os.Remove(cfgWork); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cfg, cfgWork); err != nil {
+		t.Fatal(err)
+	}
+	installed := read(t, cfg)
+	for _, dry := range []bool{true, false} {
+		if _, _, err := Uninstall(o, "claude-code", dry); err == nil || !strings.Contains(err.Error(), "are the same file") {
+			t.Errorf("uninstall (dry run %v) of two edits of one file: %v\n%s", dry, err, read(t, cfg))
+		}
+	}
+	if got := read(t, cfg); got != installed {
+		t.Errorf("a refused uninstall wrote %s:\n%s", cfg, got)
+	}
+	if st, err := LoadState(o, "claude-code"); err != nil || st == nil {
+		t.Errorf("a refused uninstall removed the install record: %v", err)
+	}
+}
