@@ -33,6 +33,10 @@ type Options struct {
 	StateDir string              // where install records and backups live
 	Timeout  time.Duration       // the policy's approval timeout (Codex tool_timeout_sec)
 	Now      func() time.Time    // backup names
+
+	// The directories administrators' configs live in, for tests: ""
+	// is the host's own (ClaudeManagedDir, CodexSystemDir).
+	ClaudeManagedDir, CodexSystemDir string
 }
 
 // FileEdit is one file a plan writes: Before is nil when it does not exist.

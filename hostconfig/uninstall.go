@@ -144,7 +144,12 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 		if list == nil || list.Kind != '[' {
 			continue
 		}
-		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool { return e.Kind == 0 && e.String() == r.Name })
+		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool {
+			if r.Value != "" {
+				return e.Compact() == r.Value // an entry install added ({"serverName": ...})
+			}
+			return e.Kind == 0 && e.String() == r.Name
+		})
 	}
 	return tree.Encode(style.indent, style.newline), notes, nil
 }
