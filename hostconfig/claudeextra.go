@@ -122,34 +122,51 @@ func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
 	if len(enabled) == 0 {
 		return nil, nil
 	}
-	reg := filepath.Join(claudeSettingsDir(o), "plugins", "installed_plugins.json")
-	tree, err := readTree(reg)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of the plugins enabled (%s) are not known", reg, err, strings.Join(enabled, ", ")))
-		}
-		return nil, notes
+	// The plugins directory (CLAUDE_CODE_PLUGIN_CACHE_DIR moves it) and
+	// the seed directories (CLAUDE_CODE_PLUGIN_SEED_DIR, pre-installed
+	// plugins) each list their installed copies.
+	dirs := []string{filepath.Join(claudeSettingsDir(o), "plugins")}
+	if d := o.getenv("CLAUDE_CODE_PLUGIN_CACHE_DIR"); d != "" {
+		dirs[0] = d
 	}
-	plugins := tree.Get("plugins")
-	seen := map[string]bool{}
-	for _, plugin := range enabled {
-		copies := plugins.Get(plugin)
-		if copies == nil {
-			continue // not installed: nothing starts
+	for _, d := range filepath.SplitList(o.getenv("CLAUDE_CODE_PLUGIN_SEED_DIR")) {
+		if d != "" {
+			dirs = append(dirs, d)
 		}
-		name, _, _ := strings.Cut(plugin, "@")
-		for _, c := range append([]*Node{copies}, copies.Elems...) {
-			dir := c.Get("installPath").String()
-			if c.Kind != '{' || dir == "" {
-				continue
+	}
+	var registries []*Node
+	for _, d := range dirs {
+		reg := filepath.Join(d, "installed_plugins.json")
+		tree, err := readTree(reg)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of the plugins enabled (%s) are not known", reg, err, strings.Join(enabled, ", ")))
 			}
-			found, ns := pluginDirServers(plugin, dir, ".claude-plugin")
-			notes = append(notes, ns...)
-			for _, f := range found {
-				key := "plugin:" + name + ":" + f.Name
-				if !seen[key] {
-					seen[key] = true
-					servers = append(servers, PluginServer{Plugin: plugin, Name: key, File: f.File})
+			continue
+		}
+		registries = append(registries, tree.Get("plugins"))
+	}
+	seen := map[string]bool{}
+	for _, plugins := range registries {
+		for _, plugin := range enabled {
+			copies := plugins.Get(plugin)
+			if copies == nil {
+				continue // not installed: nothing starts
+			}
+			name, _, _ := strings.Cut(plugin, "@")
+			for _, c := range append([]*Node{copies}, copies.Elems...) {
+				dir := c.Get("installPath").String()
+				if c.Kind != '{' || dir == "" {
+					continue
+				}
+				found, ns := pluginDirServers(plugin, dir, ".claude-plugin")
+				notes = append(notes, ns...)
+				for _, f := range found {
+					key := "plugin:" + name + ":" + f.Name
+					if !seen[key] {
+						seen[key] = true
+						servers = append(servers, PluginServer{Plugin: plugin, Name: key, File: f.File})
+					}
 				}
 			}
 		}
@@ -340,4 +357,4 @@ func claudeManaged(o Options) (direct []Entry, notes []string) {
 }
 
 // claudeCommandLineNote is what no file shows.
-const claudeCommandLineNote = "servers given on Claude Code's command line (--mcp-config, --plugin-dir) or by an SDK host are in no file mcp-gate reads; start Claude Code with --strict-mcp-config --mcp-config naming only the gate where a launcher adds others"
+const claudeCommandLineNote = "servers given on Claude Code's command line (--mcp-config, --plugin-dir), in CLAUDE_CODE_PLUGIN_DIRS, or by an SDK host are in no file mcp-gate reads; start Claude Code with --strict-mcp-config --mcp-config naming only the gate where a launcher adds others"

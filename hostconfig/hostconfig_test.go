@@ -962,3 +962,38 @@ func TestCodexPluginServersReported(t *testing.T) {
 		}
 	}
 }
+
+// CLAUDE_CODE_PLUGIN_CACHE_DIR moves Claude Code's plugins directory, and
+// CLAUDE_CODE_PLUGIN_SEED_DIR adds directories of pre-installed plugins:
+// the servers of the plugins listed there are found too.
+func TestClaudePluginDirsFromEnvironment(t *testing.T) {
+	o := testOptions(t)
+	claudePlugin(t, o)
+	moved := filepath.Join(o.Home, "plugin-cache")
+	reg := filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json")
+	write(t, filepath.Join(moved, "installed_plugins.json"), read(t, reg))
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(o.Home, "seed")
+	write(t, filepath.Join(seed, "cache", "s", ".mcp.json"), `{"mcpServers":{"seeded":{"command":"s"}}}`)
+	write(t, filepath.Join(seed, "installed_plugins.json"), `{"version":2,"plugins":{"sp@mp":[{"scope":"user","installPath":`+strconvQuote(filepath.Join(seed, "cache", "s"))+`}]}}`)
+	write(t, filepath.Join(o.Home, ".claude", "settings.json"), `{"enabledPlugins":{"pl@mp":true,"sp@mp":true}}`)
+	o.Getenv = func(k string) string {
+		switch k {
+		case "CLAUDE_CODE_PLUGIN_CACHE_DIR":
+			return moved
+		case "CLAUDE_CODE_PLUGIN_SEED_DIR":
+			return seed
+		}
+		return ""
+	}
+	var names []string
+	servers, _ := ClaudePluginServers(o)
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	if want := []string{"plugin:pl:a", "plugin:pl:b", "plugin:pl:c", "plugin:sp:seeded"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("plugin servers: %v, want %v", names, want)
+	}
+}
