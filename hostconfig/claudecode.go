@@ -88,6 +88,14 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 		return err
 	}
 	lf.edit(p)
+	if err := disableClaudePlugins(o, p, f, proj, slices.Equal(at, user)); err != nil {
+		return err
+	}
+	managed, notes := claudeManaged(o)
+	p.Notes = append(p.Notes, notes...)
+	for _, d := range managed {
+		p.Notes = append(p.Notes, fmt.Sprintf("%q (%s) stays beside the gate: %s", d.Name, d.Where, d.Fix))
+	}
 	if err := registerJSONGate(o, p, f, at, gate); err != nil {
 		return err
 	}

@@ -147,6 +147,18 @@ func planCodex(o Options, p *Plan, sf *serversFile) error {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s registers %q directly: when Codex trusts this project, the model can call it without the policy; move it into the servers file and remove it there (install does not edit a project's file)", pp, d.Name))
 		}
 	}
+	plugins, notes := CodexPluginServers(o)
+	p.Notes = append(p.Notes, notes...)
+	for _, s := range plugins {
+		p.Notes = append(p.Notes, fmt.Sprintf("plugin %s (%s) registers %q beside the gate: the model can call it without the policy; %s", s.Plugin, s.File, s.Name, codexPluginFix(s)))
+	}
+	for _, sys := range CodexSystemConfigs(o) {
+		var sr HostReport
+		scanCodexFile(o, &sr, sys, "")
+		for _, d := range sr.Direct {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s registers %q for every session, beside the gate: the model can call it without the policy; %s", sys, d.Name, codexSystemFix(sys)))
+		}
+	}
 	if string(data) != text {
 		p.Edits = append(p.Edits, FileEdit{Path: path, Before: before, After: []byte(text)})
 	}
@@ -418,4 +430,52 @@ func tomlHeader(line string) ([]string, bool) {
 		}
 		return nil, false
 	}
+}
+
+// CodexPluginServers are the MCP servers of the plugins the user's
+// config.toml enables ([plugins."NAME@MARKETPLACE"], enabled unless
+// enabled = false), from every copy under $CODEX_HOME/plugins/cache: each
+// copy's .mcp.json and its manifest's mcpServers (Codex reads
+// .codex-plugin, .claude-plugin and .cursor-plugin manifests). Codex
+// names them as declared.
+func CodexPluginServers(o Options) (servers []PluginServer, notes []string) {
+	data, err := os.ReadFile(CodexConfigPath(o))
+	if err != nil {
+		return nil, nil
+	}
+	var doc map[string]any
+	if toml.Unmarshal(data, &doc) != nil {
+		return nil, nil
+	}
+	plugins, _ := doc["plugins"].(map[string]any)
+	for _, key := range slices.Sorted(maps.Keys(plugins)) {
+		t, _ := plugins[key].(map[string]any)
+		if en, ok := t["enabled"].(bool); ok && !en {
+			continue
+		}
+		name, mp, ok := strings.Cut(key, "@")
+		if !ok {
+			continue
+		}
+		copies, _ := filepath.Glob(filepath.Join(filepath.Dir(CodexConfigPath(o)), "plugins", "cache", mp, name, "*"))
+		seen := map[string]bool{}
+		for _, dir := range copies {
+			found, ns := pluginDirServers(key, dir, ".codex-plugin", ".claude-plugin", ".cursor-plugin")
+			notes = append(notes, ns...)
+			for _, s := range found {
+				if !seen[s.Name] {
+					seen[s.Name] = true
+					servers = append(servers, s)
+				}
+			}
+		}
+	}
+	return servers, notes
+}
+
+// codexPluginFix is what the user can do about a Codex plugin's server:
+// Codex has no switch for one server of a plugin (a user table with only
+// enabled = false fails Codex's config).
+func codexPluginFix(s PluginServer) string {
+	return fmt.Sprintf("Codex cannot turn off one server of a plugin, so install leaves it: move %q into the servers file by hand and turn the plugin off ([plugins.%s] enabled = false, or codex plugin remove), or keep it knowing the model calls it without the policy", s.Name, tomlString(s.Plugin))
 }

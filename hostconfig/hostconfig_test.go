@@ -690,3 +690,310 @@ func TestForeignMCPJSONDisabledNotMoved(t *testing.T) {
 		t.Error("another user's server not disabled")
 	}
 }
+
+// Uninstall wrote its edits with no same-file check, as install did before
+// distinctFiles: the record of two installs (one with CLAUDE_CONFIG_DIR
+// set, one without) names two .claude.json files, and once the user made
+// one a link to the other (configs consolidated), uninstall restored each
+// through its own path onto one file, the second write undoing the first:
+// the servers of one install were lost and the install record removed.
+// Uninstall refuses as install does, dry run included, and writes nothing.
+func TestUninstallRefusesTwoEditsOfOneFile(t *testing.T) {
+	o := testOptions(t)
+	work := filepath.Join(o.Home, ".claude-work")
+	ow := o
+	ow.Getenv = func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return work
+		}
+		return ""
+	}
+	cfg, cfgWork := ClaudeCodeConfigPath(o), ClaudeCodeConfigPath(ow)
+	write(t, cfg, `{"mcpServers":{"a":{"command":"x"}}}`)
+	write(t, cfgWork, `{"mcpServers":{"b":{"command":"y"}}}`)
+	install(t, o, "claude-code")
+	install(t, ow, "claude-code")
+	if err := os.Remove(cfgWork); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cfg, cfgWork); err != nil {
+		t.Fatal(err)
+	}
+	installed := read(t, cfg)
+	for _, dry := range []bool{true, false} {
+		if _, _, err := Uninstall(o, "claude-code", dry); err == nil || !strings.Contains(err.Error(), "are the same file") {
+			t.Errorf("uninstall (dry run %v) of two edits of one file: %v\n%s", dry, err, read(t, cfg))
+		}
+	}
+	if got := read(t, cfg); got != installed {
+		t.Errorf("a refused uninstall wrote %s:\n%s", cfg, got)
+	}
+	if st, err := LoadState(o, "claude-code"); err != nil || st == nil {
+		t.Errorf("a refused uninstall removed the install record: %v", err)
+	}
+}
+
+// claudePlugin installs a plugin as Claude Code 2.1 does: its copy under
+// plugins/cache, listed in installed_plugins.json, enabled in the user's
+// settings.json. Its servers: "a" in its .mcp.json, "b" in its manifest,
+// "c" in a file the manifest names.
+func claudePlugin(t *testing.T, o Options) string {
+	t.Helper()
+	dir := filepath.Join(o.Home, ".claude", "plugins", "cache", "mp", "pl", "1.0.0")
+	write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"a":{"command":"${CLAUDE_PLUGIN_ROOT}/a"}}}`)
+	write(t, filepath.Join(dir, ".claude-plugin", "plugin.json"), `{"name":"pl","mcpServers":[{"b":{"command":"b"}},"./more.json"]}`)
+	write(t, filepath.Join(dir, "more.json"), `{"c":{"command":"c"}}`)
+	write(t, filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json"), `{"version":2,"plugins":{"pl@mp":[{"scope":"user","installPath":`+strconvQuote(dir)+`,"version":"1.0.0"}],"off@mp":[{"scope":"user","installPath":`+strconvQuote(dir)+`}]}}`)
+	settings := filepath.Join(o.Home, ".claude", "settings.json")
+	write(t, settings, "{\n  \"enabledPlugins\": {\n    \"pl@mp\": true,\n    \"off@mp\": false\n  }\n}\n")
+	return settings
+}
+
+// An enabled plugin's MCP servers (plugin:NAME:SERVER) stayed beside the
+// gate after install, which read neither the plugins nor their files, and
+// doctor did not see them: the real CLI listed mcp__plugin_pl_plev__echo
+// beside mcp__gate__…. Install now turns each off in every project
+// (deniedMcpServers in the user's settings.json, which the CLI honours),
+// or for the project at project scope, moves none, and uninstall takes its
+// entries out again; a scan reports the servers still on.
+func TestClaudePluginServersTurnedOff(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{}}`)
+	want := []string{"plugin:pl:a", "plugin:pl:b", "plugin:pl:c"}
+	if got := directNames(claudeReport(t, o)); !reflect.DeepEqual(got, append([]string{"u"}, want...)) {
+		t.Errorf("scan before install: %v", got)
+	}
+	before := read(t, settings)
+	p := install(t, o, "claude-code")
+	got := read(t, settings)
+	for _, name := range want {
+		if !strings.Contains(got, `{"serverName": "`+name+`"}`) && !strings.Contains(got, `"serverName": "`+name+`"`) {
+			t.Errorf("%s is not in deniedMcpServers:\n%s", name, got)
+		}
+	}
+	if strings.Contains(read(t, o.Servers), "plugin") || strings.Contains(read(t, o.Servers), "CLAUDE_PLUGIN_ROOT") {
+		t.Errorf("a plugin's server was moved into the servers file:\n%s", read(t, o.Servers))
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), `"plugin:pl:a" (plugin pl@mp`) {
+		t.Errorf("install does not say what it turned off: %v", p.Notes)
+	}
+	r := claudeReport(t, o)
+	if names := directNames(r); len(names) != 0 {
+		t.Errorf("scan after install: %v", names)
+	}
+	// Changed since: uninstall takes out only its own entries.
+	write(t, settings, strings.Replace(got, "{\n", "{\n  \"model\": \"opus\",\n", 1))
+	if _, _, err := Uninstall(o, "claude-code", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, settings); strings.Contains(got, "plugin:pl") || !strings.Contains(got, `"model": "opus"`) {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+	// Untouched since: the backup, byte for byte.
+	write(t, settings, before)
+	install(t, o, "claude-code")
+	if _, _, err := Uninstall(o, "claude-code", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, settings); got != before {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+
+	// At project scope, for the project only.
+	o.Scope = "project"
+	install(t, o, "claude-code")
+	if got := read(t, settings); got != before {
+		t.Errorf("a project-scope install edited the user's settings:\n%s", got)
+	}
+	var cfg struct {
+		Projects map[string]struct{ DisabledMcpServers []string }
+	}
+	if err := json.Unmarshal([]byte(read(t, ClaudeCodeConfigPath(o))), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Projects[o.Cwd].DisabledMcpServers; !reflect.DeepEqual(got, want) {
+		t.Errorf("the project's disabledMcpServers: %v", got)
+	}
+	if names := directNames(claudeReport(t, o)); len(names) != 1 || names[0] != "u" {
+		t.Errorf("scan after a project-scope install: %v", names)
+	}
+}
+
+// The administrator's managed-mcp.json takes exclusive control while it
+// exists (Claude Code starts its servers, none of the user's, the gate
+// included) and managedMcpServers in the managed settings cannot be
+// removed by users: install edits neither, and neither was reported.
+func TestClaudeManagedServersReported(t *testing.T) {
+	o := testOptions(t)
+	o.ClaudeManagedDir = filepath.Join(o.Home, "etc-claude-code")
+	mcp := `{"mcpServers":{"corp":{"command":"corp-server"}}}`
+	write(t, filepath.Join(o.ClaudeManagedDir, "managed-mcp.json"), mcp)
+	write(t, filepath.Join(o.ClaudeManagedDir, "managed-settings.d", "10-mcp.json"), `{"managedMcpServers":{"wiki":{"type":"http","url":"https://wiki.invalid/mcp"}}}`)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}}}`)
+	p := install(t, o, "claude-code")
+	notes := strings.Join(p.Notes, "\n")
+	for _, want := range []string{"exclusive control", `"corp"`, `"wiki"`, "install cannot edit it"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("install notes lack %s:\n%s", want, notes)
+		}
+	}
+	if got := read(t, filepath.Join(o.ClaudeManagedDir, "managed-mcp.json")); got != mcp {
+		t.Errorf("install edited managed-mcp.json:\n%s", got)
+	}
+	r := claudeReport(t, o)
+	if names := directNames(r); !reflect.DeepEqual(names, []string{"corp", "wiki"}) {
+		t.Errorf("scan: %v", names)
+	}
+	for _, d := range r.Direct {
+		if d.Fix == "" || !r.Beside(d) {
+			t.Errorf("%+v: no fix, or not beside the gate", d)
+		}
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "exclusive control") || !strings.Contains(strings.Join(r.Notes, "\n"), "--mcp-config") {
+		t.Errorf("scan notes: %v", r.Notes)
+	}
+}
+
+// Codex's project root is the nearest directory holding one of
+// project_root_markers ([".git"] unless the user's config says otherwise),
+// and the working directory itself when none does; it reads every
+// .codex/config.toml from the working directory up to that root. The scan
+// stopped at .git whatever the markers, so with markers [".sl"] a
+// server in a .codex/config.toml above the checkout's .git, which the real
+// CLI starts, was not reported.
+func TestCodexProjectRootMarkers(t *testing.T) {
+	o := testOptions(t)
+	ws := filepath.Join(o.Cwd, "ws")
+	repo := filepath.Join(ws, "repo")
+	for _, d := range []string{filepath.Join(ws, ".sl"), filepath.Join(repo, ".git")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	above := filepath.Join(ws, ".codex", "config.toml")
+	write(t, above, "[mcp_servers.above]\ncommand = \"node\"\n")
+	write(t, filepath.Join(o.Cwd, ".codex", "config.toml"), "[mcp_servers.outside]\ncommand = \"node\"\n")
+	o.Cwd = repo
+	if got := CodexProjectConfigs(o); len(got) != 0 {
+		t.Errorf("markers [.git]: %v", got)
+	}
+	write(t, CodexConfigPath(o), "project_root_markers = [\".sl\"]\n")
+	if got := CodexProjectConfigs(o); !reflect.DeepEqual(got, []string{above}) {
+		t.Errorf("markers [.sl]: %v", got)
+	}
+	write(t, CodexConfigPath(o), "project_root_markers = []\n")
+	if got := CodexProjectConfigs(o); len(got) != 0 {
+		t.Errorf("markers []: %v", got)
+	}
+	// No marker anywhere: the working directory only.
+	o.Cwd = ws
+	write(t, CodexConfigPath(o), "project_root_markers = [\".hg\"]\n")
+	if got := CodexProjectConfigs(o); !reflect.DeepEqual(got, []string{above}) {
+		t.Errorf("no marker: %v", got)
+	}
+}
+
+// Codex reads /etc/codex/config.toml (under the user's layer) and
+// managed_config.toml (over it) in every session; their servers were
+// neither reported nor noted.
+func TestCodexSystemConfigsReported(t *testing.T) {
+	o := testOptions(t)
+	o.CodexSystemDir = filepath.Join(o.Home, "etc-codex")
+	write(t, filepath.Join(o.CodexSystemDir, "config.toml"), "[mcp_servers.sys]\ncommand = \"node\"\n")
+	write(t, filepath.Join(o.CodexSystemDir, "managed_config.toml"), "[mcp_servers.mdm]\ncommand = \"node\"\n")
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\n")
+	p := install(t, o, "codex")
+	notes := strings.Join(p.Notes, "\n")
+	for _, want := range []string{`registers "sys" for every session`, `registers "mdm" for every session`} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("install notes lack %s:\n%s", want, notes)
+		}
+	}
+	for _, r := range Scan(o) {
+		if r.Host != "codex" {
+			continue
+		}
+		if names := directNames(r); !reflect.DeepEqual(names, []string{"sys", "mdm"}) {
+			t.Errorf("scan: %v", names)
+		}
+		for _, d := range r.Direct {
+			if d.Fix == "" || !r.Beside(d) {
+				t.Errorf("%+v: no fix, or not beside the gate", d)
+			}
+		}
+	}
+}
+
+// A Codex plugin's MCP servers ([plugins."pl@mp"] enabled in config.toml,
+// its copy under $CODEX_HOME/plugins/cache) are started beside the gate;
+// install and doctor read no plugin. Codex has no switch for one server of
+// a plugin, so install reports each (with what the user can do) and the
+// scan flags it; a plugin turned off is not reported.
+func TestCodexPluginServersReported(t *testing.T) {
+	o := testOptions(t)
+	dir := filepath.Join(filepath.Dir(CodexConfigPath(o)), "plugins", "cache", "mp", "pl", "1.0.0")
+	write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"plev":{"command":"node"}}}`)
+	write(t, filepath.Join(dir, ".codex-plugin", "plugin.json"), `{"name":"pl","mcpServers":{"plman":{"command":"node"}}}`)
+	off := filepath.Join(filepath.Dir(CodexConfigPath(o)), "plugins", "cache", "mp", "off", "1.0.0")
+	write(t, filepath.Join(off, ".mcp.json"), `{"mcpServers":{"offsrv":{"command":"node"}}}`)
+	write(t, CodexConfigPath(o), "[mcp_servers.a]\ncommand = \"x\"\n\n[plugins.\"pl@mp\"]\nenabled = true\n\n[plugins.\"off@mp\"]\nenabled = false\n")
+	p := install(t, o, "codex")
+	notes := strings.Join(p.Notes, "\n")
+	for _, want := range []string{`registers "plev" beside the gate`, `registers "plman" beside the gate`} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("install notes lack %s:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "offsrv") {
+		t.Errorf("a plugin turned off is reported:\n%s", notes)
+	}
+	for _, r := range Scan(o) {
+		if r.Host != "codex" {
+			continue
+		}
+		if names := directNames(r); !reflect.DeepEqual(names, []string{"plev", "plman"}) {
+			t.Errorf("scan: %v", names)
+		}
+		for _, d := range r.Direct {
+			if d.Fix == "" || !r.Beside(d) {
+				t.Errorf("%+v: no fix, or not beside the gate", d)
+			}
+		}
+	}
+}
+
+// CLAUDE_CODE_PLUGIN_CACHE_DIR moves Claude Code's plugins directory, and
+// CLAUDE_CODE_PLUGIN_SEED_DIR adds directories of pre-installed plugins:
+// the servers of the plugins listed there are found too.
+func TestClaudePluginDirsFromEnvironment(t *testing.T) {
+	o := testOptions(t)
+	claudePlugin(t, o)
+	moved := filepath.Join(o.Home, "plugin-cache")
+	reg := filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json")
+	write(t, filepath.Join(moved, "installed_plugins.json"), read(t, reg))
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(o.Home, "seed")
+	write(t, filepath.Join(seed, "cache", "s", ".mcp.json"), `{"mcpServers":{"seeded":{"command":"s"}}}`)
+	write(t, filepath.Join(seed, "installed_plugins.json"), `{"version":2,"plugins":{"sp@mp":[{"scope":"user","installPath":`+strconvQuote(filepath.Join(seed, "cache", "s"))+`}]}}`)
+	write(t, filepath.Join(o.Home, ".claude", "settings.json"), `{"enabledPlugins":{"pl@mp":true,"sp@mp":true}}`)
+	o.Getenv = func(k string) string {
+		switch k {
+		case "CLAUDE_CODE_PLUGIN_CACHE_DIR":
+			return moved
+		case "CLAUDE_CODE_PLUGIN_SEED_DIR":
+			return seed
+		}
+		return ""
+	}
+	var names []string
+	servers, _ := ClaudePluginServers(o)
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	if want := []string{"plugin:pl:a", "plugin:pl:b", "plugin:pl:c", "plugin:sp:seeded"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("plugin servers: %v, want %v", names, want)
+	}
+}

@@ -33,6 +33,10 @@ type Options struct {
 	StateDir string              // where install records and backups live
 	Timeout  time.Duration       // the policy's approval timeout (Codex tool_timeout_sec)
 	Now      func() time.Time    // backup names
+
+	// The directories administrators' configs live in, for tests: ""
+	// is the host's own (ClaudeManagedDir, CodexSystemDir).
+	ClaudeManagedDir, CodexSystemDir string
 }
 
 // FileEdit is one file a plan writes: Before is nil when it does not exist.
@@ -167,9 +171,6 @@ func Apply(o Options, p *Plan) error {
 	if !p.Changed() {
 		return nil
 	}
-	if err := distinctFiles(p.Edits); err != nil {
-		return err
-	}
 	prev, err := LoadState(o, p.Host)
 	if err != nil {
 		return err
@@ -183,22 +184,26 @@ func Apply(o Options, p *Plan) error {
 		merged.Added = append(merged.Added, st.Added...)
 		st = &merged
 	}
-	if err := os.MkdirAll(filepath.Join(o.StateDir, "backups"), 0o700); err != nil {
-		return fmt.Errorf("creating the backup directory: %w", err)
-	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	stamp := now().UTC().Format("20060102T150405.000000000Z")
-	for i, e := range p.Edits {
-		fs := FileState{Path: e.Path, After: hash(e.After)}
-		j := slices.IndexFunc(st.Files, func(f FileState) bool { return f.Path == e.Path })
-		if j >= 0 {
-			// A file an earlier install changed keeps its first backup: an
-			// uninstall goes back to before the first install.
-			st.Files[j].After = fs.After
-		} else {
+	// The record goes first: a crash between files leaves an uninstall
+	// that can still find every backup.
+	return writeEdits("install", p.Edits, func() error {
+		if err := os.MkdirAll(filepath.Join(o.StateDir, "backups"), 0o700); err != nil {
+			return fmt.Errorf("creating the backup directory: %w", err)
+		}
+		now := time.Now
+		if o.Now != nil {
+			now = o.Now
+		}
+		stamp := now().UTC().Format("20060102T150405.000000000Z")
+		for i, e := range p.Edits {
+			fs := FileState{Path: e.Path, After: hash(e.After)}
+			j := slices.IndexFunc(st.Files, func(f FileState) bool { return f.Path == e.Path })
+			if j >= 0 {
+				// A file an earlier install changed keeps its first backup: an
+				// uninstall goes back to before the first install.
+				st.Files[j].After = fs.After
+				continue
+			}
 			if e.Before == nil {
 				fs.Created = true
 			} else {
@@ -209,11 +214,22 @@ func Apply(o Options, p *Plan) error {
 			}
 			st.Files = append(st.Files, fs)
 		}
+		return writeState(o, st)
+	})
+}
+
+// writeEdits is the one way install and uninstall write host files. Each
+// edit was planned on the bytes of its file as read (Before; nil when it
+// did not exist), so it refuses edits two of which land on one file
+// (distinctFiles), and stops when a file is no longer as read (a host
+// rewrote it meanwhile): writing then would lose that change. Only then
+// does it run first (the record, the backups) and write each file, or
+// remove it when After is nil. what names the command in its errors.
+func writeEdits(what string, edits []FileEdit, first func() error) error {
+	if err := distinctFiles(what, edits); err != nil {
+		return err
 	}
-	// A host may have rewritten its file since the plan read it (Claude
-	// Code rewrites .claude.json as it runs): writing the plan then would
-	// lose that change, so the install stops and asks to be run again.
-	for _, e := range p.Edits {
+	for _, e := range edits {
 		cur, err := os.ReadFile(e.Path)
 		if errors.Is(err, os.ErrNotExist) {
 			cur = nil
@@ -221,15 +237,21 @@ func Apply(o Options, p *Plan) error {
 			return fmt.Errorf("reading %s: %w", e.Path, err)
 		}
 		if !bytes.Equal(cur, e.Before) || (cur == nil) != (e.Before == nil) {
-			return fmt.Errorf("%s changed while install was planning; nothing was written: run install again", e.Path)
+			return fmt.Errorf("%s changed while %s was planning; nothing was written: run %s again", e.Path, what, what)
 		}
 	}
-	// The record goes first: a crash between files leaves an uninstall
-	// that can still find every backup.
-	if err := writeState(o, st); err != nil {
-		return err
+	if first != nil {
+		if err := first(); err != nil {
+			return err
+		}
 	}
-	for _, e := range p.Edits {
+	for _, e := range edits {
+		if e.After == nil {
+			if err := os.Remove(e.Path); err != nil {
+				return fmt.Errorf("removing %s: %w", e.Path, err)
+			}
+			continue
+		}
 		if err := writeFileAtomic(e.Path, e.After); err != nil {
 			return err
 		}
@@ -237,19 +259,19 @@ func Apply(o Options, p *Plan) error {
 	return nil
 }
 
-// distinctFiles refuses a plan two of whose edits land on one file: each
+// distinctFiles refuses edits two of which land on one file: each
 // edit was planned on the file's bytes before the other, so the second
 // write would undo the first. A file a repository controls (its
 // .claude/settings.local.json) can be a link to any other (the host's
 // .claude.json, the servers file): the edit made through it would put the
 // moved servers back and take the gate out, after install said it was
 // done.
-func distinctFiles(edits []FileEdit) error {
+func distinctFiles(what string, edits []FileEdit) error {
 	seen := map[string]string{}
 	for _, e := range edits {
 		real := realPath(e.Path)
 		if first, ok := seen[real]; ok {
-			return fmt.Errorf("%s and %s are the same file (%s), through a link: install would write one edit over the other; nothing was written: remove the link", first, e.Path, real)
+			return fmt.Errorf("%s and %s are the same file (%s), through a link: %s would write one edit over the other; nothing was written: remove the link", first, e.Path, real, what)
 		}
 		seen[real] = e.Path
 	}

@@ -24,7 +24,8 @@ type HostReport struct {
 	Found  bool   // whether the host has a config here at all
 	Gates  []GateEntry
 	Direct []Entry
-	Err    error // the config could not be read
+	Notes  []string // what the files cannot show (servers given on the command line)
+	Err    error    // the config could not be read
 }
 
 // GateEntry is a gate registered with the host: Key is the name the host
@@ -37,7 +38,13 @@ type GateEntry struct {
 }
 
 // Entry is a server registered directly with the host.
-type Entry struct{ Where, Name, Project string }
+type Entry struct {
+	Where, Name, Project string
+	// Fix is what the user can do when install cannot take the entry
+	// away (a file root owns, a plugin's server): "" when "mcp-gate
+	// install" moves or disables it.
+	Fix string
+}
 
 // Beside says whether a direct entry is registered beside one of the
 // host's gates: both apply to the same sessions (one of them for every
@@ -122,6 +129,31 @@ func scanClaudeCode(o Options) HostReport {
 	}
 	r.Found = f.before != nil
 	classify(o, &r, "user scope", "", lookup(f.tree, []string{"mcpServers"}))
+	// The administrator's servers, which install cannot take away.
+	managed, notes := claudeManaged(o)
+	r.Direct = append(r.Direct, managed...)
+	r.Notes = append(r.Notes, notes...)
+	r.Found = r.Found || len(managed) > 0 || len(notes) > 0
+	// The enabled plugins' servers, less those turned off for every
+	// project or, below, for this one.
+	plugins, notes := ClaudePluginServers(o)
+	r.Notes = append(r.Notes, notes...)
+	denied := claudeDeniedNames(o)
+	var projDisabled []string
+	if o.Cwd != "" {
+		projDisabled, _ = lookup(f.tree, []string{"projects", o.Cwd}).Get("disabledMcpServers").Strings()
+	}
+	for _, s := range plugins {
+		if slices.Contains(denied, s.Name) || slices.Contains(projDisabled, s.Name) {
+			continue
+		}
+		r.Found = true
+		r.Direct = append(r.Direct, Entry{Where: "plugin " + s.Plugin + ", " + s.File, Name: s.Name,
+			Fix: fmt.Sprintf("mcp-gate install claude-code (turns it off: the plugin's files stay as they are; to have %s behind the gate, add it to the servers file by hand)", s.Name)})
+	}
+	if r.Found {
+		r.Notes = append(r.Notes, claudeCommandLineNote)
+	}
 	if projects := lookup(f.tree, []string{"projects"}); projects != nil {
 		for _, dir := range projects.Keys {
 			classify(o, &r, "local scope, "+dir, dir, lookup(f.tree, []string{"projects", dir, "mcpServers"}))
@@ -239,7 +271,40 @@ func scanCodex(o Options) HostReport {
 	for _, pp := range CodexProjectConfigs(o) {
 		scanCodexFile(o, &r, pp, filepath.Dir(filepath.Dir(pp)))
 	}
+	plugins, notes := CodexPluginServers(o)
+	r.Notes = append(r.Notes, notes...)
+	for _, s := range plugins {
+		r.Found = true
+		r.Direct = append(r.Direct, Entry{Where: "plugin " + s.Plugin + ", " + s.File, Name: s.Name, Fix: codexPluginFix(s)})
+	}
+	// The administrator's layers apply to every session: under the
+	// user's (config.toml) and over it (managed_config.toml). Install
+	// edits neither.
+	for _, sys := range CodexSystemConfigs(o) {
+		n := len(r.Direct)
+		scanCodexFile(o, &r, sys, "")
+		for i := n; i < len(r.Direct); i++ {
+			r.Direct[i].Fix = codexSystemFix(sys)
+		}
+	}
 	return r
+}
+
+// CodexSystemConfigs are the administrator's config files Codex reads in
+// every session, those that exist: the system layer and the managed one.
+func CodexSystemConfigs(o Options) []string {
+	var out []string
+	for _, name := range []string{"config.toml", "managed_config.toml"} {
+		p := filepath.Join(CodexSystemDir(o), name)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func codexSystemFix(path string) string {
+	return fmt.Sprintf("%s is the administrator's (install does not edit it): remove the server there, or ask whoever manages this machine to put it behind the gate", path)
 }
 
 func scanCodexFile(o Options, r *HostReport, path, project string) {
@@ -279,23 +344,74 @@ func scanCodexFile(o Options, r *HostReport, path, project string) {
 
 // CodexProjectConfigs are the project-level .codex/config.toml files Codex
 // layers over the user's for a trusted project: in the working directory
-// and each parent up to the repository root.
+// and each parent up to the project root, which is the nearest directory
+// holding one of project_root_markers (the user's config.toml, else the
+// system's; [".git"] when neither sets it), or the working directory
+// itself when none holds one or the list is empty. The pinned Codex CLI
+// read a file above a .git when the markers named another (".hg", ".sl"):
+// a fixed stop at .git missed it.
 func CodexProjectConfigs(o Options) []string {
-	var out []string
 	if o.Cwd == "" {
 		return nil
 	}
-	for dir := o.Cwd; ; dir = filepath.Dir(dir) {
+	cwd := filepath.Clean(o.Cwd)
+	root := cwd
+	if markers := codexRootMarkers(o); len(markers) > 0 {
+	find:
+		for dir := cwd; ; dir = filepath.Dir(dir) {
+			for _, m := range markers {
+				if _, err := os.Stat(filepath.Join(dir, m)); err == nil {
+					root = dir
+					break find
+				}
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+	}
+	var out []string
+	for dir := cwd; ; dir = filepath.Dir(dir) {
 		p := filepath.Join(dir, ".codex", "config.toml")
 		if p != CodexConfigPath(o) {
 			if _, err := os.Stat(p); err == nil {
 				out = append(out, p)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil || dir == filepath.Dir(dir) || dir == o.Home {
+		if dir == root || dir == filepath.Dir(dir) {
 			return out
 		}
 	}
+}
+
+// codexRootMarkers is project_root_markers as Codex reads it: from the
+// user's config.toml, else the system's, else [".git"].
+func codexRootMarkers(o Options) []string {
+	for _, path := range []string{CodexConfigPath(o), filepath.Join(CodexSystemDir(o), "config.toml")} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var doc map[string]any
+		if toml.Unmarshal(data, &doc) != nil {
+			continue
+		}
+		if v, ok := doc["project_root_markers"]; ok {
+			return anyStrings(v)
+		}
+	}
+	return []string{".git"}
+}
+
+// CodexSystemDir holds the configs Codex reads beside the user's on Unix:
+// config.toml (the system layer, under the user's) and managed_config.toml
+// (an administrator's, over it). Both may register servers; both belong to
+// root. Options.CodexSystemDir replaces it (tests).
+func CodexSystemDir(o Options) string {
+	if o.CodexSystemDir != "" {
+		return o.CodexSystemDir
+	}
+	return "/etc/codex"
 }
 
 // notUsers says whether a file is another user's, or one anyone may

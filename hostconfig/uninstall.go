@@ -16,8 +16,10 @@ import (
 // install created it). A file changed since is edited back record by
 // record: the gate's entry goes if it is still the one install wrote, each
 // moved server comes back if its name is free, and each name install
-// disabled is enabled again; what cannot be undone is reported. It returns
-// the notes, and removes the record.
+// disabled is enabled again; what cannot be undone is reported. The edits
+// are written as install's are (writeEdits): two that land on one file (a
+// settings file linked since to another) are refused, and nothing is
+// written. It returns the notes, and removes the record.
 func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []string, err error) {
 	st, err := LoadState(o, host)
 	if err != nil {
@@ -62,18 +64,14 @@ func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []s
 		}
 	}
 	if dryRun {
-		return edits, notes, nil
-	}
-	for _, e := range edits {
-		if e.After == nil {
-			if err := os.Remove(e.Path); err != nil {
-				return nil, nil, fmt.Errorf("removing %s: %w", e.Path, err)
-			}
-			continue
-		}
-		if err := writeFileAtomic(e.Path, e.After); err != nil {
+		// What uninstall would refuse to write, a dry run refuses too.
+		if err := distinctFiles("uninstall", edits); err != nil {
 			return nil, nil, err
 		}
+		return edits, notes, nil
+	}
+	if err := writeEdits("uninstall", edits, nil); err != nil {
+		return nil, nil, err
 	}
 	if err := os.Remove(o.statePath(host)); err != nil {
 		return nil, nil, fmt.Errorf("removing the install record: %w", err)
@@ -146,7 +144,12 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 		if list == nil || list.Kind != '[' {
 			continue
 		}
-		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool { return e.Kind == 0 && e.String() == r.Name })
+		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool {
+			if r.Value != "" {
+				return e.Compact() == r.Value // an entry install added ({"serverName": ...})
+			}
+			return e.Kind == 0 && e.String() == r.Name
+		})
 	}
 	return tree.Encode(style.indent, style.newline), notes, nil
 }

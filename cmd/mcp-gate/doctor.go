@@ -80,12 +80,20 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		for _, d := range r.Direct {
+			fix := fmt.Sprintf("mcp-gate install %s (moves it behind the gate)", r.Host)
+			if d.Fix != "" {
+				fix = d.Fix
+			}
 			if r.Beside(d) {
-				problem(fmt.Sprintf("%s: %q is registered directly beside the gate (%s): the model can call mcp__%s__… without the policy", r.Host, d.Name, d.Where, d.Name),
-					fmt.Sprintf("mcp-gate install %s (moves it behind the gate)", r.Host))
+				problem(fmt.Sprintf("%s: %q is registered directly beside the gate (%s): the model can call %s… without the policy", r.Host, d.Name, d.Where, toolPrefix(d.Name)), fix)
+			} else if d.Fix != "" {
+				fmt.Fprintf(stdout, "note: %s: %q (%s) is not behind a gate: %s\n", r.Host, d.Name, d.Where, d.Fix)
 			} else {
 				fmt.Fprintf(stdout, "note: %s: %q (%s) is not behind a gate; \"mcp-gate install %s\" puts it there\n", r.Host, d.Name, d.Where, r.Host)
 			}
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(stdout, "note: %s: %s\n", r.Host, n)
 		}
 	}
 	if !anyGate {
@@ -170,6 +178,15 @@ func doctor(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stdout, "no problems found")
 	return nil
+}
+
+// toolPrefix is how a host names a server's tools: mcp__NAME__, with a
+// plugin's server (plugin:P:S) as mcp__plugin_P_S__.
+func toolPrefix(name string) string {
+	if rest, ok := strings.CutPrefix(name, "plugin:"); ok {
+		name = "plugin_" + strings.ReplaceAll(rest, ":", "_")
+	}
+	return "mcp__" + name + "__"
 }
 
 // stateDirs are the pins and catalog cache directories serve uses.
