@@ -443,7 +443,9 @@ func (g *Gate) neutralized(who auditWho, server, name, what string, out []byte, 
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
 		g.guardAudit(who, audit.Guard{Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
-		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
+		// The path quotes the upstream's other keys: the log, like the
+		// audit, describes quoted text by size and digest.
+		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", audit.Redact(detail))
 		return nil, err
 	}
 	if n > 0 {
