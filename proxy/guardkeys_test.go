@@ -128,7 +128,9 @@ var beyondTheCut = []string{"without asking", "approved this call", "proceed app
 // refused.
 func TestRefusalsQuoteHostileKeysSafely(t *testing.T) {
 	pol := "version: 1\nfallback: deny\nallow: [\"mcp:**\", \"prompt:**\", \"resource:**\"]\n"
-	h := startRawHost(t, map[string]scripted{"s": keysUpstream}, func(o *Options) { o.Policy = static(t, pol) })
+	// Two servers with resources: a URI neither lists is refused by the
+	// gate, naming it.
+	h := startRawHost(t, map[string]scripted{"s": keysUpstream, "r": keysUpstream}, func(o *Options) { o.Policy = static(t, pol) })
 	for _, key := range hostileKeys {
 		k, _ := json.Marshal(key)
 		for _, shape := range []string{"object", "chain", "text", "hidden", "error"} {
@@ -146,6 +148,12 @@ func TestRefusalsQuoteHostileKeysSafely(t *testing.T) {
 		msg := gateMessage(t, h.call("prompts/get", `{"name":"s__p","arguments":{"key":`+string(k)+`}}`))
 		if err := unfitForGateVoice(msg, 1200); err != nil || strings.Contains(msg, "without asking") {
 			t.Errorf("prompts/get %.30q: %v: %q", key, err, msg)
+		}
+		// A URI the host asks for (perhaps one an upstream's resource
+		// link gave the model), echoed in the gate's refusal.
+		msg = gateMessage(t, h.call("resources/read", `{"uri":`+string(k)+`}`))
+		if err := unfitForGateVoice(msg, 400); err != nil {
+			t.Errorf("resources/read %.30q: %v: %q", key, err, msg)
 		}
 		msg = gateMessage(t, h.call("tools/call", `{"name":`+string(k)+`,"arguments":{}}`))
 		// The host's own name, echoed: fit, and cut at guard.ShowName.
