@@ -344,7 +344,7 @@ func TestHTTPConformance(t *testing.T) {
 	// fails the test, whichever scenario it is in.
 	// A test:// URI no server lists goes to the one server with resources
 	// (issue 11's routing), whose own "not found" comes back.
-	nameOnly := regexp.MustCompile(`unknown (tool|prompt) "test_|no upstream server lists test://|Resource test://\S+ not found`)
+	nameOnly := regexp.MustCompile(`unknown (tool|prompt) "test_|no upstream server lists "test://|Resource test://\S+ not found`)
 	files, _ := filepath.Glob(filepath.Join(outDir, "*", "checks.json"))
 	if len(files) < len(mustPass) {
 		t.Errorf("the suite wrote %d result files", len(files))

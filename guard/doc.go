@@ -69,6 +69,14 @@
 // "content[0].text(json).decision": "(json)" marks JSON found inside a
 // string, whole, inline in prose, or in a fenced block.
 //
+// The keys on a path and the text a Detail quotes are the upstream's, so
+// they are rendered by Quote: between quotes, in Go syntax, hidden
+// characters made visible, line breaks, controls and the quotation marks
+// of other scripts escaped, cut short. A message of the gate's that a host
+// or a model reads names a finding's place by ShowPath, which cuts every
+// key to ShowKey characters and keeps at most six segments of the path;
+// the whole Path is for the audit and for matching places.
+//
 // # Where it looks
 //
 // Every string of the result at any depth: text items, embedded resources'

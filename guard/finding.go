@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -12,7 +11,10 @@ type Finding struct {
 	Kind string
 	// Path says where: "content[2].text", "content[0].text(json).decision",
 	// "structuredContent.a.b", "_meta.codex_approval_kind". "(json)" marks
-	// JSON found inside a string.
+	// JSON found inside a string. Keys that are not 1 to 64 ASCII
+	// letters, digits or _-$@ are written `["..."]` by Quote (cut at 40
+	// characters). A message of the gate's names the place by
+	// ShowPath(Path), which shows less of the upstream's keys.
 	Path string
 	// Detail is short, human-readable and safe to show: truncated, with
 	// hidden characters made visible, never a dump of the payload.
@@ -131,15 +133,10 @@ func (in *inspector) add(kind, path, detail string) {
 	in.findings = append(in.findings, Finding{Kind: kind, Path: path, Detail: detail})
 }
 
-// snippet renders untrusted text for a Detail: hidden characters made
-// visible, truncated to n runes, quoted.
+// snippet renders untrusted text for a Detail: Quote's rendering, cut
+// after n characters.
 func snippet(b []byte, n int) string {
-	s, _ := Neutralize(string(b))
-	if utf8.RuneCountInString(s) > n {
-		r := []rune(s)
-		s = string(r[:n]) + "…"
-	}
-	return strconv.Quote(s)
+	return Quote(string(b), n)
 }
 
 // truncDetailN cuts s to at most max bytes on a rune boundary.
@@ -179,14 +176,7 @@ func PathExact(path string) bool {
 // pathKey renders one object key as a path segment: ".name" for plain keys,
 // `["..."]` otherwise.
 func pathKey(sb *strings.Builder, key []byte) {
-	plain := len(key) > 0 && len(key) <= 64
-	for _, c := range key {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '$' || c == '@') {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if plainKey(key) {
 		if sb.Len() > 0 {
 			sb.WriteByte('.')
 		}

@@ -418,11 +418,11 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = "the top level"
+	where := "the top level"
+	if e.Path != "" {
+		where = ShowPath(e.Path)
 	}
-	return fmt.Sprintf("guard: object key %q at %s holds hidden characters; a key is not rewritten, so the item is refused", e.Key, where)
+	return fmt.Sprintf("guard: object key %s at %s holds hidden characters; a key is not rewritten, so the item is refused", Quote(e.Key, ShowKey), where)
 }
 
 // NeutralizeJSON rewrites every string value inside raw JSON, at any depth,

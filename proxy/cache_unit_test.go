@@ -129,7 +129,7 @@ func TestResourceNobodyListsNotFound(t *testing.T) {
 	f := start(t, map[string]upstreamtest.ServeFunc{"alpha": (&recorder{}).server("echo")}, static(t, allowAll), nil)
 	_, err := f.sess.ReadResource(ctx10(t), &mcp.ReadResourceParams{URI: "mem://nobody"})
 	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) || werr.Code != CodeResourceNotFound || !strings.Contains(werr.Message, "no upstream server lists mem://nobody") {
+	if !errors.As(err, &werr) || werr.Code != CodeResourceNotFound || !strings.Contains(werr.Message, `no upstream server lists "mem://nobody"`) {
 		t.Fatalf("an unlisted URI: %v", err)
 	}
 	err = f.sess.Subscribe(ctx10(t), &mcp.SubscribeParams{URI: "mem://nobody"})

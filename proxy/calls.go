@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -81,10 +82,10 @@ func (g *Session) unknown(noun, name string) error {
 			g.Gate.mu.Unlock()
 		}
 		if err != nil {
-			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: its server %q is unavailable: %v", noun, name, server, err)
+			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: its server %q is unavailable: %v", noun, guard.Quote(name, guard.ShowName), server, err)
 		}
 	}
-	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %q: it is not in this gate's %ss/list", noun, name, noun)
+	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: it is not in this gate's %ss/list", noun, guard.Quote(name, guard.ShowName), noun)
 }
 
 // forward sends a request to an upstream, starting it if needed, with the

@@ -318,9 +318,16 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 			return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it is too large or too deeply nested to inspect for forged approvals (%s). "+
 				"If this server is trusted, the policy can set the guard to log-only for it.", tool, server, findings[0].Detail))
 		}
-		kinds := make([]string, 0, len(findings))
-		for _, f := range findings {
-			kinds = append(kinds, f.Kind+" at "+f.Path)
+		// A few places say what was found; the audit has every finding.
+		// Each path names an upstream's keys, so more of them would be
+		// more of its words in the gate's refusal.
+		kinds := make([]string, 0, shownFindings+1)
+		for i, f := range findings {
+			if i == shownFindings {
+				kinds = append(kinds, fmt.Sprintf("and %d more", len(findings)-i))
+				break
+			}
+			kinds = append(kinds, f.Kind+" at "+guard.ShowPath(f.Path))
 		}
 		return refusal(fmt.Sprintf("mcp-gate refused the result of %s on server %q: it contains an approval-shaped payload (%s). "+
 			"Approvals come only from the user through the gate, never from a tool's output; nothing in this result was acted on.",
@@ -347,6 +354,9 @@ func (g *Session) guardResult(pol *policy.Policy, snap *snapshot, server, tool s
 	return neutralized
 }
 
+// shownFindings is how many of the guard's findings a refusal names.
+const shownFindings = 3
+
 // neutralizeOut is what the neutraliser run beside the detector returns.
 type neutralizeOut struct {
 	out json.RawMessage
@@ -364,7 +374,7 @@ const parallelGuardBytes = 256 << 10
 func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
 		if g.auditFindings(g.who(), pol, server, name, method+" ", findings) {
-			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, findings[0].Path)}
+			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, guard.ShowPath(findings[0].Path))}
 		}
 	}
 	out, err := g.neutralize(server, name, method+" result ("+field+")", res)
@@ -433,7 +443,9 @@ func (g *Gate) neutralized(who auditWho, server, name, what string, out []byte, 
 			detail = fmt.Sprintf("%s: an object key of %d bytes at %q holds hidden characters", what, len(ke.Key), shorten(ke.Path, 200))
 		}
 		g.guardAudit(who, audit.Guard{Server: server, Tool: name, Outcome: "refused", Kind: "hidden_characters", Detail: detail})
-		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", detail)
+		// The path quotes the upstream's other keys: the log, like the
+		// audit, describes quoted text by size and digest.
+		g.log.Warn("upstream data refused", "server", server, "name", name, "detail", audit.Redact(detail))
 		return nil, err
 	}
 	if n > 0 {
@@ -454,11 +466,11 @@ func shorten(s string, n int) string {
 func refusedBecause(err error) string {
 	var ke *guard.KeyError
 	if errors.As(err, &ke) {
-		where := ke.Path
-		if where == "" {
-			where = "the top level"
+		where := "the top level"
+		if ke.Path != "" {
+			where = guard.ShowPath(ke.Path)
 		}
-		return fmt.Sprintf("an object key at %s holds control or invisible characters (%q); keys are not rewritten, so nothing of it was passed on", shorten(where, 200), shorten(ke.Key, 64))
+		return fmt.Sprintf("an object key at %s holds control or invisible characters (%s); keys are not rewritten, so nothing of it was passed on", where, guard.Quote(ke.Key, guard.ShowKey))
 	}
 	return "it is not JSON the gate can read, so nothing of it was passed on"
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -167,7 +168,7 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 		return s.discover()
 	}
 	if !modernMethods[req.Method] {
-		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate at protocol %s", req.Method, ModernVersion)
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate at protocol %s", guard.Quote(req.Method, guard.ShowName), ModernVersion)
 	}
 	if m.hasState || m.inputResponses != nil {
 		if !m.caps.elicitForm {
@@ -408,8 +409,11 @@ func stampComplete(method string, res json.RawMessage) (json.RawMessage, error) 
 		return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the result is not an object", method)
 	}
 	if rt, ok := rawjson.Get(res, "resultType"); ok {
-		if v, _ := rawjson.String(rt); v != "complete" {
-			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the upstream answered with resultType %s, which mcp-gate does not relay; only complete results reach a %s host", method, shorten(string(rt), 40), ModernVersion)
+		if v, ok := rawjson.String(rt); v != "complete" {
+			if !ok {
+				v = string(rt)
+			}
+			return nil, rpc.Errorf(rpc.CodeInternalError, "%s: the upstream answered with resultType %s, which mcp-gate does not relay; only complete results reach a %s host", method, guard.Quote(v, guard.ShowKey), ModernVersion)
 		}
 	}
 	out, err := rawjson.Set(res, "resultType", []byte(`"complete"`))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
@@ -180,7 +181,7 @@ func (g *Session) resumeRelayed(m *modernReq, t target, b elicitation.Binding, s
 		return true
 	})
 	if extra != "" {
-		return nil, 0, fmt.Errorf("the retry answers %s, which this round did not ask (it asked only its %s keys)", shorten(extra, 40), elicitation.RelayedKeyPrefix)
+		return nil, 0, fmt.Errorf("the retry answers %s, which this round did not ask (it asked only its %s keys)", guard.Quote(extra, guard.ShowKey), elicitation.RelayedKeyPrefix)
 	}
 	out := json.RawMessage(`{}`)
 	var err error

@@ -234,7 +234,7 @@ func TestRelayedUndeclaredAndMalformed(t *testing.T) {
 	for _, c := range []struct{ name, round, caps, want string }{
 		{"roots", `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`, formCaps, "roots"},
 		{"sampling", `{"resultType":"input_required","inputRequests":{"m":` + askModel + `}}`, formCaps, "sampling"},
-		{"unknown method", `{"resultType":"input_required","inputRequests":{"a":{"method":"tools/call","params":{}}}}`, formCaps, "has method tools/call"},
+		{"unknown method", `{"resultType":"input_required","inputRequests":{"a":{"method":"tools/call","params":{}}}}`, formCaps, `has method "tools/call"`},
 		{"too many", `{"resultType":"input_required","inputRequests":` + many + `}`, formCaps, "more than"},
 		{"state-only", `{"resultType":"input_required","requestState":"s"}`, formCaps, "no inputRequests"},
 		{"oversized state", `{"resultType":"input_required","inputRequests":{"c":` + askColour + `},"requestState":` + big + `}`, formCaps, "requestState is"},

@@ -143,7 +143,7 @@ func badRound(server string) func(format string, args ...any) error {
 }
 
 func badMethod(server string, q inputQuestion) error {
-	return badRound(server)("input request %s has method %s; expected elicitation/create, sampling/createMessage or roots/list", shorten(q.key, 40), shorten(q.method, 40))
+	return badRound(server)("input request %s has method %s; expected elicitation/create, sampling/createMessage or roots/list", guard.Quote(q.key, guard.ShowKey), guard.Quote(q.method, guard.ShowKey))
 }
 
 // inputQuestions reads a round's input requests, in the upstream's order,
@@ -190,11 +190,12 @@ func inputRequestFailed(server, key, method string, err error) error {
 	}
 	// The reason is the gate's or the host's; the question's method and
 	// key are the upstream's, left out if they read as an approval.
+	what := guard.Quote(method, guard.ShowKey) + " " + guard.Quote(key, guard.ShowKey)
 	method, key = shorten(method, 40), shorten(key, 40)
 	if len(guard.InspectResult(mustJSON(map[string]any{"content": []map[string]string{{"type": "text", "text": method + " " + key}}}))) > 0 {
-		method, key = "(a question", "whose method or key reads as an approval)"
+		what = "a question whose method or key reads as an approval"
 	}
-	return neutralError(rpc.Errorf(code, "upstream %q asked for input mcp-gate could not get (%s %s): %v", server, method, key, err))
+	return neutralError(rpc.Errorf(code, "upstream %q asked for input mcp-gate could not get (%s): %v", server, what, err))
 }
 
 // quotingUpstream is an error of the gate's own that quotes an upstream's

@@ -174,7 +174,7 @@ func TestUpstreamInputRoundsRefused(t *testing.T) {
 		{"no inputRequests", `{"resultType":"input_required","requestState":"s"}`, "no inputRequests object", 1, ""},
 		{"empty", `{"resultType":"input_required","inputRequests":{}}`, "inputRequests is empty", 1, ""},
 		{"duplicate keys", `{"resultType":"input_required","inputRequests":{"a":` + askColour + `,"a":` + askColour + `}}`, "duplicate or case-variant key", 1, ""},
-		{"unknown method", `{"resultType":"input_required","inputRequests":{"a":{"method":"tools/call","params":{}}}}`, "has method tools/call", 1, ""},
+		{"unknown method", `{"resultType":"input_required","inputRequests":{"a":{"method":"tools/call","params":{}}}}`, `has method "tools/call"`, 1, ""},
 		{"too many", `{"resultType":"input_required","inputRequests":` + many + `}`, fmt.Sprintf("more than %d input requests", maxInputRequests), 1, ""},
 		{"roots", `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`, "roots/list", 1, ""},
 		{"sampling", `{"resultType":"input_required","inputRequests":{"s":` + askModel + `}}`, "does not support sampling", 1,

@@ -247,7 +247,7 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 	}
 	m, ok := hostMethods[req.Method]
 	if !ok {
-		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate", guard.Quote(req.Method, guard.ShowName))
 	}
 	if !m.beforeInit && !g.hostCaps().initialized {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)

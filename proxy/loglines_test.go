@@ -66,3 +66,35 @@ func TestListWarningsCarryNoBytes(t *testing.T) {
 		t.Errorf("the audit log carries upstream bytes:\n%s", auditLog.String())
 	}
 }
+
+// The warning about a result refused for a key with a hidden character
+// names the key's place, whose path quotes the upstream's other keys: the
+// log line describes them by size and digest, as the audit line does.
+func TestKeyErrorLogCarriesNoKeys(t *testing.T) {
+	const canary = "CANARY 5b1f"
+	up := func(method string, id, _ json.RawMessage, w func(string)) {
+		switch method {
+		case "tools/list":
+			reply(w, id, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			reply(w, id, `{"content":[],"structuredContent":{"`+canary+`":{"k\u200b":1}}}`)
+		}
+	}
+	var logs, auditLog lockedBuffer
+	h := startRawHost(t, map[string]scripted{"s": up}, func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Audit = audit.New(&auditLog)
+	})
+	if resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`)); !strings.Contains(resp, `"isError":true`) {
+		t.Fatalf("not refused: %s", resp)
+	}
+	if !strings.Contains(logs.String(), "upstream data refused") {
+		t.Fatalf("no warning in the log:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), canary) {
+		t.Errorf("the log carries the upstream's key:\n%s", logs.String())
+	}
+	if strings.Contains(auditLog.String(), canary) {
+		t.Errorf("the audit log carries the upstream's key:\n%s", auditLog.String())
+	}
+}

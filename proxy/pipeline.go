@@ -152,7 +152,7 @@ func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) 
 		return err
 	}
 	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+
-		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, t.wire, findings[0].Kind, findings[0].Path)}
+		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, t.wire, findings[0].Kind, guard.ShowPath(findings[0].Path))}
 }
 
 // forwardTo sends the request to the upstream that owns its target.
@@ -294,7 +294,7 @@ func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k
 			// host's input ended and the drain time ran out, the gate is
 			// stopping): the name may well exist, so say why it was not
 			// found rather than that it is unknown.
-			return target{}, fmt.Errorf("%s %q was not looked up: %w", c.kind.noun, p.name, context.Cause(ctx))
+			return target{}, fmt.Errorf("%s %s was not looked up: %w", c.kind.noun, guard.Quote(p.name, guard.ShowName), context.Cause(ctx))
 		}
 		return target{}, g.unknown(c.kind.noun, p.name)
 	}
@@ -329,7 +329,7 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		name, _ := rawjson.GetString(ref, "name")
 		key, snap, ok := g.resolve(ctx, &g.prompts, name)
 		if !ok {
-			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %q", name)
+			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %s", guard.Quote(name, guard.ShowName))
 		}
 		fwd, err := rawjson.SetPath(params, []string{"ref", "name"}, rawjson.AppendString(nil, key.Name))
 		if err != nil {
@@ -353,7 +353,7 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		}
 		return t, nil
 	}
-	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %q`, typ)
+	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %s`, guard.Quote(typ, guard.ShowKey))
 }
 
 // resolveSampling reads an upstream's sampling request. What a server puts
@@ -376,7 +376,7 @@ func inspectSampling(g *Session, from string, params json.RawMessage) (target, e
 	if findings := guard.InspectResult(params); len(findings) > 0 {
 		f := findings[0]
 		g.guardAudit(g.who(), audit.Guard{Server: from, Tool: tool, Outcome: "refused", Kind: f.Kind, Detail: f.Path + ": " + f.Detail})
-		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + f.Path + ")"}
+		return target{}, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: it carries an approval-shaped payload (" + f.Kind + " at " + guard.ShowPath(f.Path) + ")"}
 	}
 	return target{kind: policy.KindSampling, server: from, args: params, fwd: params}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -126,7 +127,7 @@ type errAmbiguous struct {
 
 func (e errAmbiguous) Error() string {
 	return fmt.Sprintf("resource %s is claimed by servers %s (each lists it or has a URI template that produces it); the gate will not pick one",
-		e.uri, strings.Join(e.servers, " and "))
+		guard.Quote(e.uri, guard.ShowName), strings.Join(e.servers, " and "))
 }
 
 // lookupOwner finds the server a URI belongs to: the one that listed it,
@@ -336,7 +337,7 @@ func (g *Session) resourceOwner(ctx context.Context, uri string) (string, *snaps
 	}
 	return "", nil, &rpc.Error{
 		Code:    CodeResourceNotFound,
-		Message: "Resource not found: no upstream server lists " + uri,
+		Message: "Resource not found: no upstream server lists " + guard.Quote(uri, guard.ShowName),
 		Data:    mustJSON(map[string]string{"uri": uri}),
 	}
 }

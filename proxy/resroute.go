@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcp-gate/mcp-gate/guard"
 )
 
 // route finds the server a resource URI goes to: the one that lists it,
@@ -48,5 +50,5 @@ type errUnrouted struct {
 
 func (e errUnrouted) Error() string {
 	return fmt.Sprintf("resource %s is listed by no server and produced by no server's URI template, and servers %s all have resources; the gate will not pick one",
-		e.uri, strings.Join(e.servers, " and "))
+		guard.Quote(e.uri, guard.ShowName), strings.Join(e.servers, " and "))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,7 +138,7 @@ func (h *upstreamHandler) Route(ctx context.Context, req *rpc.Message) context.C
 func (h *upstreamHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	m, ok := upstreamMethods[req.Method]
 	if !ok {
-		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %q is not supported by mcp-gate", req.Method)
+		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate", guard.Quote(req.Method, guard.ShowName))
 	}
 	if !m.outsideCall {
 		var stop func()
@@ -307,7 +306,7 @@ func (g *Session) vetElicitation(server string, host hostInfo, req *rpc.Message)
 	}
 	switch {
 	case mode != "form" && mode != "url":
-		return refuse("unknown_mode", fmt.Sprintf("mode %q", mode))
+		return refuse("unknown_mode", "mode "+guard.Quote(mode, guard.ShowKey))
 	case mode == "form" && !host.elicitForm, mode == "url" && !host.elicitURL:
 		return refuse("unsupported_mode", "the host did not declare "+mode+" elicitation")
 	}

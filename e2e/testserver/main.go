@@ -53,6 +53,8 @@ func main() {
 		err = runRaw(leakyHandlers(), ev)
 	case "guard2":
 		err = runRaw(guard2Handlers(), ev)
+	case "guardkeys":
+		err = runRaw(guardKeysHandlers(), ev)
 	case "lenient":
 		err = runRaw(lenientHandlers(), ev)
 	case "remote":
