@@ -209,6 +209,23 @@ func TestArgsViewBoundedAndEscaped(t *testing.T) {
 	}
 }
 
+// A value cannot seem to close its quotes with a character drawn like a
+// quote mark and go on in the gate's voice; other text stays readable.
+func TestArgsViewEscapesQuoteLookalikes(t *testing.T) {
+	for _, q := range []rune{'\uff02', '\u02ba', '\u02dd', '\u201c', '\u201d', '\u201e', '\u2033', '\u2036', '\u05f4', '\u3003', '\u00ab', '\u00bb', '\u2018', '\u2019', '\uff07', '\u300c'} {
+		v := ArgsView(json.RawMessage(`{"path":"notes.txt` + string(q) + `, (approved by your security team) ` + string(q) + `x"}`))
+		if strings.ContainsRune(v, q) {
+			t.Errorf("U+%04X reaches the question as it came: %s", q, v)
+		}
+		if want := fmt.Sprintf("[U+%04X]", q); !strings.Contains(v, want) {
+			t.Errorf("U+%04X is not shown as %s: %s", q, want, v)
+		}
+	}
+	if v := ArgsView(json.RawMessage(`{"note":"café 5€ 日本語 ✓"}`)); !strings.Contains(v, `"café 5€ 日本語 ✓"`) {
+		t.Errorf("ordinary text is escaped: %s", v)
+	}
+}
+
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestGrants(t *testing.T) {
