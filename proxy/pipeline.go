@@ -317,10 +317,18 @@ func resolveResource(method string) func(*Session, context.Context, string, json
 		}
 		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
-			return target{}, refusedAs(refusedUnknownName, uri, err)
+			return target{}, refusedAs(uriRefusal(uri), uri, err)
 		}
 		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
 	}
+}
+
+// uriRefusal is the refusal kind of a URI resourceOwner found no owner for.
+func uriRefusal(uri string) string {
+	if uri == "" {
+		return refusedInvalidParams
+	}
+	return refusedUnknownName
 }
 
 // resolveCompletion routes completion/complete by its reference: a prompt
@@ -346,7 +354,7 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		uri, _ := rawjson.GetString(ref, "uri")
 		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
-			return target{}, refusedAs(refusedUnknownName, uri, err)
+			return target{}, refusedAs(uriRefusal(uri), uri, err)
 		}
 		t := target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}
 		// A template is completed for the URI it makes with the values
