@@ -1,7 +1,6 @@
 // Package audit writes the gate's decision log: one JSON line per decision,
 // approval, guard refusal, refused request and policy reload, always with
-// the same keys, so
-// that a security team can query it without guessing.
+// the same keys, so that a security team can query it without guessing.
 //
 // Argument and result bytes never reach the log, only a keyed digest of
 // them; a detail's quoted parts, where the gate names untrusted text, are

@@ -40,8 +40,11 @@ func wantRefusals(t *testing.T, got []map[string]any, want [][2]string) {
 	var g, w []string
 	for _, r := range got {
 		g = append(g, fmt.Sprintf("%v %v", r["method"], r["kind"]))
-		if r["reason"] == "" || r["session"] == "" {
-			t.Errorf("a refusal record without its reason or session: %v", r)
+		if r["reason"] == "" || r["user"] == "" {
+			t.Errorf("a refusal record without its reason or user: %v", r)
+		}
+		if r["session"] == "" && r["kind"] != "malformed" {
+			t.Errorf("a session's refusal record without its session: %v", r)
 		}
 	}
 	for _, r := range want {
@@ -105,7 +108,8 @@ func TestRefusedRequestsAudited(t *testing.T) {
 }
 
 // The same through the HTTP front end: a session's refused requests are
-// its refusal records, with its session id.
+// its refusal records, with its session id, and a body refused before it
+// reached a session is a refusal record of its user.
 func TestHTTPRefusedRequestsAudited(t *testing.T) {
 	t.Parallel()
 	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
@@ -134,16 +138,17 @@ func TestHTTPRefusedRequestsAudited(t *testing.T) {
 	if b := post(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":""}}`); !strings.Contains(b, `-32602`) {
 		t.Errorf("subscribe with no uri: %s", b)
 	}
+	// A body that is not a message is refused before any session: on
+	// record all the same, for the user who sent it.
+	if b := post(`{"jsonrpc":"1.0","id":5,"method":"tools/call","params":{"name":"honest__echo","arguments":{"text":"hunter2"}}}`); !strings.Contains(b, `-32600`) {
+		t.Errorf("a body with the wrong jsonrpc: %s", b)
+	}
 	got, leaked := refusalRecords(t, g, "hunter2")
 	wantRefusals(t, got, [][2]string{
 		{"tools/call", "ambiguous_params"},
 		{"resources/subscribe", "invalid_params"},
+		{"tools/call", "malformed"},
 	})
-	for _, rec := range got {
-		if rec["session"] == "" {
-			t.Errorf("no session: %v", rec)
-		}
-	}
 	if leaked {
 		t.Error("an argument value the host sent reached the audit log")
 	}

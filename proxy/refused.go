@@ -106,3 +106,18 @@ func (g *Session) badHostInput(me *rpc.MessageError) {
 	}
 	g.writeRefusal(audit.Refusal{Method: me.Method, Kind: refusedMalformed, Reason: me.Reason})
 }
+
+// RefusedMalformed records a host's request that a front end refused
+// before it reached any session (an HTTP body that is not a message, or
+// too large to read), as the host Conn records its bad lines
+// (badHostInput): a refusal of kind "malformed", for the user the request
+// came from, without a session, since none was reached.
+func (g *Gate) RefusedMalformed(id Identity, me *rpc.MessageError) {
+	if !auditsRefusal(me.Method) {
+		return
+	}
+	if err := g.audit.Refusal(audit.Refusal{User: id.Subject, Method: me.Method, Kind: refusedMalformed, Reason: me.Reason}); err != nil {
+		g.log.Error("audit record not written", "record", "refusal", "error", audit.Redact(err.Error()))
+		g.observeAuditFailure()
+	}
+}
