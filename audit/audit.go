@@ -1,6 +1,6 @@
 // Package audit writes the gate's decision log: one JSON line per decision,
-// approval, guard refusal and policy reload, always with the same keys, so
-// that a security team can query it without guessing.
+// approval, guard refusal, refused request and policy reload, always with
+// the same keys, so that a security team can query it without guessing.
 //
 // Argument and result bytes never reach the log, only a keyed digest of
 // them; a detail's quoted parts, where the gate names untrusted text, are
@@ -42,6 +42,7 @@ const (
 	KeyKind       = "kind"
 	KeyDetail     = "detail"
 	KeyCount      = "count"
+	KeyMethod     = "method"
 )
 
 // Event names (the value of KeyEvent).
@@ -50,6 +51,7 @@ const (
 	EventApproval    = "approval"      // the gate asked a human, and what came back
 	EventGuard       = "guard"         // an upstream payload refused or changed by the result guard
 	EventElicitation = "elicitation"   // an upstream elicitation relayed or refused
+	EventRefusal     = "refusal"       // a host request refused before any policy decision (malformed, ambiguous, unknown name)
 	EventReload      = "policy_reload" // written by package policy through Logger.Slog
 	EventPolicyLoad  = "policy_load"   // the policy in force at start, and its warnings
 	EventPolicyWatch = "policy_watch"  // the policy file's watcher failed
@@ -256,6 +258,39 @@ func (a *Logger) Elicitation(e Elicitation) error {
 	r.str(KeyOutcome, e.Outcome)
 	r.str(KeyKind, e.Kind)
 	r.str(KeyDetail, Redact(e.Detail))
+	return a.end(r)
+}
+
+// Refusal is a host request the gate refused before the policy decided
+// it: one it could not read (malformed, ambiguous keys, a bad envelope),
+// one naming nothing the gate lists, one sent before initialize. A
+// refusal by the policy is a Decision; by the result guard, a Guard.
+type Refusal struct {
+	Session  string
+	User     string
+	Method   string // the request's method, "" when it could not be read
+	Kind     string // the refusal's class: "malformed", "ambiguous_params", "invalid_params", "unknown_name", ...
+	Server   string // the server the target resolved to, "" when it did not
+	Tool     string // the server's own name of the target, "" when it did not resolve
+	WireName string // the target's name as the host wrote it, "" when none was read
+	Reason   string
+}
+
+// Refusal records a refused request. The request is refused whether or
+// not its record is written; the error is for the caller's log.
+func (a *Logger) Refusal(rf Refusal) error {
+	r := a.begin(slog.LevelWarn, "refusal", EventRefusal)
+	if r == nil {
+		return nil
+	}
+	r.str(KeySession, rf.Session)
+	r.str(KeyUser, rf.User)
+	r.str(KeyMethod, rf.Method)
+	r.str(KeyKind, rf.Kind)
+	r.str(KeyServer, rf.Server)
+	r.str(KeyTool, rf.Tool)
+	r.str(KeyWireName, rf.WireName)
+	r.str(KeyReason, Redact(rf.Reason)) // an error can quote what the host sent
 	return a.end(r)
 }
 

@@ -19,14 +19,16 @@ func TestRecordsHaveFixedKeys(t *testing.T) {
 	a.Approval(Approval{DecisionID: "s-2", Session: "s", Server: "github", Tool: "t", ArgsDigest: "d", Outcome: "declined", Detail: "declined by the user", Latency: time.Second})
 	a.Guard(Guard{Session: "s", Server: "evil", Tool: "t", Outcome: "refused", Kind: "approval_prose", Detail: "content[0].text"})
 	a.Elicitation(Elicitation{Session: "s", Server: "evil", Outcome: "refused", Kind: "gate_impersonation"})
+	a.Refusal(Refusal{Session: "s", Method: "tools/call", Kind: "unknown_name", WireName: "github__nope", Reason: `unknown tool "github__nope"`})
 	want := map[string][]string{
 		EventDecision:    {"time", KeyDecisionID, KeySession, KeyKind, KeyServer, KeyTool, KeyWireName, KeyVerdict, KeyRule, KeyReason, KeyRevision, KeyArgsDigest, KeyLatencyUS},
 		EventApproval:    {"time", KeyDecisionID, KeySession, KeyServer, KeyTool, KeyArgsDigest, KeyOutcome, KeyDetail, KeyLatencyUS},
 		EventGuard:       {"time", KeySession, KeyServer, KeyTool, KeyOutcome, KeyKind, KeyDetail, KeyCount},
 		EventElicitation: {"time", KeySession, KeyServer, KeyOutcome, KeyKind},
+		EventRefusal:     {"time", KeySession, KeyUser, KeyMethod, KeyKind, KeyServer, KeyTool, KeyWireName, KeyReason},
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 5 {
 		t.Fatalf("got %d lines", len(lines))
 	}
 	for _, l := range lines {
@@ -67,12 +69,13 @@ func TestEveryLineHasEvent(t *testing.T) {
 	a.Approval(Approval{DecisionID: "1"})
 	a.Guard(Guard{})
 	a.Elicitation(Elicitation{})
+	a.Refusal(Refusal{})
 	a.Slog().Info("policy reload", KeyEvent, EventReload, "ok", true)
 	a.Slog().Info("policy loaded", "revision", "sha256:1")              // forgot its event
 	a.Slog().With("server", "s").Warn("derived, no event")              // derived logger
 	a.Slog().With(KeyEvent, EventPolicyLoad).Info("derived with event") // event set once for all its lines
 	a.Slog().WithGroup("g").Info("grouped", KeyEvent, "inner")          // an event inside a group is not the top-level one
-	want := []string{EventDecision, EventApproval, EventGuard, EventElicitation, EventReload, EventOther, EventOther, EventPolicyLoad, EventOther}
+	want := []string{EventDecision, EventApproval, EventGuard, EventElicitation, EventRefusal, EventReload, EventOther, EventOther, EventPolicyLoad, EventOther}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), buf.String())
@@ -112,6 +115,7 @@ func TestRedact(t *testing.T) {
 	a.Approval(Approval{Detail: `the host answered with action "hunter2"`})
 	a.Guard(Guard{Detail: `content[0].text: "hunter2"`})
 	a.Elicitation(Elicitation{Detail: `message: "hunter2"`})
+	a.Refusal(Refusal{Reason: `tools/call: unknown tool "hunter2"`})
 	if strings.Contains(buf.String(), "hunter2") {
 		t.Errorf("a quoted detail reached the audit log:\n%s", buf.String())
 	}

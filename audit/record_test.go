@@ -25,6 +25,7 @@ func writeAll(a *Logger, s string, n int) {
 	a.Approval(Approval{DecisionID: s, Session: s, Server: s, Tool: s, ArgsDigest: s, Outcome: s, Detail: s, Latency: d})
 	a.Guard(Guard{DecisionID: s, Session: s, Server: s, Tool: s, Outcome: s, Kind: s, Detail: s, Count: n})
 	a.Elicitation(Elicitation{Session: s, Server: s, Outcome: s, Kind: s, Detail: s})
+	a.Refusal(Refusal{Session: s, User: s, Method: s, Kind: s, Server: s, Tool: s, WireName: s, Reason: s})
 }
 
 var timeValue = regexp.MustCompile(`^\{"time":"[^"]+"`)
@@ -113,8 +114,8 @@ func TestHandlerLevelsAndDiscard(t *testing.T) {
 	var buf bytes.Buffer
 	a := NewHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	writeAll(a, "x", 1)
-	if got := strings.Count(buf.String(), "\n"); got != 1 || !strings.Contains(buf.String(), `"event":"guard"`) {
-		t.Errorf("at level warn, want the guard record alone:\n%s", buf.String())
+	if got := strings.Count(buf.String(), "\n"); got != 2 || !strings.Contains(buf.String(), `"event":"guard"`) || !strings.Contains(buf.String(), `"event":"refusal"`) {
+		t.Errorf("at level warn, want the guard and refusal records alone:\n%s", buf.String())
 	}
 	writeAll(Discard(), "x", 1)
 }

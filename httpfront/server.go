@@ -57,6 +57,11 @@ type Options struct {
 	Auth auth.Authenticator
 	// Anonymous is who an unauthenticated front end's sessions act for.
 	Anonymous proxy.Identity
+	// OnMalformed, if set, is told of every POST body refused as not a
+	// message (or too large to read) before it reached a session, with
+	// who sent it: the gate records it in the audit log, as a session's
+	// host Conn records its bad lines.
+	OnMalformed func(id proxy.Identity, me *rpc.MessageError)
 	// AllowedHosts are the Host header values accepted besides the
 	// loopback names (localhost, 127.0.0.1, [::1], any port): "host" (any
 	// port) or "host:port"; "*" accepts any Host (left to an ingress).
@@ -569,6 +574,13 @@ func acceptsBoth(r *http.Request) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
+// malformed tells Options.OnMalformed of a body refused before any session.
+func (h *Handler) malformed(id proxy.Identity, me *rpc.MessageError) {
+	if h.opts.OnMalformed != nil {
+		h.opts.OnMalformed(id, me)
+	}
+}
+
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: a POST body must be application/json")
@@ -583,7 +595,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			rpcError(w, http.StatusRequestEntityTooLarge, nil, rpc.CodeInvalidRequest, fmt.Sprintf("the body exceeds the limit of %d bytes", h.opts.MaxBodyBytes))
+			reason := fmt.Sprintf("the body exceeds the limit of %d bytes", h.opts.MaxBodyBytes)
+			h.malformed(id, &rpc.MessageError{Code: rpc.CodeInvalidRequest, Reason: reason})
+			rpcError(w, http.StatusRequestEntityTooLarge, nil, rpc.CodeInvalidRequest, reason)
 			return
 		}
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body: "+err.Error())
@@ -592,6 +606,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 	m, err := rpc.Decode(body)
 	if err != nil {
 		me := rpc.DecodeError(err, body)
+		h.malformed(id, me)
 		rpcError(w, http.StatusBadRequest, me.ID, me.Code, me.Reason)
 		return
 	}

@@ -42,13 +42,21 @@ type verdict struct {
 // It writes the audit records. The returned verdict allows the call only on
 // an allow from the policy or an explicit yes from the human that still
 // holds once the human has answered.
-func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, wire string) verdict {
+//
+// The records name what the request addressed: name, the server's own name
+// of it, and wire, as the host wrote it. That is call.Name, which the
+// policy decides on, except where the request reaches a further name of
+// the same kind (target.also): a resource template completed with values
+// is decided as the URI they make too, and that URI is argument text the
+// model typed, which the audit never carries (it has the arguments'
+// digest); its record names the template.
+func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Call, name, wire string) verdict {
 	start := time.Now()
 	call.User = g.policyUser()
 	id, digest := g.decisionIDDigest(call.Args)
 	logDecision := func(d policy.Decision, reason string, took time.Duration) error {
 		return g.audit.Decision(audit.Decision{
-			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: call.Name, WireName: wire,
+			ID: id, Session: g.session, Kind: kindName(call.Kind), Server: call.Server, Tool: name, WireName: wire,
 			Verdict: d.Verdict.String(), Rule: d.Rule, Reason: reason, Revision: d.Revision, ArgsDigest: digest,
 			Latency: took,
 		})
@@ -74,7 +82,7 @@ func (g *Session) decide(ctx context.Context, pol *policy.Policy, call policy.Ca
 	// Ask.
 	record := func(a elicitation.Answer) error {
 		err := g.audit.Approval(audit.Approval{
-			DecisionID: id, Session: g.session, Server: call.Server, Tool: call.Name, ArgsDigest: digest,
+			DecisionID: id, Session: g.session, Server: call.Server, Tool: name, ArgsDigest: digest,
 			Outcome: string(a.Outcome), Detail: a.Detail, Latency: a.Took,
 		})
 		g.observeApproval(&a)

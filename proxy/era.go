@@ -160,31 +160,33 @@ func (s *Session) serveModern(ctx context.Context, req *rpc.Message) (json.RawMe
 	if req.Method == "initialize" {
 		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "initialize: this connection opened at protocol %s, which has no initialize; a 2025-11-25 host must open a new connection with initialize", ModernVersion)
 	}
+	// What is refused before serveMethod is refused before any decision
+	// (refused.go); HandleCall records it for the pipeline's methods.
 	m, params, err := readEnvelope(req.Method, req.Params)
 	if err != nil {
-		return nil, err
+		return nil, refusedAs(refusedEnvelope, "", err)
 	}
 	if req.Method == "server/discover" {
 		return s.discover()
 	}
 	if !modernMethods[req.Method] {
-		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate at protocol %s", guard.Quote(req.Method, guard.ShowName), ModernVersion)
+		return nil, refusedAs(refusedEnvelope, "", rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate at protocol %s", guard.Quote(req.Method, guard.ShowName), ModernVersion))
 	}
 	if m.hasState || m.inputResponses != nil {
 		if !m.caps.elicitForm {
 			// Answers to the gate's form question from a request that says
 			// its client cannot show forms.
-			return nil, &rpc.Error{Code: CodeMissingClientCapability,
+			return nil, refusedAs(refusedEnvelope, "", &rpc.Error{Code: CodeMissingClientCapability,
 				Message: "Missing required client capabilities: elicitation (a retry with inputResponses answers a form elicitation)",
-				Data:    json.RawMessage(`{"requiredCapabilities":{"elicitation":{"form":{}}}}`)}
+				Data:    json.RawMessage(`{"requiredCapabilities":{"elicitation":{"form":{}}}}`)})
 		}
 		if !m.hasState {
-			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method)
+			return nil, refusedAs(refusedEnvelope, "", rpc.Errorf(rpc.CodeInvalidParams, "%s: inputResponses without requestState; answer the input-required result the gate sent, echoing its requestState", req.Method))
 		}
 		m.state, m.stateErr = s.rounds.Verify(m.requestState)
 	}
 	if err := s.openModern(); err != nil {
-		return nil, err
+		return nil, refusedAs(refusedEnvelope, "", err)
 	}
 	if s.era.modern.CompareAndSwap(false, true) {
 		s.log.Log(ctx, s.lifeLevel(), "host session opened at protocol "+ModernVersion, "session", s.session)

@@ -237,10 +237,22 @@ func newSessionID() string {
 // hostHandler serves one session's host.
 type hostHandler struct{ g *Session }
 
+// HandleCall serves one host request. An error refusing it before any
+// policy decision is marked where it was made (refusedAs) and written to
+// the audit log here, the one place every request's answer passes
+// (refused.go); an answered request costs the nil check.
 func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
+	res, err := h.serve(ctx, req)
+	if err != nil {
+		err = h.g.auditRefused(req.Method, err)
+	}
+	return res, err
+}
+
+func (h hostHandler) serve(ctx context.Context, req *rpc.Message) (json.RawMessage, error) {
 	g := h.g
 	if err := checkHostParams(req.Method, req.Params); err != nil {
-		return nil, err
+		return nil, refusedAs(refusedAmbiguous, "", err)
 	}
 	if g.servesModern(req) {
 		return g.serveModern(ctx, req) // a 2026-07-28 host (era.go)
@@ -250,7 +262,7 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 		return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method %s is not supported by mcp-gate", guard.Quote(req.Method, guard.ShowName))
 	}
 	if !m.beforeInit && !g.hostCaps().initialized {
-		return nil, rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method)
+		return nil, refusedAs(refusedNotInitialized, "", rpc.Errorf(rpc.CodeInvalidRequest, "%s before initialize: the session must start with an initialize request", req.Method))
 	}
 	return g.serveMethod(ctx, m, req.Method, req.Params)
 }
@@ -263,7 +275,7 @@ func (h hostHandler) HandleCall(ctx context.Context, req *rpc.Message) (json.Raw
 // miss a check the other has.
 func (g *Session) serveMethod(ctx context.Context, m hostMethod, method string, params json.RawMessage) (json.RawMessage, error) {
 	if err := g.refuseInTrouble(method); err != nil {
-		return nil, err
+		return nil, refusedAs(refusedUnavailable, "", err)
 	}
 	h := g.holdResults(ctx)
 	defer g.release(h)
@@ -276,11 +288,12 @@ func (g *Session) serveMethod(ctx context.Context, m hostMethod, method string, 
 type hostMethod struct {
 	beforeInit bool // served before initialize (initialize itself, ping)
 	serve      func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	relay      *relay // the pipeline's row, for a method that reaches an upstream
 }
 
 // relayed serves a method through the pipeline.
 func relayed(r *relay) hostMethod {
-	return hostMethod{serve: func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return hostMethod{relay: r, serve: func(g *Session, ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 		return g.runRelayed(ctx, r, params) // relayline.go
 	}}
 }

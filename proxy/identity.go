@@ -145,6 +145,15 @@ func (a userAudit) Elicitation(e audit.Elicitation) error {
 	return err
 }
 
+func (a userAudit) Refusal(r audit.Refusal) error {
+	r.User = a.user
+	err := a.Logger.Refusal(r)
+	if err != nil {
+		a.failed("refusal", r.Server, err)
+	}
+	return err
+}
+
 // teamApprover is the approver of a session that acts for a team user (an
 // identity a bearer token gave, Identity.Authenticated). Every question it
 // puts names that user. And the local approval surface, which is the human

@@ -66,9 +66,9 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	if !g.awaitLive(ctx, l, key, s) {
 		if ctx.Err() != nil {
-			return verdict{reason: "the call was cancelled"}
+			return g.pinRefused(pol, t, "the call was cancelled")
 		}
-		return verdict{reason: fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire)}
+		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire))
 	}
 	// The list is live now, but the call may have been resolved in an older
 	// snapshot: one seeded from the cache, read just before a start's
@@ -82,12 +82,12 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		}
 	}
 	if !found {
-		return verdict{reason: fmt.Sprintf("server %q no longer lists the %s %q", t.server, noun, t.name)}
+		return g.pinRefused(pol, t, fmt.Sprintf("server %q no longer lists the %s %q", t.server, noun, t.name))
 	}
 	state, pin, err := store.Check(t.server, pinKey, def.raw, def.digest)
 	if err != nil {
 		g.log.Error("pins unreadable; call refused", "server", t.server, "error", audit.Redact(err.Error()))
-		return verdict{reason: fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun)}
+		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun))
 	}
 	if state != pins.Changed {
 		return verdict{allow: true}
@@ -162,6 +162,19 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	humanAccept()
 	return verdict{allow: true}
+}
+
+// pinRefused is checkPin's refusal of a call whose definition it could not
+// check, on record as a denial by the pins (rule "pins"), as its refusal
+// of a changed definition is: every call the pins refuse is in the audit
+// log. The call is refused whether or not the record is written.
+func (g *Session) pinRefused(pol *policy.Policy, t *target, reason string) verdict {
+	id, digest := g.decisionIDDigest(t.args)
+	_ = g.audit.Decision(audit.Decision{
+		ID: id, Session: g.session, Kind: kindName(t.kind), Server: t.server, Tool: t.name, WireName: t.wire,
+		Verdict: policy.Deny.String(), Rule: pinRule, Reason: reason, Revision: pol.Revision(), ArgsDigest: digest,
+	})
+	return verdict{reason: reason}
 }
 
 // personalPins are the changed definitions team users approved, each for

@@ -183,20 +183,31 @@ func TestPinChangedAllowed(t *testing.T) {
 }
 
 // Pins that cannot be read refuse the call (fail closed), naming the
-// server and saying how to recover.
+// server and saying how to recover, and the refusal is on record as a
+// denial by the pins (before, it left no audit line: it comes before the
+// policy's decision).
 func TestPinsUnreadableRefuse(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	u := newChangingUpstream("v1")
-	h := pinnedHost(t, u, dir, pinsPolicy)
+	var audit lockedBuffer
+	h := pinnedHost(t, u, dir, pinsPolicy, withAudit(&audit))
 	resp := string(h.call("tools/call", `{"name":"s__t","arguments":{}}`))
 	if !strings.Contains(resp, `"isError":true`) || !strings.Contains(resp, `cannot read the pins of server \"s\"`) || !strings.Contains(resp, "fix or remove the file") {
 		t.Fatalf("unreadable pins: %s", resp)
 	}
 	if u.ran.Load() != 0 {
 		t.Fatalf("the upstream ran %d calls with unreadable pins", u.ran.Load())
+	}
+	recorded := false
+	for _, line := range strings.Split(audit.String(), "\n") {
+		recorded = recorded || strings.Contains(line, `"event":"decision"`) && strings.Contains(line, `"verdict":"deny"`) &&
+			strings.Contains(line, `"rule":"pins"`) && strings.Contains(line, `"tool":"t"`) && strings.Contains(line, "cannot read the pins of server")
+	}
+	if !recorded {
+		t.Fatalf("the refusal is not on record as the pins' denial:\n%s", audit.String())
 	}
 }
 

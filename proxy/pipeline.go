@@ -77,6 +77,11 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	}
 	t, err := r.resolve(g, ctx, from, params)
 	if err != nil {
+		if from == "" {
+			// A host's request refused before any decision: its record
+			// is written where its answer leaves (refused.go).
+			err = refusedAs(refusedUnresolved, t.wire, err)
+		}
 		return nil, err
 	}
 	pol := g.policy.Current()
@@ -84,7 +89,7 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 		if v := g.checkPin(ctx, pol, &t); !v.allow {
 			return r.refuse(t, v.reason)
 		}
-		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.wire)
+		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.name, t.wire)
 		if ctx.Err() != nil {
 			return r.withdrawn(ctx, t) // while a human was asked: nothing is sent
 		}
@@ -96,7 +101,8 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 		}
 		t.letBy, t.revision = v.letBy, v.revision
 		for _, name := range t.also {
-			v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: name, Args: t.args}, t.wire)
+			// Recorded as t.name: name is argument text (decide).
+			v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: name, Args: t.args}, t.name, t.wire)
 			if ctx.Err() != nil {
 				return r.withdrawn(ctx, t)
 			}
@@ -285,7 +291,7 @@ func guardAck(g *Session, pol *policy.Policy, r *relay, t target, res json.RawMe
 func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k policy.Kind, params json.RawMessage) (target, error) {
 	p, err := parseCallParams(method, params)
 	if err != nil {
-		return target{}, err
+		return target{}, refusedAs(refusedInvalidParams, "", err)
 	}
 	key, snap, ok := g.resolve(ctx, c, p.name)
 	if !ok {
@@ -294,9 +300,9 @@ func (g *Session) resolveNamed(ctx context.Context, method string, c *catalog, k
 			// host's input ended and the drain time ran out, the gate is
 			// stopping): the name may well exist, so say why it was not
 			// found rather than that it is unknown.
-			return target{}, fmt.Errorf("%s %s was not looked up: %w", c.kind.noun, guard.Quote(p.name, guard.ShowName), context.Cause(ctx))
+			return target{}, refusedAs(refusedNotLookedUp, p.name, fmt.Errorf("%s %s was not looked up: %w", c.kind.noun, guard.Quote(p.name, guard.ShowName), context.Cause(ctx)))
 		}
-		return target{}, g.unknown(c.kind.noun, p.name)
+		return target{}, refusedAs(refusedUnknownName, p.name, g.unknown(c.kind.noun, p.name))
 	}
 	return target{kind: k, server: key.Server, name: key.Name, wire: p.name, args: p.args, fwd: p.withName(params, key.Name), snap: snap}, nil
 }
@@ -307,14 +313,22 @@ func resolveResource(method string) func(*Session, context.Context, string, json
 	return func(g *Session, ctx context.Context, _ string, params json.RawMessage) (target, error) {
 		uri, ok := rawjson.GetString(params, "uri")
 		if !ok {
-			return target{}, rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method)
+			return target{}, refusedAs(refusedInvalidParams, "", rpc.Errorf(rpc.CodeInvalidParams, `%s: params need a "uri" string`, method))
 		}
 		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
-			return target{}, err
+			return target{}, refusedAs(uriRefusal(uri), uri, err)
 		}
 		return target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}, nil
 	}
+}
+
+// uriRefusal is the refusal kind of a URI resourceOwner found no owner for.
+func uriRefusal(uri string) string {
+	if uri == "" {
+		return refusedInvalidParams
+	}
+	return refusedUnknownName
 }
 
 // resolveCompletion routes completion/complete by its reference: a prompt
@@ -329,18 +343,18 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		name, _ := rawjson.GetString(ref, "name")
 		key, snap, ok := g.resolve(ctx, &g.prompts, name)
 		if !ok {
-			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %s", guard.Quote(name, guard.ShowName))
+			return target{}, refusedAs(refusedUnknownName, name, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: unknown prompt %s", guard.Quote(name, guard.ShowName)))
 		}
 		fwd, err := rawjson.SetPath(params, []string{"ref", "name"}, rawjson.AppendString(nil, key.Name))
 		if err != nil {
-			return target{}, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err)
+			return target{}, refusedAs(refusedInvalidParams, name, rpc.Errorf(rpc.CodeInvalidParams, "completion/complete: %v", err))
 		}
 		return target{kind: policy.KindPrompt, server: key.Server, name: key.Name, wire: name, fwd: fwd, snap: snap}, nil
 	case "ref/resource":
 		uri, _ := rawjson.GetString(ref, "uri")
 		server, snap, err := g.resourceOwner(ctx, uri)
 		if err != nil {
-			return target{}, err
+			return target{}, refusedAs(uriRefusal(uri), uri, err)
 		}
 		t := target{kind: policy.KindResource, server: server, name: uri, wire: uri, fwd: params, snap: snap}
 		// A template is completed for the URI it makes with the values
@@ -353,7 +367,7 @@ func resolveCompletion(g *Session, ctx context.Context, _ string, params json.Ra
 		}
 		return t, nil
 	}
-	return target{}, rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %s`, guard.Quote(typ, guard.ShowKey))
+	return target{}, refusedAs(refusedInvalidParams, "", rpc.Errorf(rpc.CodeInvalidParams, `completion/complete: "ref.type" must be "ref/prompt" or "ref/resource", found %s`, guard.Quote(typ, guard.ShowKey)))
 }
 
 // resolveSampling reads an upstream's sampling request. What a server puts

@@ -110,6 +110,7 @@ func (s *Session) ServeTransport(ctx context.Context, t rpc.Transport) error {
 		Peer:           "host",
 		Logger:         g.log,
 		AnswerBadInput: true,
+		OnBadInput:     s.badHostInput,
 		Sequential:     func(method string) bool { return method == "initialize" },
 		// A host that sends a request and closes stdin (a script, a pipe)
 		// still gets its answer; MCP hosts close stdin to shut down and

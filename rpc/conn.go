@@ -58,6 +58,11 @@ type Options struct {
 	// a JSON-RPC error, as a server must. A client (the gate facing an
 	// upstream) only logs them.
 	AnswerBadInput bool
+	// OnBadInput, if set, is told of every message from the peer that could
+	// not be used and is not a response to one of our calls (which fails
+	// that call instead): the gate records a host's refused request in
+	// its audit log. It runs on the read loop and must not block long.
+	OnBadInput func(*MessageError)
 	// Sequential, if set, names methods served on the read loop itself, so
 	// that every later message sees their effect: a host that sends
 	// initialize and tools/list back to back must get both answered in
@@ -435,6 +440,9 @@ func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 			p.ch <- &Message{ID: me.ID, Error: Errorf(CodeInternalError, "%s sent a malformed response to %s: %s", c.opts.Peer, p.method, me.Reason)}
 			return
 		}
+	}
+	if c.opts.OnBadInput != nil {
+		c.opts.OnBadInput(me)
 	}
 	if c.opts.AnswerBadInput {
 		_ = c.write(ctx, &Message{ID: me.ID, Error: Errorf(me.Code, "%s", me.Reason)})

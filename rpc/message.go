@@ -104,6 +104,7 @@ type decodeError struct {
 	reason  string // names kinds and sizes, never the peer's bytes
 	offset  int64  // where a syntax error is, for the log; <= 0 when unknown
 	request bool
+	method  string // the request's method, when it could be read
 }
 
 func (e *decodeError) Error() string { return e.reason }
@@ -158,7 +159,11 @@ func Decode(line []byte) (*Message, error) {
 		if hasID && validID(m.ID) {
 			id = m.ID
 		}
-		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...), request: method != nil}
+		var name string
+		if len(method) > 0 && method[0] == '"' {
+			name, _ = rawjson.Unquote(method)
+		}
+		return nil, &decodeError{code: CodeInvalidRequest, id: id, reason: fmt.Sprintf(format, args...), request: method != nil, method: name}
 	}
 	if !bytes.Equal(version, []byte(`"2.0"`)) {
 		return fail(`"jsonrpc" must be "2.0", found %s`, kindOf(version))
@@ -183,7 +188,7 @@ func Decode(line []byte) (*Message, error) {
 			// MCP forbids null request ids. Taking this for a notification
 			// would drop a request silently while its sender waits for an
 			// answer; a notification is a message without an id member.
-			return nil, &decodeError{code: CodeInvalidRequest, reason: "request id must not be null", request: true}
+			return nil, &decodeError{code: CodeInvalidRequest, reason: "request id must not be null", request: true, method: m.Method}
 		}
 		return &m, nil
 	}

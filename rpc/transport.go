@@ -121,6 +121,9 @@ type MessageError struct {
 	// Request tells a broken request (the peer's id space) from a broken
 	// response (ours): only a response may fail a pending call.
 	Request bool
+	// Method is the request's method when it could be read (a message
+	// whose other members are wrong), else "". It is the peer's text.
+	Method string
 	// Reason names kinds, sizes and positions, never the peer's bytes.
 	Reason string
 	// Offset is where a syntax error is, for the log; <= 0 when unknown.
@@ -138,7 +141,7 @@ func messageError(err error, raw []byte) *MessageError {
 	if !errors.As(err, &de) {
 		return &MessageError{Code: CodeParseError, Reason: err.Error(), Raw: raw}
 	}
-	return &MessageError{Code: de.code, ID: de.id, Request: de.request, Reason: de.reason, Offset: de.offset, Raw: raw}
+	return &MessageError{Code: de.code, ID: de.id, Request: de.request, Method: de.method, Reason: de.reason, Offset: de.offset, Raw: raw}
 }
 
 // oversized describes a message larger than the limit from its head and

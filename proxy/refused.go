@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/rpc"
+)
+
+// A host request that reaches an upstream through the pipeline can be
+// refused before the policy decides it: its params read two ways
+// (checkHostParams), it came before initialize, its 2026-07-28 envelope
+// is wrong, the gate has nothing to offer (refuseInTrouble), it names
+// nothing the gate lists or its params cannot be read (a relay's
+// resolve), its line is not a message at all (rpc's bad input). Each is
+// answered with the JSON-RPC error it always was, and each has one
+// refusal record in the audit log (audit.Refusal), so that the audit
+// shows every request the gate refused and why, not only those a rule
+// refused.
+//
+// The stages that refuse mark their error (refusedAs); the one place the
+// record is written is hostHandler.HandleCall, which sees every host
+// request's answer, so a request has one record whichever stage refused
+// it, and a refusal added to any of them later is marked where it is made.
+// Nothing of this runs for a request that is answered: an allowed call
+// pays one nil check.
+
+// refusedBefore is a host request's refusal before any policy decision,
+// with what the record says of it. It wraps the error the host gets, and
+// is taken off before the answer is written.
+type refusedBefore struct {
+	kind string // the record's kind: what class of refusal
+	wire string // the name the host wrote, when one was read
+	err  error
+}
+
+func (e *refusedBefore) Error() string { return e.err.Error() }
+func (e *refusedBefore) Unwrap() error { return e.err }
+
+// refusedAs marks err, a refusal of kind before any decision; a nil err
+// stays nil, and an error already marked keeps its mark (the stage that
+// made it knew best).
+func refusedAs(kind, wire string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rb *refusedBefore
+	if errors.As(err, &rb) {
+		return err
+	}
+	return &refusedBefore{kind: kind, wire: wire, err: err}
+}
+
+// Refusal kinds, the record's "kind".
+const (
+	refusedMalformed      = "malformed"        // the line is not a JSON-RPC message (rpc's bad input)
+	refusedAmbiguous      = "ambiguous_params" // a key twice, or two spellings of one (checkHostParams)
+	refusedNotInitialized = "not_initialized"  // before initialize
+	refusedEnvelope       = "invalid_envelope" // a 2026-07-28 request's _meta envelope, retry members or era
+	refusedUnavailable    = "unavailable"      // the gate offers nothing (refuseInTrouble)
+	refusedInvalidParams  = "invalid_params"   // the params cannot be read as the method's
+	refusedUnknownName    = "unknown_name"     // a name or URI no server lists
+	refusedNotLookedUp    = "not_looked_up"    // the request ended while its name was being looked up
+	refusedUnresolved     = "unresolved"       // any other refusal of a relay's resolve
+)
+
+// auditsRefusal says whether a refused request of method gets a refusal
+// record: every method served through the pipeline (hostMethods' relays),
+// and a request whose method could not be read. The gate's own methods
+// (lists, ping, logging) reach no upstream's tool, prompt or resource.
+func auditsRefusal(method string) bool {
+	return method == "" || hostMethods[method].relay != nil
+}
+
+// auditRefused writes the refusal record of a host request of method
+// whose answer is err, when err is marked (refusedAs), and returns the
+// error the host gets: err without the mark. A record that cannot be
+// written is logged; the request is refused either way.
+func (g *Session) auditRefused(method string, err error) error {
+	var rb *refusedBefore
+	if !errors.As(err, &rb) {
+		return err
+	}
+	if auditsRefusal(method) {
+		g.writeRefusal(audit.Refusal{Method: method, Kind: rb.kind, WireName: rb.wire, Reason: rb.err.Error()})
+	}
+	if err == rb {
+		return rb.err
+	}
+	return err // wrapped further: the mark stays, and the Conn reads through it
+}
+
+// writeRefusal writes one refusal record of the session (a failed write
+// is logged and counted by userAudit).
+func (g *Session) writeRefusal(rec audit.Refusal) {
+	rec.Session = g.session
+	_ = g.audit.Refusal(rec)
+}
+
+// badHostInput is the host Conn's OnBadInput: a line from the host that
+// was not a message the gate could serve (not JSON, too large, not
+// JSON-RPC), answered with its error by the Conn.
+func (g *Session) badHostInput(me *rpc.MessageError) {
+	if !auditsRefusal(me.Method) {
+		return
+	}
+	g.writeRefusal(audit.Refusal{Method: me.Method, Kind: refusedMalformed, Reason: me.Reason})
+}
+
+// RefusedMalformed records a host's request that a front end refused
+// before it reached any session (an HTTP body that is not a message, or
+// too large to read), as the host Conn records its bad lines
+// (badHostInput): a refusal of kind "malformed", for the user the request
+// came from, without a session, since none was reached.
+func (g *Gate) RefusedMalformed(id Identity, me *rpc.MessageError) {
+	if !auditsRefusal(me.Method) {
+		return
+	}
+	if err := g.audit.Refusal(audit.Refusal{User: id.Subject, Method: me.Method, Kind: refusedMalformed, Reason: me.Reason}); err != nil {
+		g.log.Error("audit record not written", "record", "refusal", "error", audit.Redact(err.Error()))
+		g.observeAuditFailure()
+	}
+}
