@@ -118,8 +118,18 @@ func enabledClaudePlugins(o Options) []string {
 // list of either). A declaration this cannot read (an MCPB bundle) is a
 // note.
 func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
+	return claudePluginServers(o, false)
+}
+
+// claudePluginServers is ClaudePluginServers, or with installed the
+// servers of every plugin installed, enabled here or not: a project's
+// .claude/settings.json enables a plugin for that project only (a plugin
+// installed with --scope project is enabled there and nowhere else, and a
+// repository's settings can turn on one the user left off), so what the
+// settings of one directory enable is not what every project starts.
+func claudePluginServers(o Options, installed bool) (servers []PluginServer, notes []string) {
 	enabled := enabledClaudePlugins(o)
-	if len(enabled) == 0 {
+	if len(enabled) == 0 && !installed {
 		return nil, nil
 	}
 	// The plugins directory (CLAUDE_CODE_PLUGIN_CACHE_DIR moves it) and
@@ -140,11 +150,24 @@ func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
 		tree, err := readTree(reg)
 		if err != nil {
 			if !os.IsNotExist(err) {
-				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of the plugins enabled (%s) are not known", reg, err, strings.Join(enabled, ", ")))
+				which := "the plugins installed"
+				if len(enabled) > 0 {
+					which = "the plugins enabled (" + strings.Join(enabled, ", ") + ")"
+				}
+				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of %s are not known", reg, err, which))
 			}
 			continue
 		}
 		registries = append(registries, tree.Get("plugins"))
+	}
+	if installed {
+		for _, plugins := range registries {
+			if plugins != nil && plugins.Kind == '{' {
+				enabled = append(enabled, plugins.Keys...)
+			}
+		}
+		slices.Sort(enabled)
+		enabled = slices.Compact(enabled)
 	}
 	seen := map[string]bool{}
 	for _, plugins := range registries {
@@ -253,7 +276,8 @@ func claudeDeniedNames(o Options) []string {
 // at project scope for the project (its disabledMcpServers in
 // .claude.json, f). None is moved: see the top of this file.
 func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScope bool) error {
-	servers, notes := ClaudePluginServers(o)
+	// At user scope, every installed plugin's: see claudePluginServers.
+	servers, notes := claudePluginServers(o, userScope)
 	p.Notes = append(p.Notes, notes...)
 	if len(servers) == 0 {
 		return nil
@@ -272,8 +296,9 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		if !ok {
 			return fmt.Errorf("%s: projects[%q].disabledMcpServers is not a list of names", f.path, proj)
 		}
+		denied := claudeDeniedNames(o)
 		for _, s := range servers {
-			if slices.Contains(names, s.Name) || slices.Contains(claudeDeniedNames(o), s.Name) {
+			if slices.Contains(names, s.Name) || slices.Contains(denied, s.Name) {
 				continue
 			}
 			list.Elems = append(list.Elems, Leaf(s.Name))

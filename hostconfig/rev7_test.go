@@ -1,0 +1,76 @@
+package hostconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A plugin installed for one project (claude plugin install --scope
+// project) is enabled in that project's .claude/settings.json only, as is
+// one a repository's own settings turn on. A user-scope install run
+// anywhere else denied none of its servers, though it says it turns them
+// off in every project: in the project they ran beside the gate, and a
+// doctor run there said nothing of the install having missed them.
+func TestClaudeUserScopeDeniesPluginsEnabledElsewhere(t *testing.T) {
+	o := testOptions(t)
+	other := filepath.Join(o.Home, "repo")
+	dir := filepath.Join(o.Home, ".claude", "plugins", "cache", "mp", "pl", "1.0.0")
+	write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"a":{"command":"a"}}}`)
+	write(t, filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json"),
+		`{"version":2,"plugins":{"pl@mp":[{"scope":"project","projectPath":`+strconvQuote(other)+`,"installPath":`+strconvQuote(dir)+`}]}}`)
+	write(t, filepath.Join(other, ".claude", "settings.json"), `{"enabledPlugins":{"pl@mp":true}}`)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}}}`)
+	install(t, o, "claude-code") // in o.Cwd, not the repository
+	in := o
+	in.Cwd = other
+	if names := directNames(claudeReport(t, in)); len(names) != 0 {
+		t.Errorf("in %s after a user-scope install: %v beside the gate", other, names)
+	}
+	if _, _, err := Uninstall(o, "claude-code", false); err != nil {
+		t.Fatal(err)
+	}
+	// Install made the user's settings.json: uninstall removes it.
+	if got, err := os.ReadFile(filepath.Join(o.Home, ".claude", "settings.json")); err == nil {
+		t.Errorf("uninstall left the settings.json install made:\n%s", got)
+	}
+}
+
+// Uninstall restores a file still as the last install left it from the
+// backup the first install took. A second install that edited the file
+// again (a plugin installed since) took no backup of what the user wrote
+// between the two: uninstall then put back the file of before the first
+// install, and the user's own settings were lost.
+func TestUninstallKeepsEditsBetweenInstalls(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}}}`)
+	install(t, o, "claude-code")
+	// The user's own edit, and a second plugin enabled since.
+	dir := filepath.Join(o.Home, ".claude", "plugins", "cache", "mp", "two", "1.0.0")
+	write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"t":{"command":"t"}}}`)
+	reg := filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json")
+	write(t, reg, strings.Replace(read(t, reg), `"plugins":{`, `"plugins":{"two@mp":[{"installPath":`+strconvQuote(dir)+`}],`, 1))
+	s := read(t, settings)
+	s = strings.Replace(s, `"enabledPlugins": {`, `"enabledPlugins": {"two@mp": true,`, 1)
+	s = strings.Replace(s, "{\n", "{\n  \"permissions\": {\"deny\": [\"Bash(rm:*)\"]},\n", 1)
+	write(t, settings, s)
+	install(t, o, "claude-code")
+	if got := read(t, settings); !strings.Contains(got, "plugin:two:t") {
+		t.Fatalf("the second install did not deny plugin:two:t:\n%s", got)
+	}
+	if _, _, err := Uninstall(o, "claude-code", false); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, settings)
+	if !strings.Contains(got, `Bash(rm:*)`) || !strings.Contains(got, `"two@mp": true`) {
+		t.Errorf("uninstall lost what the user wrote between the installs:\n%s", got)
+	}
+	if strings.Contains(got, "plugin:pl:") || strings.Contains(got, "plugin:two:") {
+		t.Errorf("uninstall left install's denials:\n%s", got)
+	}
+	if _, err := os.Stat(o.statePath("claude-code")); err == nil {
+		t.Errorf("the install record is still there")
+	}
+}
