@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,50 @@ func TestUninstallKeepsEditsBetweenInstalls(t *testing.T) {
 	}
 	if _, err := os.Stat(o.statePath("claude-code")); err == nil {
 		t.Errorf("the install record is still there")
+	}
+}
+
+// Claude Code files a directory's local-scope settings (.claude.json
+// projects[KEY]: mcpServers, disabledMcpServers) under the root of the git
+// checkout holding it, and a linked worktree's under its main checkout
+// (the pinned CLI, "claude mcp add --scope local" run in a subdirectory
+// and in a worktree, wrote projects[<main checkout>]). A project-scope
+// install run in a subdirectory wrote the gate and the plugin servers it
+// turned off under projects[<subdirectory>], which the CLI never reads: the
+// gate was not started and the plugin's servers were, while a scan in the
+// subdirectory read the same key install wrote and reported nothing.
+func TestClaudeProjectKeyIsCheckoutRoot(t *testing.T) {
+	for _, worktree := range []bool{false, true} {
+		o := testOptions(t)
+		claudePlugin(t, o)
+		root := o.Cwd
+		if err := os.MkdirAll(filepath.Join(root, ".git", "worktrees", "wt"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(root, ".git", "worktrees", "wt", "commondir"), "../..\n")
+		dir := filepath.Join(root, "sub")
+		if worktree {
+			wt := filepath.Join(o.Home, "wt")
+			write(t, filepath.Join(wt, ".git"), "gitdir: "+filepath.Join(root, ".git", "worktrees", "wt")+"\n")
+			dir = filepath.Join(wt, "sub")
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ClaudeCodeConfigPath(o), `{"projects":{}}`)
+		o.Cwd, o.Scope = dir, "project"
+		install(t, o, "claude-code")
+		var cfg struct {
+			Projects map[string]struct {
+				McpServers         map[string]any
+				DisabledMcpServers []string
+			}
+		}
+		if err := json.Unmarshal([]byte(read(t, ClaudeCodeConfigPath(o))), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if p := cfg.Projects[root]; p.McpServers["gate"] == nil || len(p.DisabledMcpServers) != 3 {
+			t.Errorf("worktree %v: projects[%s] = %+v; want the gate and three plugin servers disabled (all: %v)", worktree, root, p, cfg.Projects)
+		}
 	}
 }
