@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,5 +38,58 @@ func TestBypassHostProjectKeyIsCheckoutRoot(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "gate:") || strings.Contains(string(out), "everything:") {
 		t.Errorf("in %s after a project-scope install there, claude mcp list:\n%s", sub, out)
+	}
+}
+
+// Host set-up: a plugin installed for one project (claude plugin install
+// --scope project) is enabled in that project's .claude/settings.json
+// only. A user-scope install run anywhere else turned off none of its
+// servers, though it says it turns plugin servers off in every project:
+// in the project the real CLI started the plugin's server beside the gate.
+func TestBypassHostProjectPluginUserScopeInstall(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	mp := filepath.Join(h.dir, "mp")
+	ts := testserver("honest")
+	for path, v := range map[string]any{
+		filepath.Join(mp, ".claude-plugin", "marketplace.json"): map[string]any{
+			"name": "localmp", "owner": map[string]any{"name": "t"},
+			"plugins": []any{map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}},
+		},
+		filepath.Join(mp, "plugins", "pl", ".claude-plugin", "plugin.json"): map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		filepath.Join(mp, "plugins", "pl", ".mcp.json"): map[string]any{"mcpServers": map[string]any{
+			"plev": map[string]any{"command": ts.Command, "args": ts.Args},
+		}},
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run(t, claude, "plugin", "marketplace", "add", mp)
+	h.run(t, claude, "plugin", "install", "--scope", "project", "pl@localmp")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") {
+		t.Fatalf("the real CLI does not list the plugin's server in the project (the set-up is wrong):\n%s", list)
+	}
+	// Installed from the home directory, not the project.
+	install := exec.Command(gateBin, "install", "claude-code")
+	install.Dir, install.Env = h.dir, h.env
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	for _, name := range claudeInitTools(t, h, claude) {
+		if strings.HasPrefix(name, "mcp__") && !strings.HasPrefix(name, "mcp__gate__") {
+			t.Errorf("in the project after a user-scope install the host sees %s, beside the gate", name)
+		}
 	}
 }
