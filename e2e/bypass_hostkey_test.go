@@ -93,3 +93,53 @@ func TestBypassHostProjectPluginUserScopeInstall(t *testing.T) {
 		}
 	}
 }
+
+// Host set-up: a marketplace entry that declares its plugin's MCP server
+// itself ("strict": false: the plugin has no manifest, its cached copy no
+// .mcp.json). The real CLI starts it as plugin:pl:inl; install and doctor,
+// reading only the cached copy, left it beside the gate unreported.
+func TestBypassHostPluginServerInMarketplaceEntry(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, gateBin, "install", "claude-code")
+	mp := filepath.Join(h.dir, "mp")
+	ts := testserver("honest")
+	b, err := json.Marshal(map[string]any{
+		"name": "localmp", "owner": map[string]any{"name": "t"},
+		"plugins": []any{map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x", "strict": false,
+			"mcpServers": map[string]any{"inl": map[string]any{"command": ts.Command, "args": ts.Args}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{
+		filepath.Join(mp, ".claude-plugin", "marketplace.json"): b,
+		filepath.Join(mp, "plugins", "pl", "README.md"):         []byte("x\n"),
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run(t, claude, "plugin", "marketplace", "add", mp)
+	h.run(t, claude, "plugin", "install", "pl@localmp")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:inl:") {
+		t.Fatalf("the real CLI does not list the entry's server (the set-up is wrong):\n%s", list)
+	}
+	out, err := h.try(gateBin, "doctor", "--start-timeout", "60s")
+	if !strings.Contains(out, `PROBLEM: claude-code: "plugin:pl:inl" is registered directly beside the gate`) || err == nil {
+		t.Errorf("doctor does not flag the entry's server (%v):\n%s", err, out)
+	}
+	h.run(t, gateBin, "install", "claude-code")
+	for _, name := range claudeInitTools(t, h, claude) {
+		if strings.HasPrefix(name, "mcp__") && !strings.HasPrefix(name, "mcp__gate__") {
+			t.Errorf("after install the host sees %s, beside the gate", name)
+		}
+	}
+}

@@ -144,7 +144,11 @@ func claudePluginServers(o Options, installed bool) (servers []PluginServer, not
 			dirs = append(dirs, d)
 		}
 	}
-	var registries []*Node
+	type registry struct {
+		dir     string
+		plugins *Node
+	}
+	var registries []registry
 	for _, d := range dirs {
 		reg := filepath.Join(d, "installed_plugins.json")
 		tree, err := readTree(reg)
@@ -158,25 +162,26 @@ func claudePluginServers(o Options, installed bool) (servers []PluginServer, not
 			}
 			continue
 		}
-		registries = append(registries, tree.Get("plugins"))
+		registries = append(registries, registry{d, tree.Get("plugins")})
 	}
 	if installed {
-		for _, plugins := range registries {
-			if plugins != nil && plugins.Kind == '{' {
-				enabled = append(enabled, plugins.Keys...)
+		for _, r := range registries {
+			if r.plugins != nil && r.plugins.Kind == '{' {
+				enabled = append(enabled, r.plugins.Keys...)
 			}
 		}
 		slices.Sort(enabled)
 		enabled = slices.Compact(enabled)
 	}
 	seen := map[string]bool{}
-	for _, plugins := range registries {
+	for _, r := range registries {
 		for _, plugin := range enabled {
-			copies := plugins.Get(plugin)
+			copies := r.plugins.Get(plugin)
 			if copies == nil {
 				continue // not installed: nothing starts
 			}
 			name, _, _ := strings.Cut(plugin, "@")
+			entry, entryFile := marketplaceEntry(r.dir, plugin)
 			for _, c := range append([]*Node{copies}, copies.Elems...) {
 				dir := c.Get("installPath").String()
 				if c.Kind != '{' || dir == "" {
@@ -184,6 +189,10 @@ func claudePluginServers(o Options, installed bool) (servers []PluginServer, not
 				}
 				found, ns := pluginDirServers(plugin, dir, ".claude-plugin")
 				notes = append(notes, ns...)
+				if decl := entry.Get("mcpServers"); decl != nil {
+					more, ns := declaredServers(plugin, entryFile, dir, decl)
+					found, notes = append(found, more...), append(notes, ns...)
+				}
 				for _, f := range found {
 					key := "plugin:" + name + ":" + f.Name
 					if !seen[key] {
@@ -202,25 +211,9 @@ func claudePluginServers(o Options, installed bool) (servers []PluginServer, not
 // (manifestDir/plugin.json for each manifestDir): an object, a JSON file,
 // or a list of either. What it cannot read is a note.
 func pluginDirServers(plugin, dir string, manifestDirs ...string) (servers []PluginServer, notes []string) {
-	// serversIn is a server map as a plugin's files hold it: under
-	// mcpServers, or the whole object.
-	serversIn := func(t *Node) *Node {
-		if ms := t.Get("mcpServers"); ms != nil && ms.Kind == '{' {
-			return ms
-		}
-		return t
-	}
-	add := func(file string, obj *Node) {
-		if obj == nil || obj.Kind != '{' {
-			return
-		}
-		for _, s := range obj.Keys {
-			servers = append(servers, PluginServer{Plugin: plugin, Name: s, File: file})
-		}
-	}
 	mj := filepath.Join(dir, ".mcp.json")
 	if t, err := readTree(mj); err == nil {
-		add(mj, serversIn(t))
+		servers, notes = declaredServers(plugin, mj, dir, serversIn(t))
 	} else if !os.IsNotExist(err) {
 		notes = append(notes, fmt.Sprintf("plugin %s: %v: its MCP servers are not known", plugin, err))
 	}
@@ -234,23 +227,80 @@ func pluginDirServers(plugin, dir string, manifestDirs ...string) (servers []Plu
 		if decl == nil {
 			continue
 		}
-		for _, d := range append([]*Node{decl}, decl.Elems...) {
-			switch {
-			case d.Kind == '{':
-				add(manifest, d)
-			case d.Kind == 0 && strings.HasSuffix(d.String(), ".json"):
-				p := filepath.Join(dir, d.String())
-				if t, err := readTree(p); err == nil {
-					add(p, serversIn(t))
-				} else {
-					notes = append(notes, fmt.Sprintf("plugin %s: %s names %s (%v): its MCP servers are not known", plugin, manifest, d.String(), err))
-				}
-			case d.Kind == 0 && d.String() != "":
-				notes = append(notes, fmt.Sprintf("plugin %s: %s declares MCP servers in %s, which mcp-gate does not read: look for its servers beside the gate in the host's own list (mcp list)", plugin, manifest, d.String()))
+		ss, ns := declaredServers(plugin, manifest, dir, decl)
+		servers, notes = append(servers, ss...), append(notes, ns...)
+	}
+	return servers, notes
+}
+
+// serversIn is a server map as a plugin's files hold it: under
+// mcpServers, or the whole object.
+func serversIn(t *Node) *Node {
+	if ms := t.Get("mcpServers"); ms != nil && ms.Kind == '{' {
+		return ms
+	}
+	return t
+}
+
+// declaredServers are the MCP servers decl (the mcpServers of file, a
+// plugin's manifest or its marketplace entry) declares for the plugin's
+// copy in dir: an object, a JSON file in the copy, or a list of either.
+func declaredServers(plugin, file, dir string, decl *Node) (servers []PluginServer, notes []string) {
+	add := func(file string, obj *Node) {
+		if obj == nil || obj.Kind != '{' {
+			return
+		}
+		for _, s := range obj.Keys {
+			servers = append(servers, PluginServer{Plugin: plugin, Name: s, File: file})
+		}
+	}
+	for _, d := range append([]*Node{decl}, decl.Elems...) {
+		switch {
+		case d.Kind == '{':
+			add(file, d)
+		case d.Kind == 0 && strings.HasSuffix(d.String(), ".json"):
+			p := filepath.Join(dir, d.String())
+			if t, err := readTree(p); err == nil {
+				add(p, serversIn(t))
+			} else {
+				notes = append(notes, fmt.Sprintf("plugin %s: %s names %s (%v): its MCP servers are not known", plugin, file, d.String(), err))
 			}
+		case d.Kind == 0 && d.String() != "":
+			notes = append(notes, fmt.Sprintf("plugin %s: %s declares MCP servers in %s, which mcp-gate does not read: look for its servers beside the gate in the host's own list (mcp list)", plugin, file, d.String()))
 		}
 	}
 	return servers, notes
+}
+
+// marketplaceEntry is the entry of plugin NAME@MARKETPLACE in its
+// marketplace's .claude-plugin/marketplace.json, where known_marketplaces.json
+// in the plugins directory dir says that marketplace is; nil when none.
+// The entry's own mcpServers start servers as the plugin's manifest's do
+// (a "strict": false entry has no manifest at all).
+func marketplaceEntry(dir, plugin string) (entry *Node, file string) {
+	name, mp, ok := strings.Cut(plugin, "@")
+	if !ok {
+		return nil, ""
+	}
+	known, err := readTree(filepath.Join(dir, "known_marketplaces.json"))
+	if err != nil {
+		return nil, ""
+	}
+	loc := known.Get(mp).Get("installLocation").String()
+	if loc == "" {
+		return nil, ""
+	}
+	file = filepath.Join(loc, ".claude-plugin", "marketplace.json")
+	m, err := readTree(file)
+	if err != nil {
+		return nil, ""
+	}
+	for _, e := range m.Get("plugins").Elems {
+		if e.Get("name").String() == name {
+			return e, file
+		}
+	}
+	return nil, ""
 }
 
 // claudeDeniedNames are the serverName entries of deniedMcpServers in the

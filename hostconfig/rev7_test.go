@@ -120,3 +120,28 @@ func TestClaudeProjectKeyIsCheckoutRoot(t *testing.T) {
 		}
 	}
 }
+
+// A marketplace entry may declare its plugin's MCP servers itself
+// ("strict": false entries have no manifest; the cached copy then holds
+// neither a .mcp.json nor a plugin.json): the pinned CLI started
+// plugin:pl:inl from such an entry, which install and doctor, reading the
+// copy only, did not see.
+func TestClaudePluginServersFromMarketplaceEntry(t *testing.T) {
+	o := testOptions(t)
+	plugins := filepath.Join(o.Home, ".claude", "plugins")
+	mp := filepath.Join(o.Home, "mp")
+	dir := filepath.Join(plugins, "cache", "localmp", "pl", "unknown")
+	write(t, filepath.Join(dir, "README.md"), "x")
+	write(t, filepath.Join(mp, ".claude-plugin", "marketplace.json"), `{"name":"localmp","plugins":[{"name":"pl","source":"./plugins/pl","strict":false,"mcpServers":{"inl":{"command":"echo"}}}]}`)
+	write(t, filepath.Join(plugins, "known_marketplaces.json"), `{"localmp":{"source":{"source":"directory","path":`+strconvQuote(mp)+`},"installLocation":`+strconvQuote(mp)+`}}`)
+	write(t, filepath.Join(plugins, "installed_plugins.json"), `{"version":2,"plugins":{"pl@localmp":[{"scope":"user","installPath":`+strconvQuote(dir)+`}]}}`)
+	write(t, filepath.Join(o.Home, ".claude", "settings.json"), `{"enabledPlugins":{"pl@localmp":true}}`)
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	if names := directNames(claudeReport(t, o)); len(names) != 1 || names[0] != "plugin:pl:inl" {
+		t.Errorf("scan: %v; want plugin:pl:inl", names)
+	}
+	install(t, o, "claude-code")
+	if got := read(t, filepath.Join(o.Home, ".claude", "settings.json")); !strings.Contains(got, `"serverName": "plugin:pl:inl"`) {
+		t.Errorf("install did not turn plugin:pl:inl off:\n%s", got)
+	}
+}
