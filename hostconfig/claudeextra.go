@@ -304,17 +304,28 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file string) {
 }
 
 // claudeDeniedNames are the serverName entries of deniedMcpServers in the
-// user's settings.json.
-func claudeDeniedNames(o Options) []string {
-	tree, err := readTree(filepath.Join(claudeSettingsDir(o), "settings.json"))
-	if err != nil {
-		return nil
+// user's settings.json, or, with here, in every settings file that applies
+// to a session in o.Cwd: the user's, the project's two and the
+// administrator's (the CLI merges the lists; a project's entry turns off
+// a server of the user's, not one the organisation provides).
+func claudeDeniedNames(o Options, here bool) []string {
+	files := []string{filepath.Join(claudeSettingsDir(o), "settings.json")}
+	if here {
+		files = append(claudeSettingsFiles(o), filepath.Join(ClaudeManagedDir(o), "managed-settings.json"))
+		dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
+		files = append(files, dropIns...)
 	}
 	var out []string
-	if d := tree.Get("deniedMcpServers"); d != nil {
-		for _, e := range d.Elems {
-			if n := e.Get("serverName"); n != nil && n.Kind == 0 {
-				out = append(out, n.String())
+	for _, path := range files {
+		tree, err := readTree(path)
+		if err != nil {
+			continue
+		}
+		if d := tree.Get("deniedMcpServers"); d != nil {
+			for _, e := range d.Elems {
+				if n := e.Get("serverName"); n != nil && n.Kind == 0 {
+					out = append(out, n.String())
+				}
 			}
 		}
 	}
@@ -346,7 +357,7 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		if !ok {
 			return fmt.Errorf("%s: projects[%q].disabledMcpServers is not a list of names", f.path, proj)
 		}
-		denied := claudeDeniedNames(o)
+		denied := claudeDeniedNames(o, false)
 		for _, s := range servers {
 			if slices.Contains(names, s.Name) || slices.Contains(denied, s.Name) {
 				continue
@@ -372,7 +383,7 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 	if denied.Kind != '[' {
 		return fmt.Errorf("%s: deniedMcpServers is not a list", sf.path)
 	}
-	have := claudeDeniedNames(o)
+	have := claudeDeniedNames(o, false)
 	for _, s := range servers {
 		if slices.Contains(have, s.Name) {
 			continue

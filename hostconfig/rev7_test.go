@@ -145,3 +145,19 @@ func TestClaudePluginServersFromMarketplaceEntry(t *testing.T) {
 		t.Errorf("install did not turn plugin:pl:inl off:\n%s", got)
 	}
 }
+
+// Claude Code merges deniedMcpServers from every settings file of a
+// session: a plugin's server the user turned off in the project's
+// .claude/settings.local.json (or an administrator in the managed
+// settings) does not start, but a scan read only the user's settings.json
+// and flagged it beside the gate, so doctor failed a clean set-up.
+func TestClaudePluginDeniedInProjectSettings(t *testing.T) {
+	o := testOptions(t)
+	claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	write(t, filepath.Join(o.Cwd, ".claude", "settings.local.json"), `{"deniedMcpServers":[{"serverName":"plugin:pl:a"},{"serverName":"plugin:pl:b"}]}`)
+	write(t, filepath.Join(o.ClaudeManagedDir, "managed-settings.json"), `{"deniedMcpServers":[{"serverName":"plugin:pl:c"}]}`)
+	if names := directNames(claudeReport(t, o)); len(names) != 0 {
+		t.Errorf("scan: %v beside the gate, though each is denied", names)
+	}
+}

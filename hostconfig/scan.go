@@ -138,7 +138,7 @@ func scanClaudeCode(o Options) HostReport {
 	// project or, below, for this one.
 	plugins, notes := ClaudePluginServers(o)
 	r.Notes = append(r.Notes, notes...)
-	denied := claudeDeniedNames(o)
+	denied := claudeDeniedNames(o, true)
 	var projDisabled []string
 	if o.Cwd != "" {
 		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}).Get("disabledMcpServers").Strings()
