@@ -355,7 +355,7 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		}
 		names, ok := list.Strings()
 		if !ok {
-			return fmt.Errorf("%s: projects[%q].disabledMcpServers is not a list of names", f.path, proj)
+			return fmt.Errorf("%s: projects[%q].disabledMcpServers is %s, not a list of names: install adds the plugin servers it turns off there", f.path, proj, shortJSON(list))
 		}
 		denied := claudeDeniedNames(o, false)
 		for _, s := range servers {
@@ -381,7 +381,7 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		sf.tree.Set("deniedMcpServers", denied)
 	}
 	if denied.Kind != '[' {
-		return fmt.Errorf("%s: deniedMcpServers is not a list", sf.path)
+		return fmt.Errorf("%s: deniedMcpServers is %s, not a list: install adds a {\"serverName\": ...} entry there for each plugin server it turns off; make it a list", sf.path, shortJSON(denied))
 	}
 	have := claudeDeniedNames(o, false)
 	for _, s := range servers {
@@ -444,3 +444,12 @@ func claudeManaged(o Options) (direct []Entry, notes []string) {
 
 // claudeCommandLineNote is what no file shows.
 const claudeCommandLineNote = "servers given on Claude Code's command line (--mcp-config, --plugin-dir), in CLAUDE_CODE_PLUGIN_DIRS, or by an SDK host are in no file mcp-gate reads; start Claude Code with --strict-mcp-config --mcp-config naming only the gate where a launcher adds others"
+
+// shortJSON is n as compact JSON, cut to a length an error can quote.
+func shortJSON(n *Node) string {
+	c := n.Compact()
+	if len(c) > 60 {
+		c = c[:57] + "..."
+	}
+	return c
+}

@@ -161,3 +161,16 @@ func TestClaudePluginDeniedInProjectSettings(t *testing.T) {
 		t.Errorf("scan: %v beside the gate, though each is denied", names)
 	}
 }
+
+// Install refuses a deniedMcpServers it cannot add to, and says what it
+// found there and what it expected.
+func TestClaudeDeniedNotAListSaysWhat(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, settings, strings.Replace(read(t, settings), "{\n", "{\n  \"deniedMcpServers\": {\"serverName\": \"x\"},\n", 1))
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	_, err := PlanInstall(o, "claude-code")
+	if err == nil || !strings.Contains(err.Error(), `{"serverName":"x"}`) || !strings.Contains(err.Error(), "not a list") {
+		t.Errorf("install with deniedMcpServers an object: %v", err)
+	}
+}
