@@ -53,30 +53,11 @@ func TestBypassHostProjectPluginUserScopeInstall(t *testing.T) {
 	h := newHostHome(t)
 	ev := everything()
 	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
-	mp := filepath.Join(h.dir, "mp")
 	ts := testserver("honest")
-	for path, v := range map[string]any{
-		filepath.Join(mp, ".claude-plugin", "marketplace.json"): map[string]any{
-			"name": "localmp", "owner": map[string]any{"name": "t"},
-			"plugins": []any{map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}},
-		},
-		filepath.Join(mp, "plugins", "pl", ".claude-plugin", "plugin.json"): map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
-		filepath.Join(mp, "plugins", "pl", ".mcp.json"): map[string]any{"mcpServers": map[string]any{
-			"plev": map[string]any{"command": ts.Command, "args": ts.Args},
-		}},
-	} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.run(t, claude, "plugin", "marketplace", "add", mp)
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}, map[string]any{
+		".claude-plugin/plugin.json": map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		".mcp.json":                  map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
+	})
 	h.run(t, claude, "plugin", "install", "--scope", "project", "pl@localmp")
 	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") {
 		t.Fatalf("the real CLI does not list the plugin's server in the project (the set-up is wrong):\n%s", list)
@@ -106,28 +87,10 @@ func TestBypassHostPluginServerInMarketplaceEntry(t *testing.T) {
 	ev := everything()
 	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
 	h.run(t, gateBin, "install", "claude-code")
-	mp := filepath.Join(h.dir, "mp")
 	ts := testserver("honest")
-	b, err := json.Marshal(map[string]any{
-		"name": "localmp", "owner": map[string]any{"name": "t"},
-		"plugins": []any{map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x", "strict": false,
-			"mcpServers": map[string]any{"inl": map[string]any{"command": ts.Command, "args": ts.Args}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for path, data := range map[string][]byte{
-		filepath.Join(mp, ".claude-plugin", "marketplace.json"): b,
-		filepath.Join(mp, "plugins", "pl", "README.md"):         []byte("x\n"),
-	} {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.run(t, claude, "plugin", "marketplace", "add", mp)
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x", "strict": false,
+		"mcpServers": map[string]any{"inl": map[string]any{"command": ts.Command, "args": ts.Args}}},
+		map[string]any{"README.md": "x"})
 	h.run(t, claude, "plugin", "install", "pl@localmp")
 	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:inl:") {
 		t.Fatalf("the real CLI does not list the entry's server (the set-up is wrong):\n%s", list)
@@ -142,4 +105,35 @@ func TestBypassHostPluginServerInMarketplaceEntry(t *testing.T) {
 			t.Errorf("after install the host sees %s, beside the gate", name)
 		}
 	}
+}
+
+// localPlugin adds a marketplace on disk, localmp, whose one plugin is
+// entry (its source ./plugins/NAME), with files (paths in the plugin's
+// directory; a value other than a string is written as JSON).
+func localPlugin(t *testing.T, h *hostHome, claude string, entry map[string]any, files map[string]any) {
+	t.Helper()
+	mp := filepath.Join(h.dir, "mp")
+	all := map[string]any{filepath.Join(mp, ".claude-plugin", "marketplace.json"): map[string]any{
+		"name": "localmp", "owner": map[string]any{"name": "t"}, "plugins": []any{entry},
+	}}
+	for rel, v := range files {
+		all[filepath.Join(mp, "plugins", entry["name"].(string), filepath.FromSlash(rel))] = v
+	}
+	for path, v := range all {
+		data, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = string(b)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run(t, claude, "plugin", "marketplace", "add", mp)
 }
