@@ -26,33 +26,14 @@ func TestBypassHostPluginServerBesideTheGate(t *testing.T) {
 	h.run(t, gateBin, "install", "claude-code")
 
 	// A marketplace on disk with one plugin, whose .mcp.json starts a
-	// server.
-	mp := filepath.Join(h.dir, "mp")
-	writeJSON := func(path string, v any) {
-		t.Helper()
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeJSON(filepath.Join(mp, ".claude-plugin", "marketplace.json"), map[string]any{
-		"name": "localmp", "owner": map[string]any{"name": "t"},
-		"plugins": []any{map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}},
-	})
-	writeJSON(filepath.Join(mp, "plugins", "pl", ".claude-plugin", "plugin.json"), map[string]any{"name": "pl", "version": "1.0.0", "description": "x"})
-	// Not the user's "everything": Claude Code leaves out a plugin's
-	// server that starts the same command as one configured by hand.
+	// server. Not the user's "everything": Claude Code leaves out a
+	// plugin's server that starts the same command as one configured by
+	// hand.
 	ts := testserver("honest")
-	writeJSON(filepath.Join(mp, "plugins", "pl", ".mcp.json"), map[string]any{"mcpServers": map[string]any{
-		"plev": map[string]any{"command": ts.Command, "args": ts.Args},
-	}})
-	h.run(t, claude, "plugin", "marketplace", "add", mp)
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}, map[string]any{
+		".claude-plugin/plugin.json": map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		".mcp.json":                  map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
+	})
 	h.run(t, claude, "plugin", "install", "pl@localmp")
 	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") {
 		t.Fatalf("the real CLI does not list the plugin's server (the set-up is wrong):\n%s", list)

@@ -23,6 +23,58 @@ func claudeDir(o Options) string {
 	return o.Home
 }
 
+// claudeProjectKey is the key Claude Code files the local-scope settings
+// of a session in dir under (.claude.json projects[KEY]: its mcpServers,
+// disabledMcpServers, allowedTools): the root of the git checkout holding
+// dir, a linked worktree's main checkout, else dir itself (as the pinned
+// CLI's "claude mcp add --scope local" writes them).
+func claudeProjectKey(dir string) string {
+	dir = filepath.Clean(dir)
+	for d := dir; ; d = filepath.Dir(d) {
+		g := filepath.Join(d, ".git")
+		if fi, err := os.Stat(g); err == nil {
+			if !fi.IsDir() {
+				if main := worktreeMain(d, g); main != "" {
+					return main
+				}
+			}
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
+// worktreeMain is the main checkout of the linked worktree at root whose
+// .git file is g ("gitdir: DIR", DIR holding commondir), or "".
+func worktreeMain(root, g string) string {
+	data, err := os.ReadFile(g)
+	if err != nil {
+		return ""
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gitdir = strings.TrimSpace(gitdir)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(root, gitdir)
+	}
+	cd, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return "" // a submodule's: its own root
+	}
+	common := strings.TrimSpace(string(cd))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitdir, common)
+	}
+	if filepath.Base(common) != ".git" {
+		return ""
+	}
+	return filepath.Dir(common)
+}
+
 // claudeSettingsDir holds Claude Code's user settings.json.
 func claudeSettingsDir(o Options) string {
 	if d := o.getenv("CLAUDE_CONFIG_DIR"); d != "" {
@@ -46,7 +98,8 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	if proj == "" || !filepath.IsAbs(proj) {
 		return fmt.Errorf("claude-code: the project directory must be absolute, got %q", proj)
 	}
-	local := []string{"projects", proj, "mcpServers"}
+	key := claudeProjectKey(proj)
+	local := []string{"projects", key, "mcpServers"}
 	user := []string{"mcpServers"}
 	var at []string
 	switch o.Scope {
@@ -71,7 +124,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 			}
 		}
 	}
-	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+proj, gate, true, proj); err != nil {
+	if err := moveJSONServers(o, p, sf, f, local, "local scope, "+key, gate, true, proj); err != nil {
 		return err
 	}
 	// Claude Code 2.1 keeps a project's disabledMcpjsonServers in the
@@ -88,7 +141,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 		return err
 	}
 	lf.edit(p)
-	if err := disableClaudePlugins(o, p, f, proj, slices.Equal(at, user)); err != nil {
+	if err := disableClaudePlugins(o, p, f, key, slices.Equal(at, user)); err != nil {
 		return err
 	}
 	managed, notes := claudeManaged(o)
@@ -103,7 +156,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	// they are a way around the gate there.
 	if projects := lookup(f.tree, []string{"projects"}); projects != nil {
 		for i, dir := range projects.Keys {
-			if dir == proj {
+			if dir == key {
 				continue
 			}
 			if ms := projects.Vals[i].Get("mcpServers"); ms != nil && ms.Kind == '{' {
@@ -233,7 +286,7 @@ func reportClaudeRules(o Options, p *Plan, f *jsonFile, proj string) {
 			check(path, list, rules)
 		}
 	}
-	if pe := lookup(f.tree, []string{"projects", proj}); pe != nil {
+	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(proj)}); pe != nil {
 		rules, _ := pe.Get("allowedTools").Strings()
 		check(f.path, "allowedTools", rules)
 	}

@@ -118,8 +118,18 @@ func enabledClaudePlugins(o Options) []string {
 // list of either). A declaration this cannot read (an MCPB bundle) is a
 // note.
 func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
+	return claudePluginServers(o, false)
+}
+
+// claudePluginServers is ClaudePluginServers, or with installed the
+// servers of every plugin installed, enabled here or not: a project's
+// .claude/settings.json enables a plugin for that project only (a plugin
+// installed with --scope project is enabled there and nowhere else, and a
+// repository's settings can turn on one the user left off), so what the
+// settings of one directory enable is not what every project starts.
+func claudePluginServers(o Options, installed bool) (servers []PluginServer, notes []string) {
 	enabled := enabledClaudePlugins(o)
-	if len(enabled) == 0 {
+	if len(enabled) == 0 && !installed {
 		return nil, nil
 	}
 	// The plugins directory (CLAUDE_CODE_PLUGIN_CACHE_DIR moves it) and
@@ -134,26 +144,44 @@ func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
 			dirs = append(dirs, d)
 		}
 	}
-	var registries []*Node
+	type registry struct {
+		dir     string
+		plugins *Node
+	}
+	var registries []registry
 	for _, d := range dirs {
 		reg := filepath.Join(d, "installed_plugins.json")
 		tree, err := readTree(reg)
 		if err != nil {
 			if !os.IsNotExist(err) {
-				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of the plugins enabled (%s) are not known", reg, err, strings.Join(enabled, ", ")))
+				which := "the plugins installed"
+				if len(enabled) > 0 {
+					which = "the plugins enabled (" + strings.Join(enabled, ", ") + ")"
+				}
+				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of %s are not known", reg, err, which))
 			}
 			continue
 		}
-		registries = append(registries, tree.Get("plugins"))
+		registries = append(registries, registry{d, tree.Get("plugins")})
+	}
+	if installed {
+		for _, r := range registries {
+			if r.plugins != nil && r.plugins.Kind == '{' {
+				enabled = append(enabled, r.plugins.Keys...)
+			}
+		}
+		slices.Sort(enabled)
+		enabled = slices.Compact(enabled)
 	}
 	seen := map[string]bool{}
-	for _, plugins := range registries {
+	for _, r := range registries {
 		for _, plugin := range enabled {
-			copies := plugins.Get(plugin)
+			copies := r.plugins.Get(plugin)
 			if copies == nil {
 				continue // not installed: nothing starts
 			}
 			name, _, _ := strings.Cut(plugin, "@")
+			entry, entryFile := marketplaceEntry(r.dir, plugin)
 			for _, c := range append([]*Node{copies}, copies.Elems...) {
 				dir := c.Get("installPath").String()
 				if c.Kind != '{' || dir == "" {
@@ -161,6 +189,10 @@ func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
 				}
 				found, ns := pluginDirServers(plugin, dir, ".claude-plugin")
 				notes = append(notes, ns...)
+				if decl := entry.Get("mcpServers"); decl != nil {
+					more, ns := declaredServers(plugin, entryFile, dir, decl)
+					found, notes = append(found, more...), append(notes, ns...)
+				}
 				for _, f := range found {
 					key := "plugin:" + name + ":" + f.Name
 					if !seen[key] {
@@ -179,25 +211,9 @@ func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
 // (manifestDir/plugin.json for each manifestDir): an object, a JSON file,
 // or a list of either. What it cannot read is a note.
 func pluginDirServers(plugin, dir string, manifestDirs ...string) (servers []PluginServer, notes []string) {
-	// serversIn is a server map as a plugin's files hold it: under
-	// mcpServers, or the whole object.
-	serversIn := func(t *Node) *Node {
-		if ms := t.Get("mcpServers"); ms != nil && ms.Kind == '{' {
-			return ms
-		}
-		return t
-	}
-	add := func(file string, obj *Node) {
-		if obj == nil || obj.Kind != '{' {
-			return
-		}
-		for _, s := range obj.Keys {
-			servers = append(servers, PluginServer{Plugin: plugin, Name: s, File: file})
-		}
-	}
 	mj := filepath.Join(dir, ".mcp.json")
 	if t, err := readTree(mj); err == nil {
-		add(mj, serversIn(t))
+		servers, notes = declaredServers(plugin, mj, dir, serversIn(t))
 	} else if !os.IsNotExist(err) {
 		notes = append(notes, fmt.Sprintf("plugin %s: %v: its MCP servers are not known", plugin, err))
 	}
@@ -211,37 +227,105 @@ func pluginDirServers(plugin, dir string, manifestDirs ...string) (servers []Plu
 		if decl == nil {
 			continue
 		}
-		for _, d := range append([]*Node{decl}, decl.Elems...) {
-			switch {
-			case d.Kind == '{':
-				add(manifest, d)
-			case d.Kind == 0 && strings.HasSuffix(d.String(), ".json"):
-				p := filepath.Join(dir, d.String())
-				if t, err := readTree(p); err == nil {
-					add(p, serversIn(t))
-				} else {
-					notes = append(notes, fmt.Sprintf("plugin %s: %s names %s (%v): its MCP servers are not known", plugin, manifest, d.String(), err))
-				}
-			case d.Kind == 0 && d.String() != "":
-				notes = append(notes, fmt.Sprintf("plugin %s: %s declares MCP servers in %s, which mcp-gate does not read: look for its servers beside the gate in the host's own list (mcp list)", plugin, manifest, d.String()))
+		ss, ns := declaredServers(plugin, manifest, dir, decl)
+		servers, notes = append(servers, ss...), append(notes, ns...)
+	}
+	return servers, notes
+}
+
+// serversIn is a server map as a plugin's files hold it: under
+// mcpServers, or the whole object.
+func serversIn(t *Node) *Node {
+	if ms := t.Get("mcpServers"); ms != nil && ms.Kind == '{' {
+		return ms
+	}
+	return t
+}
+
+// declaredServers are the MCP servers decl (the mcpServers of file, a
+// plugin's manifest or its marketplace entry) declares for the plugin's
+// copy in dir: an object, a JSON file in the copy, or a list of either.
+func declaredServers(plugin, file, dir string, decl *Node) (servers []PluginServer, notes []string) {
+	add := func(file string, obj *Node) {
+		if obj == nil || obj.Kind != '{' {
+			return
+		}
+		for _, s := range obj.Keys {
+			servers = append(servers, PluginServer{Plugin: plugin, Name: s, File: file})
+		}
+	}
+	for _, d := range append([]*Node{decl}, decl.Elems...) {
+		switch {
+		case d.Kind == '{':
+			add(file, d)
+		case d.Kind == 0 && strings.HasSuffix(d.String(), ".json"):
+			p := filepath.Join(dir, d.String())
+			if t, err := readTree(p); err == nil {
+				add(p, serversIn(t))
+			} else {
+				notes = append(notes, fmt.Sprintf("plugin %s: %s names %s (%v): its MCP servers are not known", plugin, file, d.String(), err))
 			}
+		case d.Kind == 0 && d.String() != "":
+			notes = append(notes, fmt.Sprintf("plugin %s: %s declares MCP servers in %s, which mcp-gate does not read: look for its servers beside the gate in the host's own list (mcp list)", plugin, file, d.String()))
 		}
 	}
 	return servers, notes
 }
 
-// claudeDeniedNames are the serverName entries of deniedMcpServers in the
-// user's settings.json.
-func claudeDeniedNames(o Options) []string {
-	tree, err := readTree(filepath.Join(claudeSettingsDir(o), "settings.json"))
+// marketplaceEntry is the entry of plugin NAME@MARKETPLACE in its
+// marketplace's .claude-plugin/marketplace.json, where known_marketplaces.json
+// in the plugins directory dir says that marketplace is; nil when none.
+// The entry's own mcpServers start servers as the plugin's manifest's do
+// (a "strict": false entry has no manifest at all).
+func marketplaceEntry(dir, plugin string) (entry *Node, file string) {
+	name, mp, ok := strings.Cut(plugin, "@")
+	if !ok {
+		return nil, ""
+	}
+	known, err := readTree(filepath.Join(dir, "known_marketplaces.json"))
 	if err != nil {
-		return nil
+		return nil, ""
+	}
+	loc := known.Get(mp).Get("installLocation").String()
+	if loc == "" {
+		return nil, ""
+	}
+	file = filepath.Join(loc, ".claude-plugin", "marketplace.json")
+	m, err := readTree(file)
+	if err != nil {
+		return nil, ""
+	}
+	for _, e := range m.Get("plugins").Elems {
+		if e.Get("name").String() == name {
+			return e, file
+		}
+	}
+	return nil, ""
+}
+
+// claudeDeniedNames are the serverName entries of deniedMcpServers in the
+// user's settings.json, or, with here, in every settings file that applies
+// to a session in o.Cwd: the user's, the project's two and the
+// administrator's (the CLI merges the lists; a project's entry turns off
+// a server of the user's, not one the organisation provides).
+func claudeDeniedNames(o Options, here bool) []string {
+	files := []string{filepath.Join(claudeSettingsDir(o), "settings.json")}
+	if here {
+		files = append(claudeSettingsFiles(o), filepath.Join(ClaudeManagedDir(o), "managed-settings.json"))
+		dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
+		files = append(files, dropIns...)
 	}
 	var out []string
-	if d := tree.Get("deniedMcpServers"); d != nil {
-		for _, e := range d.Elems {
-			if n := e.Get("serverName"); n != nil && n.Kind == 0 {
-				out = append(out, n.String())
+	for _, path := range files {
+		tree, err := readTree(path)
+		if err != nil {
+			continue
+		}
+		if d := tree.Get("deniedMcpServers"); d != nil {
+			for _, e := range d.Elems {
+				if n := e.Get("serverName"); n != nil && n.Kind == 0 {
+					out = append(out, n.String())
+				}
 			}
 		}
 	}
@@ -253,7 +337,8 @@ func claudeDeniedNames(o Options) []string {
 // at project scope for the project (its disabledMcpServers in
 // .claude.json, f). None is moved: see the top of this file.
 func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScope bool) error {
-	servers, notes := ClaudePluginServers(o)
+	// At user scope, every installed plugin's: see claudePluginServers.
+	servers, notes := claudePluginServers(o, userScope)
 	p.Notes = append(p.Notes, notes...)
 	if len(servers) == 0 {
 		return nil
@@ -270,10 +355,11 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		}
 		names, ok := list.Strings()
 		if !ok {
-			return fmt.Errorf("%s: projects[%q].disabledMcpServers is not a list of names", f.path, proj)
+			return fmt.Errorf("%s: projects[%q].disabledMcpServers is %s, not a list of names: install adds the plugin servers it turns off there", f.path, proj, shortJSON(list))
 		}
+		denied := claudeDeniedNames(o, false)
 		for _, s := range servers {
-			if slices.Contains(names, s.Name) || slices.Contains(claudeDeniedNames(o), s.Name) {
+			if slices.Contains(names, s.Name) || slices.Contains(denied, s.Name) {
 				continue
 			}
 			list.Elems = append(list.Elems, Leaf(s.Name))
@@ -295,9 +381,9 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		sf.tree.Set("deniedMcpServers", denied)
 	}
 	if denied.Kind != '[' {
-		return fmt.Errorf("%s: deniedMcpServers is not a list", sf.path)
+		return fmt.Errorf("%s: deniedMcpServers is %s, not a list: install adds a {\"serverName\": ...} entry there for each plugin server it turns off; make it a list", sf.path, shortJSON(denied))
 	}
-	have := claudeDeniedNames(o)
+	have := claudeDeniedNames(o, false)
 	for _, s := range servers {
 		if slices.Contains(have, s.Name) {
 			continue
@@ -358,3 +444,12 @@ func claudeManaged(o Options) (direct []Entry, notes []string) {
 
 // claudeCommandLineNote is what no file shows.
 const claudeCommandLineNote = "servers given on Claude Code's command line (--mcp-config, --plugin-dir), in CLAUDE_CODE_PLUGIN_DIRS, or by an SDK host are in no file mcp-gate reads; start Claude Code with --strict-mcp-config --mcp-config naming only the gate where a launcher adds others"
+
+// shortJSON is n as compact JSON, cut to a length an error can quote.
+func shortJSON(n *Node) string {
+	c := n.Compact()
+	if len(c) > 60 {
+		c = c[:57] + "..."
+	}
+	return c
+}

@@ -24,6 +24,9 @@ func testOptions(t *testing.T) Options {
 		Name: "gate", Command: "/usr/local/bin/mcp-gate", Servers: filepath.Join(home, ".config", "mcp-gate", "servers.json"),
 		StateDir: filepath.Join(home, ".config", "mcp-gate", "installs"), Timeout: 2 * time.Minute,
 		Now: func() time.Time { return time.Unix(0, 0) },
+		// Not the machine's: a managed-mcp.json or /etc/codex/config.toml
+		// there would change what every test sees.
+		ClaudeManagedDir: filepath.Join(home, "etc-claude-code"), CodexSystemDir: filepath.Join(home, "etc-codex"),
 	}
 }
 

@@ -85,6 +85,10 @@ type FileState struct {
 	Backup  string `json:"backup,omitempty"` // "" when the file did not exist
 	Created bool   `json:"created,omitempty"`
 	After   string `json:"after"` // sha256 of the bytes install wrote
+	// Edited: the file was changed between two installs that edited it,
+	// so its backup (the first install's) lacks those changes: uninstall
+	// undoes install's records there instead of restoring the backup.
+	Edited bool `json:"edited,omitempty"`
 }
 
 // Record is one edit: in File, under the object at Path, key Name, with
@@ -200,7 +204,12 @@ func Apply(o Options, p *Plan) error {
 			j := slices.IndexFunc(st.Files, func(f FileState) bool { return f.Path == e.Path })
 			if j >= 0 {
 				// A file an earlier install changed keeps its first backup: an
-				// uninstall goes back to before the first install.
+				// uninstall goes back to before the first install. Unless it
+				// was changed since that install wrote it: the backup lacks
+				// what the user (or the host) wrote meanwhile.
+				if hash(e.Before) != st.Files[j].After {
+					st.Files[j].Edited = true
+				}
 				st.Files[j].After = fs.After
 				continue
 			}

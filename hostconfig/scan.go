@@ -138,10 +138,10 @@ func scanClaudeCode(o Options) HostReport {
 	// project or, below, for this one.
 	plugins, notes := ClaudePluginServers(o)
 	r.Notes = append(r.Notes, notes...)
-	denied := claudeDeniedNames(o)
+	denied := claudeDeniedNames(o, true)
 	var projDisabled []string
 	if o.Cwd != "" {
-		projDisabled, _ = lookup(f.tree, []string{"projects", o.Cwd}).Get("disabledMcpServers").Strings()
+		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}).Get("disabledMcpServers").Strings()
 	}
 	for _, s := range plugins {
 		if slices.Contains(denied, s.Name) || slices.Contains(projDisabled, s.Name) {
@@ -173,7 +173,7 @@ func scanClaudeCode(o Options) HostReport {
 		r.Found = true
 	}
 	var disabled []string
-	if pe := lookup(f.tree, []string{"projects", o.Cwd}); pe != nil {
+	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}); pe != nil {
 		d, _ := pe.Get("disabledMcpjsonServers").Strings()
 		disabled = append(disabled, d...)
 	}
@@ -189,7 +189,7 @@ func scanClaudeCode(o Options) HostReport {
 		// mcp-gate runs it with the project's policy and servers (its
 		// arguments, env and cwd are the repository's), so it is a way
 		// around the user's gate like any other server.
-		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: o.Cwd})
+		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: claudeProjectKey(o.Cwd)})
 	}
 	return r
 }

@@ -33,7 +33,7 @@ func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []s
 		if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("reading %s: %w", fs.Path, rerr)
 		}
-		if rerr == nil && hash(cur) == fs.After {
+		if rerr == nil && hash(cur) == fs.After && !fs.Edited {
 			var back []byte
 			if !fs.Created {
 				if back, err = os.ReadFile(fs.Backup); err != nil {
@@ -47,7 +47,11 @@ func Uninstall(o Options, host string, dryRun bool) (edits []FileEdit, notes []s
 			notes = append(notes, fmt.Sprintf("%s no longer exists; nothing to undo there", fs.Path))
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("%s changed since install; undoing install's own edits one by one", fs.Path))
+		if hash(cur) == fs.After {
+			notes = append(notes, fmt.Sprintf("%s changed between two installs; undoing install's own edits one by one", fs.Path))
+		} else {
+			notes = append(notes, fmt.Sprintf("%s changed since install; undoing install's own edits one by one", fs.Path))
+		}
 		var after []byte
 		var ns []string
 		if strings.HasSuffix(fs.Path, ".toml") {

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Host set-up: Claude Code files a directory's local-scope servers under
+// the root of its git checkout (.claude.json projects[ROOT]), wherever in
+// the checkout the session starts. A project-scope install run for a
+// subdirectory (--project, or the working directory) registered the gate
+// under projects[SUBDIRECTORY], which the real CLI never reads: in that
+// subdirectory it started the project's own server and no gate.
+func TestBypassHostProjectKeyIsCheckoutRoot(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	if out, err := exec.Command("git", "init", "-q", h.proj).CombinedOutput(); err != nil {
+		t.Skipf("git init: %v\n%s", err, out)
+	}
+	sub := filepath.Join(h.proj, "sub")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, claude, "mcp", "add", "--scope", "local", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, gateBin, "install", "--scope", "project", "--project", sub, "claude-code")
+	list := exec.Command(claude, "mcp", "list")
+	list.Dir, list.Env = sub, h.env
+	out, err := list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("claude mcp list: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "gate:") || strings.Contains(string(out), "everything:") {
+		t.Errorf("in %s after a project-scope install there, claude mcp list:\n%s", sub, out)
+	}
+}
+
+// Host set-up: a plugin installed for one project (claude plugin install
+// --scope project) is enabled in that project's .claude/settings.json
+// only. A user-scope install run anywhere else turned off none of its
+// servers, though it says it turns plugin servers off in every project:
+// in the project the real CLI started the plugin's server beside the gate.
+func TestBypassHostProjectPluginUserScopeInstall(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	ts := testserver("honest")
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "a plugin with an MCP server"}, map[string]any{
+		".claude-plugin/plugin.json": map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		".mcp.json":                  map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
+	})
+	h.run(t, claude, "plugin", "install", "--scope", "project", "pl@localmp")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") {
+		t.Fatalf("the real CLI does not list the plugin's server in the project (the set-up is wrong):\n%s", list)
+	}
+	// Installed from the home directory, not the project.
+	install := exec.Command(gateBin, "install", "claude-code")
+	install.Dir, install.Env = h.dir, h.env
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	for _, name := range claudeInitTools(t, h, claude) {
+		if strings.HasPrefix(name, "mcp__") && !strings.HasPrefix(name, "mcp__gate__") {
+			t.Errorf("in the project after a user-scope install the host sees %s, beside the gate", name)
+		}
+	}
+}
+
+// Host set-up: a marketplace entry that declares its plugin's MCP server
+// itself ("strict": false: the plugin has no manifest, its cached copy no
+// .mcp.json). The real CLI starts it as plugin:pl:inl; install and doctor,
+// reading only the cached copy, left it beside the gate unreported.
+func TestBypassHostPluginServerInMarketplaceEntry(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, gateBin, "install", "claude-code")
+	ts := testserver("honest")
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x", "strict": false,
+		"mcpServers": map[string]any{"inl": map[string]any{"command": ts.Command, "args": ts.Args}}},
+		map[string]any{"README.md": "x"})
+	h.run(t, claude, "plugin", "install", "pl@localmp")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:inl:") {
+		t.Fatalf("the real CLI does not list the entry's server (the set-up is wrong):\n%s", list)
+	}
+	out, err := h.try(gateBin, "doctor", "--start-timeout", "60s")
+	if !strings.Contains(out, `PROBLEM: claude-code: "plugin:pl:inl" is registered directly beside the gate`) || err == nil {
+		t.Errorf("doctor does not flag the entry's server (%v):\n%s", err, out)
+	}
+	h.run(t, gateBin, "install", "claude-code")
+	for _, name := range claudeInitTools(t, h, claude) {
+		if strings.HasPrefix(name, "mcp__") && !strings.HasPrefix(name, "mcp__gate__") {
+			t.Errorf("after install the host sees %s, beside the gate", name)
+		}
+	}
+}
+
+// localPlugin adds a marketplace on disk, localmp, whose one plugin is
+// entry (its source ./plugins/NAME), with files (paths in the plugin's
+// directory; a value other than a string is written as JSON).
+func localPlugin(t *testing.T, h *hostHome, claude string, entry map[string]any, files map[string]any) {
+	t.Helper()
+	mp := filepath.Join(h.dir, "mp")
+	all := map[string]any{filepath.Join(mp, ".claude-plugin", "marketplace.json"): map[string]any{
+		"name": "localmp", "owner": map[string]any{"name": "t"}, "plugins": []any{entry},
+	}}
+	for rel, v := range files {
+		all[filepath.Join(mp, "plugins", entry["name"].(string), filepath.FromSlash(rel))] = v
+	}
+	for path, v := range all {
+		data, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = string(b)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run(t, claude, "plugin", "marketplace", "add", mp)
+}
