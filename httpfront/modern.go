@@ -75,11 +75,12 @@ func modernClaim(m *rpc.Message) bool {
 
 // mismatch answers 400 with -32020, saying what disagreed.
 func mismatch(w http.ResponseWriter, id json.RawMessage, detail string) {
-	b, _ := rpc.Encode(&rpc.Message{ID: id, Error: &rpc.Error{Code: CodeHeaderMismatch,
-		Message: "Bad Request: the request headers and body disagree: " + detail}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	w.Write(b)
+	rpcErrorOf(w, http.StatusBadRequest, id, mismatchError(detail))
+}
+
+// mismatchError is the error of headers that disagree with the body.
+func mismatchError(detail string) *rpc.Error {
+	return &rpc.Error{Code: CodeHeaderMismatch, Message: "Bad Request: the request headers and body disagree: " + detail}
 }
 
 // rpcErrorOf answers with status and the JSON-RPC error err (an *rpc.Error
@@ -195,7 +196,7 @@ func quote(s string) string {
 func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Identity, m *rpc.Message) {
 	if detail := checkModernHeaders(r, m); detail != "" {
 		h.log.Warn("HTTP request refused", "status", http.StatusBadRequest, "code", CodeHeaderMismatch, "reason", detail, "remote", r.RemoteAddr)
-		mismatch(w, m.ID, detail)
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, mismatchError(detail))
 		return
 	}
 	if !m.IsCall() {
@@ -205,7 +206,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 		return
 	}
 	if err := proxy.CheckModernEnvelope(m.Method, m.Params); err != nil {
-		rpcErrorOf(w, http.StatusBadRequest, m.ID, err)
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, err)
 		return
 	}
 	if h.draining.Load() {
