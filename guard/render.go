@@ -75,18 +75,44 @@ func Quote(s string, n int) string {
 }
 
 // shownAsIs reports whether a non-ASCII rune may appear in a Quote as it
-// is: a letter or a digit, but not one of the modifier letters drawn as
-// quotation marks or apostrophes (ʺ ʹ ʼ ˮ, U+02B0–U+02FF), and a
+// is: a letter or a digit, but not one drawn as a quotation mark or an
+// apostrophe (QuoteLike: ʺ ʹ ʼ ˮ, Ꞌ ꞌ), and a
 // combining mark only after one (a mark after the opening quote would be
 // drawn on it).
 func shownAsIs(r rune, afterLetter bool) bool {
 	switch {
-	case 0x02B0 <= r && r <= 0x02FF:
+	case QuoteLike(r):
 		return false
 	case unicode.IsLetter(r), unicode.IsDigit(r):
 		return true
 	case unicode.In(r, unicode.Mn, unicode.Mc):
 		return afterLetter
+	}
+	return false
+}
+
+// QuoteLike reports whether r, outside ASCII, is a quote mark or is drawn
+// like one or like an apostrophe: Unicode's Quotation_Mark property
+// (curly, fullwidth, angle and corner quotes), the modifier letters of
+// U+02B0-U+02FF (ʹ ʺ ʼ ˝ ˮ), the primes (″ ‶), the dingbat quotation
+// ornaments (❛ ❜ ❝ ❞ ❟ ❠) and ornament quotes (🙶 🙷 🙸), the saltillo
+// letters (Ꞌ ꞌ), Hebrew geresh and gershayim (׳ ״) and the ditto mark
+// (〃). Untrusted text shows none of them as it is, in Quote or in the
+// approval question (package elicitation): each could seem to close the
+// quotes around it and let the text go on in the gate's voice.
+func QuoteLike(r rune) bool {
+	if r < 0x80 {
+		return false
+	}
+	switch {
+	case unicode.Is(unicode.Quotation_Mark, r),
+		0x02B0 <= r && r <= 0x02FF,
+		0x2032 <= r && r <= 0x2037,
+		0x275B <= r && r <= 0x2760,
+		0x1F676 <= r && r <= 0x1F678,
+		r == 0xA78B, r == 0xA78C,
+		r == 0x05F3, r == 0x05F4, r == 0x3003:
+		return true
 	}
 	return false
 }

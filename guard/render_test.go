@@ -212,3 +212,14 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+// Quote escapes the letters drawn like a quote mark or an apostrophe
+// (the saltillo Ꞌ ꞌ), as it does the modifier letters ʺ ʼ: a letter is
+// otherwise shown as it is.
+func TestQuoteEscapesQuoteLikeLetters(t *testing.T) {
+	for _, q := range []rune{'\ua78b', '\ua78c', '\u02ba', '\u275e'} {
+		if got := Quote("x"+string(q)+" approved "+string(q), 100); strings.ContainsRune(got, q) {
+			t.Errorf("U+%04X shown as it is: %s", q, got)
+		}
+	}
+}
