@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -164,9 +165,12 @@ func checkModernHeaders(r *http.Request, m *rpc.Message) string {
 		return "the Mcp-Name header carries an invalid =?base64?…?= value"
 	}
 	if !present || !isString || decoded != bodyValue {
-		shown := string(raw)
-		if isString {
+		var shown string // absent: nothing
+		switch {
+		case isString:
 			shown = quote(bodyValue)
+		case present:
+			shown = quote(string(raw)) // not a string: its JSON, quoted too
 		}
 		return fmt.Sprintf("the body carries params.%s=%s but the Mcp-Name header names %s", field, shown, quote(decoded))
 	}
@@ -183,13 +187,9 @@ func headerValue(r *http.Request, name string) (string, bool) {
 	return owsTrim(strings.Join(vs, ",")), true
 }
 
-// quote bounds and quotes a value echoed in an error.
-func quote(s string) string {
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return strconv.Quote(s)
-}
+// quote bounds and quotes a value the host sent, echoed in an error, as
+// every message of the gate's renders untrusted text (guard.Quote).
+func quote(s string) string { return guard.Quote(s, guard.ShowName) }
 
 // postModern serves one 2026-07-28 POST (the body is decoded, its method
 // claims that revision, no session id was sent).
