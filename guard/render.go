@@ -117,6 +117,26 @@ func QuoteLike(r rune) bool {
 	return false
 }
 
+// ShellArg renders untrusted text (an upstream's tool name, a URI
+// template) as one word of a POSIX shell command the gate suggests to a
+// human ("To accept it: mcp-gate pins accept …"): as it is when made only
+// of characters no shell reads specially, else between single quotes
+// (a quote in it closed, escaped and reopened), where nothing expands. Hidden characters are
+// made visible first, as Quote does. Double quotes would not do: "$(…)"
+// and "`…`" run inside them, so a name could run a command of its own in
+// the shell of whoever pastes the suggestion. (A line break would stay
+// one, quoted: the names it is given are the catalog's, which holds no
+// name with a control character.)
+func ShellArg(s string) string {
+	s, _ = Neutralize(s)
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_-.,:/@%+=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // appendEscape appends r's Go escape: \n, \r, \t, \xHH below U+0080,
 // \uHHHH or \UHHHHHHHH above.
 func appendEscape(dst []byte, r rune) []byte {

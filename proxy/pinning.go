@@ -124,7 +124,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	refuse := func(why string) verdict {
 		return verdict{reason: what + "; " + why + ". What changed:\n" + elicitation.ChangesView(change) +
-			"\nTo accept it: mcp-gate pins accept " + t.server + ":" + defName}
+			"\nTo accept it: mcp-gate pins accept " + guard.ShellArg(t.server+":"+defName)}
 	}
 	switch pol.PinAction(t.server) {
 	case policy.Allow:
