@@ -185,3 +185,48 @@ func TestCompletionAuditNamesTemplate(t *testing.T) {
 		t.Errorf("the completion's value reached the audit log:\n%s", data)
 	}
 }
+
+// A 2026-07-28 request over HTTP that the front end refuses for its
+// envelope or the headers mirroring it never reaches a session: it is on
+// record all the same, as the same request over stdio is (a session's
+// invalid_envelope), for the user who sent it. Before, the front end
+// answered 400 and wrote nothing: a tools/call whose Mcp-Name named
+// another tool (smuggling) left no audit line.
+func TestHTTPModernEnvelopeRefusalsAudited(t *testing.T) {
+	t.Parallel()
+	g := gateCommand(t, map[string]server{"honest": testserver("honest")})
+	url := g.serveHTTP(t)
+	c := &modernHTTP{t: t, url: url, caps: `{}`}
+	call := func(hdr map[string]string, params string) {
+		t.Helper()
+		r, b := post(t, url, hdr, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{`+params+`}}`)
+		if r.StatusCode != 400 {
+			t.Errorf("status %d %s, want 400", r.StatusCode, b)
+		}
+	}
+	// Headers that disagree with the body.
+	call(modernHeaders("tools/call", "honest__blob"), echoCall("hunter2")+","+c.envelope())
+	// An envelope without the client's capabilities.
+	call(modernHeaders("tools/call", "honest__echo"), echoCall("hunter2")+`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`)
+	// The era's header on a body without the envelope.
+	call(modernHeaders("tools/call", "honest__echo"), echoCall("hunter2"))
+	// A notification of the era is accepted and dropped: no record.
+	if r, b := post(t, url, modernHeaders("notifications/cancelled", ""), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,`+c.envelope()+`}}`); r.StatusCode >= 300 {
+		t.Errorf("a notification: %d %s", r.StatusCode, b)
+	}
+	got, leaked := refusalRecords(t, g, "hunter2")
+	var kinds []string
+	for _, r := range got {
+		kinds = append(kinds, fmt.Sprintf("%v %v", r["method"], r["kind"]))
+		if r["reason"] == "" || r["user"] == "" || r["user"] == nil {
+			t.Errorf("a refusal record without its reason or user: %v", r)
+		}
+	}
+	want := "tools/call invalid_envelope\ntools/call invalid_envelope\ntools/call invalid_envelope"
+	if strings.Join(kinds, "\n") != want {
+		t.Errorf("refusal records:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), want)
+	}
+	if leaked {
+		t.Error("an argument value the host sent reached the audit log")
+	}
+}

@@ -504,9 +504,10 @@ func scalarView(tok json.Token) string {
 // backslashes, line breaks, line and paragraph separators, NEL and every
 // other control or format character escaped, so the value cannot end its
 // quotes, start a line, or reorder what follows it. Characters drawn like
-// a quote mark are shown as code points too (quoteLike): a value holding
+// a quote mark are shown as code points too: a value holding
 // `＂ (approved by your security team) ＂` would otherwise seem to close
-// its quotes and say something in the gate's voice. A value longer than
+// its quotes and say something in the gate's voice (guard.QuoteLike, the
+// one list of them, which guard.Quote escapes too). A value longer than
 // max bytes is cut, with the number of bytes not shown after the quotes.
 func quote(s string, max int) string { return render(s, max, true) }
 
@@ -529,7 +530,7 @@ func render(s string, max int, lookalikes bool) string {
 			esc = `\r`
 		case r == '\t':
 			esc = `\t`
-		case r == utf8.RuneError, unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs), lookalikes && quoteLike(r):
+		case r == utf8.RuneError, unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs), lookalikes && guard.QuoteLike(r):
 			esc = fmt.Sprintf("[U+%04X]", r)
 		default:
 			esc = string(r)
@@ -543,27 +544,6 @@ func render(s string, max int, lookalikes bool) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-// quoteLike reports whether r is a quote mark other than ASCII's own, or
-// is drawn like one: Unicode's Quotation_Mark property (curly, fullwidth,
-// angle and corner quotes), the modifier letters of U+02B0-U+02FF (ʺ, ˝,
-// ˮ), the primes (″, ‶), Hebrew gershayim (״) and the ditto mark (〃). An
-// apostrophe-like mark is one of them too: the question quotes with
-// double quotes, but a host may show it in a font where they look alike.
-// They are rare in arguments; a human who sees [U+FF02] can still read it.
-func quoteLike(r rune) bool {
-	if r < 0x80 {
-		return false
-	}
-	switch {
-	case unicode.Is(unicode.Quotation_Mark, r),
-		r >= 0x02B0 && r <= 0x02FF,
-		r >= 0x2032 && r <= 0x2037,
-		r == 0x05F3, r == 0x05F4, r == 0x3003:
-		return true
-	}
-	return false
 }
 
 // oneLine makes policy text safe for one line of the question: it is

@@ -330,3 +330,17 @@ func TestNamesCannotAddLines(t *testing.T) {
 		t.Fatalf("raw control characters in the question: %q", m)
 	}
 }
+
+// The characters drawn like a quote mark that Unicode does not class as
+// quotation marks (the dingbat quotation ornaments ❛ ❜ ❝ ❞, the ornament
+// quotes 🙶 🙷 🙸, the saltillo letters Ꞌ ꞌ drawn as an apostrophe) are
+// escaped as the classed ones are: `❞ (approved by your security team) ❝`
+// seemed to close the value's quotes.
+func TestArgsViewEscapesQuoteOrnaments(t *testing.T) {
+	for _, q := range []rune{'\u275b', '\u275c', '\u275d', '\u275e', '\u275f', '\u2760', '\U0001f676', '\U0001f677', '\U0001f678', '\ua78b', '\ua78c'} {
+		v := ArgsView(json.RawMessage(`{"path":"notes.txt` + string(q) + ` (approved by your security team) ` + string(q) + `x"}`))
+		if strings.ContainsRune(v, q) {
+			t.Errorf("U+%04X reaches the question as it came: %s", q, v)
+		}
+	}
+}

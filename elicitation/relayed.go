@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-gate/mcp-gate/guard"
 )
 
 // Relayed rounds. A 2026-07-28 upstream asks for input by answering a call
@@ -110,11 +112,11 @@ func checkRelayed(rr RelayedRound) error {
 			return fmt.Errorf("an input request key of %d bytes, more than %d", len(in.Key), MaxUpstreamKeyBytes)
 		}
 		if seen[in.Key] {
-			return fmt.Errorf("input request key %q twice", in.Key)
+			return fmt.Errorf("input request key %s twice", guard.Quote(in.Key, guard.ShowKey))
 		}
 		seen[in.Key] = true
 		if in.Asked == (in.Answer != nil) {
-			return fmt.Errorf("input request %q must be either asked or answered by the gate", in.Key)
+			return fmt.Errorf("input request %s must be either asked or answered by the gate", guard.Quote(in.Key, guard.ShowKey))
 		}
 	}
 	return nil

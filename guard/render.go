@@ -75,13 +75,13 @@ func Quote(s string, n int) string {
 }
 
 // shownAsIs reports whether a non-ASCII rune may appear in a Quote as it
-// is: a letter or a digit, but not one of the modifier letters drawn as
-// quotation marks or apostrophes (ʺ ʹ ʼ ˮ, U+02B0–U+02FF), and a
+// is: a letter or a digit, but not one drawn as a quotation mark or an
+// apostrophe (QuoteLike: ʺ ʹ ʼ ˮ, Ꞌ ꞌ), and a
 // combining mark only after one (a mark after the opening quote would be
 // drawn on it).
 func shownAsIs(r rune, afterLetter bool) bool {
 	switch {
-	case 0x02B0 <= r && r <= 0x02FF:
+	case QuoteLike(r):
 		return false
 	case unicode.IsLetter(r), unicode.IsDigit(r):
 		return true
@@ -89,6 +89,52 @@ func shownAsIs(r rune, afterLetter bool) bool {
 		return afterLetter
 	}
 	return false
+}
+
+// QuoteLike reports whether r, outside ASCII, is a quote mark or is drawn
+// like one or like an apostrophe: Unicode's Quotation_Mark property
+// (curly, fullwidth, angle and corner quotes), the modifier letters of
+// U+02B0-U+02FF (ʹ ʺ ʼ ˝ ˮ), the primes (″ ‶), the dingbat quotation
+// ornaments (❛ ❜ ❝ ❞ ❟ ❠) and ornament quotes (🙶 🙷 🙸), the saltillo
+// letters (Ꞌ ꞌ), Hebrew geresh and gershayim (׳ ״) and the ditto mark
+// (〃). Untrusted text shows none of them as it is, in Quote or in the
+// approval question (package elicitation): each could seem to close the
+// quotes around it and let the text go on in the gate's voice.
+func QuoteLike(r rune) bool {
+	if r < 0x80 {
+		return false
+	}
+	switch {
+	case unicode.Is(unicode.Quotation_Mark, r),
+		0x02B0 <= r && r <= 0x02FF,
+		0x2032 <= r && r <= 0x2037,
+		0x275B <= r && r <= 0x2760,
+		0x1F676 <= r && r <= 0x1F678,
+		r == 0xA78B, r == 0xA78C,
+		r == 0x05F3, r == 0x05F4, r == 0x3003:
+		return true
+	}
+	return false
+}
+
+// ShellArg renders untrusted text (an upstream's tool name, a URI
+// template) as one word of a POSIX shell command the gate suggests to a
+// human ("To accept it: mcp-gate pins accept …"): as it is when made only
+// of characters no shell reads specially, else between single quotes
+// (a quote in it closed, escaped and reopened), where nothing expands. Hidden characters are
+// made visible first, as Quote does. Double quotes would not do: "$(…)"
+// and "`…`" run inside them, so a name could run a command of its own in
+// the shell of whoever pastes the suggestion. (A line break would stay
+// one, quoted: the names it is given are the catalog's, which holds no
+// name with a control character.)
+func ShellArg(s string) string {
+	s, _ = Neutralize(s)
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_-.,:/@%+=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // appendEscape appends r's Go escape: \n, \r, \t, \xHH below U+0080,

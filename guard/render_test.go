@@ -3,6 +3,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,4 +212,38 @@ func FuzzQuote(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Quote escapes the letters drawn like a quote mark or an apostrophe
+// (the saltillo Ꞌ ꞌ), as it does the modifier letters ʺ ʼ: a letter is
+// otherwise shown as it is.
+func TestQuoteEscapesQuoteLikeLetters(t *testing.T) {
+	for _, q := range []rune{'\ua78b', '\ua78c', '\u02ba', '\u275e'} {
+		if got := Quote("x"+string(q)+" approved "+string(q), 100); strings.ContainsRune(got, q) {
+			t.Errorf("U+%04X shown as it is: %s", q, got)
+		}
+	}
+}
+
+// ShellArg makes one word a POSIX shell reads back as the text, running
+// nothing: checked by sh itself.
+func TestShellArgIsOneInertWord(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, s := range []string{"s:plain_name-1.2", "s:t$(echo pwned)", "s:t`echo pwned`", "s:it's", `s:"x" ; echo pwned`, "s:a b", "s:~", "s:*", "s:t\n echo pwned", ""} {
+		word := ShellArg(s)
+		out, err := exec.Command(sh, "-c", `printf '%s' `+word).Output()
+		if err != nil {
+			t.Fatalf("%q as %s: %v", s, word, err)
+		}
+		want, _ := Neutralize(s)
+		if string(out) != want {
+			t.Errorf("%q as %s reads back as %q", s, word, out)
+		}
+	}
+	if got := ShellArg("s:plain_name-1.2"); got != "s:plain_name-1.2" {
+		t.Errorf("a plain word is quoted: %s", got)
+	}
 }

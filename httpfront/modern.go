@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/proxy"
 	"github.com/mcp-gate/mcp-gate/rpc"
@@ -75,11 +76,12 @@ func modernClaim(m *rpc.Message) bool {
 
 // mismatch answers 400 with -32020, saying what disagreed.
 func mismatch(w http.ResponseWriter, id json.RawMessage, detail string) {
-	b, _ := rpc.Encode(&rpc.Message{ID: id, Error: &rpc.Error{Code: CodeHeaderMismatch,
-		Message: "Bad Request: the request headers and body disagree: " + detail}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	w.Write(b)
+	rpcErrorOf(w, http.StatusBadRequest, id, mismatchError(detail))
+}
+
+// mismatchError is the error of headers that disagree with the body.
+func mismatchError(detail string) *rpc.Error {
+	return &rpc.Error{Code: CodeHeaderMismatch, Message: "Bad Request: the request headers and body disagree: " + detail}
 }
 
 // rpcErrorOf answers with status and the JSON-RPC error err (an *rpc.Error
@@ -163,9 +165,12 @@ func checkModernHeaders(r *http.Request, m *rpc.Message) string {
 		return "the Mcp-Name header carries an invalid =?base64?…?= value"
 	}
 	if !present || !isString || decoded != bodyValue {
-		shown := string(raw)
-		if isString {
+		var shown string // absent: nothing
+		switch {
+		case isString:
 			shown = quote(bodyValue)
+		case present:
+			shown = quote(string(raw)) // not a string: its JSON, quoted too
 		}
 		return fmt.Sprintf("the body carries params.%s=%s but the Mcp-Name header names %s", field, shown, quote(decoded))
 	}
@@ -182,20 +187,16 @@ func headerValue(r *http.Request, name string) (string, bool) {
 	return owsTrim(strings.Join(vs, ",")), true
 }
 
-// quote bounds and quotes a value echoed in an error.
-func quote(s string) string {
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return strconv.Quote(s)
-}
+// quote bounds and quotes a value the host sent, echoed in an error, as
+// every message of the gate's renders untrusted text (guard.Quote).
+func quote(s string) string { return guard.Quote(s, guard.ShowName) }
 
 // postModern serves one 2026-07-28 POST (the body is decoded, its method
 // claims that revision, no session id was sent).
 func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Identity, m *rpc.Message) {
 	if detail := checkModernHeaders(r, m); detail != "" {
 		h.log.Warn("HTTP request refused", "status", http.StatusBadRequest, "code", CodeHeaderMismatch, "reason", detail, "remote", r.RemoteAddr)
-		mismatch(w, m.ID, detail)
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, mismatchError(detail))
 		return
 	}
 	if !m.IsCall() {
@@ -205,7 +206,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 		return
 	}
 	if err := proxy.CheckModernEnvelope(m.Method, m.Params); err != nil {
-		rpcErrorOf(w, http.StatusBadRequest, m.ID, err)
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, err)
 		return
 	}
 	if h.draining.Load() {

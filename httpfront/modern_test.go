@@ -176,3 +176,28 @@ func TestModernRequestsCountAgainstTheBounds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The host's text that a header mismatch names (the body's name or URI,
+// a header's value, a name that is not a string) is rendered by
+// guard.Quote, the gate's one renderer of untrusted text: strconv.Quote
+// showed quote marks of other scripts as they came, and a name that is
+// not a string was echoed raw and whole (its bidi controls, any length)
+// into the error and the log's warning.
+func TestCheckModernHeadersQuoteHostText(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	for _, c := range []struct{ what, name, hdr string }{
+		{"string", `"a\uff02 (approved) \uff02"`, "a__b"},
+		{"header", `"a__b"`, "a\uff02 (approved)"},
+		{"object", `{"k":"\u202e` + long + `"}`, "a__b"},
+	} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":` + c.name + `,` + env + `}}`
+		_, check := modernReq(t, body, map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": c.hdr})
+		got := check()
+		if got == "" {
+			t.Fatalf("%s: accepted", c.what)
+		}
+		if strings.ContainsAny(got, "\uff02\u202e") || len(got) > 600 {
+			t.Errorf("%s: the host's text stands raw in the reason (%d bytes): %.300q", c.what, len(got), got)
+		}
+	}
+}

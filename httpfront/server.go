@@ -62,6 +62,11 @@ type Options struct {
 	// who sent it: the gate records it in the audit log, as a session's
 	// host Conn records its bad lines.
 	OnMalformed func(id proxy.Identity, me *rpc.MessageError)
+	// OnEnvelopeRefused, if set, is told of every request refused before
+	// it reached a session for its 2026-07-28 envelope or the headers
+	// that mirror it (envelopeRefused), with who sent it: the gate records
+	// it, as a session records a bad envelope.
+	OnEnvelopeRefused func(id proxy.Identity, method string, err error)
 	// AllowedHosts are the Host header values accepted besides the
 	// loopback names (localhost, 127.0.0.1, [::1], any port): "host" (any
 	// port) or "host:port"; "*" accepts any Host (left to an ingress).
@@ -581,6 +586,17 @@ func (h *Handler) malformed(id proxy.Identity, me *rpc.MessageError) {
 	}
 }
 
+// envelopeRefused answers m, refused before any session for its
+// 2026-07-28 envelope or headers, with status and err (an *rpc.Error keeps
+// its code and data), and tells Options.OnEnvelopeRefused: every such
+// refusal passes here, so none is answered without its record.
+func (h *Handler) envelopeRefused(w http.ResponseWriter, status int, id proxy.Identity, m *rpc.Message, err error) {
+	if h.opts.OnEnvelopeRefused != nil && m.IsCall() {
+		h.opts.OnEnvelopeRefused(id, m.Method, err)
+	}
+	rpcErrorOf(w, status, m.ID, err)
+}
+
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: a POST body must be application/json")
@@ -616,13 +632,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 		h.postModern(w, r, id, m)
 		return
 	case modernHeader && r.Header.Get(HeaderSessionID) != "":
-		rpcError(w, http.StatusBadRequest, m.ID, rpc.CodeInvalidRequest, fmt.Sprintf("protocol %s has no sessions: send its requests without %s", proxy.ModernVersion, HeaderSessionID))
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, rpc.Errorf(rpc.CodeInvalidRequest, "protocol %s has no sessions: send its requests without %s", proxy.ModernVersion, HeaderSessionID))
 		return
 	case m.Method == "initialize" && modernHeader:
 		mismatch(w, m.ID, "an initialize request (the 2025-11-25 handshake) was sent with MCP-Protocol-Version "+proxy.ModernVersion)
 		return
 	case modernHeader:
-		rpcError(w, http.StatusBadRequest, m.ID, rpc.CodeInvalidParams, fmt.Sprintf("Invalid params: the MCP-Protocol-Version header names %s, but the body carries no _meta envelope (io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities)", proxy.ModernVersion))
+		h.envelopeRefused(w, http.StatusBadRequest, id, m, rpc.Errorf(rpc.CodeInvalidParams, "Invalid params: the MCP-Protocol-Version header names %s, but the body carries no _meta envelope (io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities)", proxy.ModernVersion))
 		return
 	}
 	var s *httpSession

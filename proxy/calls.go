@@ -68,6 +68,10 @@ func (p callParams) withName(params json.RawMessage, name string) json.RawMessag
 	return append(out, params[p.nameAt[1]:]...)
 }
 
+// shownFailure is how many characters of an upstream's failure a refusal
+// naming it shows (guard.Quote).
+const shownFailure = 200
+
 // unknown is the error for a name not in the catalog. When the name's prefix
 // is a server that could not be listed, it says why, which is what the user
 // needs to hear.
@@ -82,7 +86,10 @@ func (g *Session) unknown(noun, name string) error {
 			g.Gate.mu.Unlock()
 		}
 		if err != nil {
-			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: its server %q is unavailable: %v", noun, guard.Quote(name, guard.ShowName), server, err)
+			// Why is the upstream's words (its list's error, its stderr's
+			// tail): quoted, as every untrusted text in a refusal of the
+			// gate's, never in its voice.
+			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: its server %q is unavailable: %s", noun, guard.Quote(name, guard.ShowName), server, guard.Quote(err.Error(), shownFailure))
 		}
 	}
 	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: it is not in this gate's %ss/list", noun, guard.Quote(name, guard.ShowName), noun)

@@ -343,7 +343,7 @@ func parseCursor(field string, params json.RawMessage) (int, error) {
 	f, n, found := strings.Cut(string(raw), ":")
 	off, convErr := strconv.Atoi(n)
 	if err != nil || !found || f != field || convErr != nil || off < 0 {
-		return 0, rpc.Errorf(rpc.CodeInvalidParams, "invalid cursor %q for %s", cur, field)
+		return 0, rpc.Errorf(rpc.CodeInvalidParams, "invalid cursor %s for %s", guard.Quote(cur, guard.ShowKey), field)
 	}
 	return off, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-gate/mcp-gate/audit"
 	"github.com/mcp-gate/mcp-gate/elicitation"
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/internal/rawjson"
 	"github.com/mcp-gate/mcp-gate/pins"
 	"github.com/mcp-gate/mcp-gate/policy"
@@ -68,7 +69,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		if ctx.Err() != nil {
 			return g.pinRefused(pol, t, "the call was cancelled")
 		}
-		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, t.wire))
+		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, guard.Quote(t.wire, guard.ShowName)))
 	}
 	// The list is live now, but the call may have been resolved in an older
 	// snapshot: one seeded from the cache, read just before a start's
@@ -82,12 +83,12 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 		}
 	}
 	if !found {
-		return g.pinRefused(pol, t, fmt.Sprintf("server %q no longer lists the %s %q", t.server, noun, t.name))
+		return g.pinRefused(pol, t, fmt.Sprintf("server %q no longer lists the %s %s", t.server, noun, guard.Quote(t.name, guard.ShowName)))
 	}
 	state, pin, err := store.Check(t.server, pinKey, def.raw, def.digest)
 	if err != nil {
 		g.log.Error("pins unreadable; call refused", "server", t.server, "error", audit.Redact(err.Error()))
-		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, t.wire, noun))
+		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate cannot read the pins of server %q (%v), so it cannot tell whether %s is the %s that was approved; fix or remove the file", t.server, err, guard.Quote(t.wire, guard.ShowName), noun))
 	}
 	if state != pins.Changed {
 		return verdict{allow: true}
@@ -97,7 +98,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	_, defName, _ := strings.Cut(pinKey, ":")
 	change := definitionChange(pin, def)
-	what := fmt.Sprintf("the definition of %s %q on server %q changed since it was approved (pinned %s, now %s)", noun, defName, t.server, pins.Short(pin.Digest), pins.Short(def.digest))
+	what := fmt.Sprintf("the definition of %s %s on server %q changed since it was approved (pinned %s, now %s)", noun, guard.Quote(defName, guard.ShowName), t.server, pins.Short(pin.Digest), pins.Short(def.digest))
 	id, digest := g.decisionIDDigest(t.args)
 	logDecision := func(v policy.Verdict, reason string) error {
 		return g.audit.Decision(audit.Decision{
@@ -123,7 +124,7 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	refuse := func(why string) verdict {
 		return verdict{reason: what + "; " + why + ". What changed:\n" + elicitation.ChangesView(change) +
-			"\nTo accept it: mcp-gate pins accept " + t.server + ":" + defName}
+			"\nTo accept it: mcp-gate pins accept " + guard.ShellArg(t.server+":"+defName)}
 	}
 	switch pol.PinAction(t.server) {
 	case policy.Allow:

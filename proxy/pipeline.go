@@ -242,7 +242,7 @@ var (
 			if t.kind == policy.KindResource {
 				what = "the resource"
 			}
-			return nil, deniedError("completion for "+what+" "+t.wire, verdict{reason: reason})
+			return nil, deniedError("completion for "+what+" "+guard.Quote(t.wire, guard.ShowName), verdict{reason: reason})
 		},
 	}
 	// relaySampling is an upstream's request to use the host's model: a
@@ -262,10 +262,12 @@ var (
 	}
 )
 
-// denied shapes a refusal as a CodeDenied error naming what was refused.
+// denied shapes a refusal as a CodeDenied error naming what was refused:
+// by the name the host wrote, through guard.Quote (a resource URI a
+// template makes is the model's text).
 func denied(what string) func(target, string) (json.RawMessage, error) {
 	return func(t target, reason string) (json.RawMessage, error) {
-		return nil, deniedError(what+" "+t.wire, verdict{reason: reason})
+		return nil, deniedError(what+" "+guard.Quote(t.wire, guard.ShowName), verdict{reason: reason})
 	}
 }
 

@@ -113,10 +113,25 @@ func (g *Session) badHostInput(me *rpc.MessageError) {
 // (badHostInput): a refusal of kind "malformed", for the user the request
 // came from, without a session, since none was reached.
 func (g *Gate) RefusedMalformed(id Identity, me *rpc.MessageError) {
-	if !auditsRefusal(me.Method) {
+	g.refusedBeforeSession(id, me.Method, refusedMalformed, me.Reason)
+}
+
+// RefusedEnvelope records a 2026-07-28 request of method that a front end
+// refused before it reached any session for its envelope or the headers
+// that mirror it (the HTTP front end's header and envelope checks), as a
+// session records a bad envelope (serveModern): a refusal of kind
+// "invalid_envelope", without a session.
+func (g *Gate) RefusedEnvelope(id Identity, method string, err error) {
+	g.refusedBeforeSession(id, method, refusedEnvelope, err.Error())
+}
+
+// refusedBeforeSession writes the refusal record of a request a front end
+// refused before any session, for the pipeline's methods.
+func (g *Gate) refusedBeforeSession(id Identity, method, kind, reason string) {
+	if !auditsRefusal(method) {
 		return
 	}
-	if err := g.audit.Refusal(audit.Refusal{User: id.Subject, Method: me.Method, Kind: refusedMalformed, Reason: me.Reason}); err != nil {
+	if err := g.audit.Refusal(audit.Refusal{User: id.Subject, Method: method, Kind: kind, Reason: reason}); err != nil {
 		g.log.Error("audit record not written", "record", "refusal", "error", audit.Redact(err.Error()))
 		g.observeAuditFailure()
 	}

@@ -141,13 +141,11 @@ func shown(key string) string {
 	return kind + " " + strconv.Quote(neutral(name))
 }
 
+// shownName is key's name as a word of the suggested accept command
+// (guard.ShellArg): strconv.Quote's double quotes let "$(…)" run.
 func shownName(key string) string {
 	_, name, _ := strings.Cut(key, ":")
-	q := strconv.Quote(neutral(name))
-	if q[1:len(q)-1] == name && !strings.ContainsAny(name, " '\"$`\\") {
-		return name
-	}
-	return q
+	return guard.ShellArg(name)
 }
 
 func neutral(s string) string {
