@@ -270,8 +270,6 @@ type Refusal struct {
 	User     string
 	Method   string // the request's method, "" when it could not be read
 	Kind     string // the refusal's class: "malformed", "ambiguous_params", "invalid_params", "unknown_name", ...
-	Server   string // the server the target resolved to, "" when it did not
-	Tool     string // the server's own name of the target, "" when it did not resolve
 	WireName string // the target's name as the host wrote it, "" when none was read
 	Reason   string
 }
@@ -287,8 +285,6 @@ func (a *Logger) Refusal(rf Refusal) error {
 	r.str(KeyUser, rf.User)
 	r.str(KeyMethod, rf.Method)
 	r.str(KeyKind, rf.Kind)
-	r.str(KeyServer, rf.Server)
-	r.str(KeyTool, rf.Tool)
 	r.str(KeyWireName, rf.WireName)
 	r.str(KeyReason, Redact(rf.Reason)) // an error can quote what the host sent
 	return a.end(r)

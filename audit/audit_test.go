@@ -25,7 +25,7 @@ func TestRecordsHaveFixedKeys(t *testing.T) {
 		EventApproval:    {"time", KeyDecisionID, KeySession, KeyServer, KeyTool, KeyArgsDigest, KeyOutcome, KeyDetail, KeyLatencyUS},
 		EventGuard:       {"time", KeySession, KeyServer, KeyTool, KeyOutcome, KeyKind, KeyDetail, KeyCount},
 		EventElicitation: {"time", KeySession, KeyServer, KeyOutcome, KeyKind},
-		EventRefusal:     {"time", KeySession, KeyUser, KeyMethod, KeyKind, KeyServer, KeyTool, KeyWireName, KeyReason},
+		EventRefusal:     {"time", KeySession, KeyUser, KeyMethod, KeyKind, KeyWireName, KeyReason},
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 5 {

@@ -25,7 +25,7 @@ func writeAll(a *Logger, s string, n int) {
 	a.Approval(Approval{DecisionID: s, Session: s, Server: s, Tool: s, ArgsDigest: s, Outcome: s, Detail: s, Latency: d})
 	a.Guard(Guard{DecisionID: s, Session: s, Server: s, Tool: s, Outcome: s, Kind: s, Detail: s, Count: n})
 	a.Elicitation(Elicitation{Session: s, Server: s, Outcome: s, Kind: s, Detail: s})
-	a.Refusal(Refusal{Session: s, User: s, Method: s, Kind: s, Server: s, Tool: s, WireName: s, Reason: s})
+	a.Refusal(Refusal{Session: s, User: s, Method: s, Kind: s, WireName: s, Reason: s})
 }
 
 var timeValue = regexp.MustCompile(`^\{"time":"[^"]+"`)

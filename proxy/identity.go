@@ -149,7 +149,7 @@ func (a userAudit) Refusal(r audit.Refusal) error {
 	r.User = a.user
 	err := a.Logger.Refusal(r)
 	if err != nil {
-		a.failed("refusal", r.Server, err)
+		a.failed("refusal", "", err)
 	}
 	return err
 }
