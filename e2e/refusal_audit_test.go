@@ -43,7 +43,7 @@ func wantRefusals(t *testing.T, got []map[string]any, want [][2]string) {
 		if r["reason"] == "" || r["user"] == "" {
 			t.Errorf("a refusal record without its reason or user: %v", r)
 		}
-		if r["session"] == "" && r["kind"] != "malformed" {
+		if r["session"] == "" && r["kind"] != "malformed" && r["kind"] != "no_session" {
 			t.Errorf("a session's refusal record without its session: %v", r)
 		}
 	}
@@ -143,11 +143,26 @@ func TestHTTPRefusedRequestsAudited(t *testing.T) {
 	if b := post(`{"jsonrpc":"1.0","id":5,"method":"tools/call","params":{"name":"honest__echo","arguments":{"text":"hunter2"}}}`); !strings.Contains(b, `-32600`) {
 		t.Errorf("a body with the wrong jsonrpc: %s", b)
 	}
+	// Requests that reach no session: a session id nobody issued (what
+	// guessing another user's looks like), and none at all. A notification
+	// to an unknown session, which is not a request, leaves no record.
+	for _, sid := range []string{"00112233445566778899aabbccddeeff", ""} {
+		other := &rawSession{t: t, url: url, sid: sid}
+		resp := other.send(ctx, "POST", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"honest__echo","arguments":{"text":"hunter2"}}}`)
+		resp.Body.Close()
+		if want := map[string]int{"": 400}[sid]; (want != 0 && resp.StatusCode != want) || (want == 0 && resp.StatusCode != 404) {
+			t.Errorf("a call with session id %q: status %d", sid, resp.StatusCode)
+		}
+	}
+	resp := (&rawSession{t: t, url: url, sid: "00112233445566778899aabbccddeeff"}).send(ctx, "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
 	got, leaked := refusalRecords(t, g, "hunter2")
 	wantRefusals(t, got, [][2]string{
 		{"tools/call", "ambiguous_params"},
 		{"resources/subscribe", "invalid_params"},
 		{"tools/call", "malformed"},
+		{"tools/call", "no_session"},
+		{"tools/call", "no_session"},
 	})
 	if leaked {
 		t.Error("an argument value the host sent reached the audit log")

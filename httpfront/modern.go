@@ -210,8 +210,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 		return
 	}
 	if h.draining.Load() {
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "the gate is shutting down")
+		h.unavailable(w, id, m, "the gate is shutting down")
 		return
 	}
 	h.inflight.Add(1)
@@ -222,8 +221,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 	h.mu.Lock()
 	if err := h.roomLocked(id, "let a request in flight end first"); err != nil {
 		h.mu.Unlock()
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "cannot serve the request: "+err.Error())
+		h.unavailable(w, id, m, "cannot serve the request: "+err.Error())
 		return
 	}
 	h.requests[key]++
@@ -239,8 +237,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, id proxy.Id
 	}()
 	a, err := h.anchorFor(r.Context(), id)
 	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "cannot serve the request: "+err.Error())
+		h.unavailable(w, id, m, "cannot serve the request: "+err.Error())
 		return
 	}
 	defer a.t.use()()

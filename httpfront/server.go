@@ -67,6 +67,13 @@ type Options struct {
 	// that mirror it (envelopeRefused), with who sent it: the gate records
 	// it, as a session records a bad envelope.
 	OnEnvelopeRefused func(id proxy.Identity, method string, err error)
+	// OnNoSession, if set, is told of every request refused because it
+	// reached no session it may use (no Mcp-Session-Id, one unknown,
+	// expired or another user's, a session that ended, the gate shutting
+	// down), with who sent it and why: the gate records the refusals of
+	// the methods that reach an upstream, so that a run of guessed session
+	// ids is on record too.
+	OnNoSession func(id proxy.Identity, method, reason string)
 	// AllowedHosts are the Host header values accepted besides the
 	// loopback names (localhost, 127.0.0.1, [::1], any port): "host" (any
 	// port) or "host:port"; "*" accepts any Host (left to an ingress).
@@ -457,12 +464,12 @@ func (h *Handler) servePRM(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(md)
 }
 
-// session finds the session a request names, answering 400 or 404 when
-// there is none it may use.
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, id proxy.Identity) *httpSession {
+// session finds the session a request of method names ("" for a GET or a
+// DELETE), answering 400 or 404 when there is none it may use.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, id proxy.Identity, method string) *httpSession {
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
-		httpError(w, http.StatusBadRequest, "Bad Request: the "+HeaderSessionID+" header is required after initialize")
+		h.noSession(w, http.StatusBadRequest, id, method, "Bad Request: the "+HeaderSessionID+" header is required after initialize")
 		return nil
 	}
 	h.mu.Lock()
@@ -472,16 +479,26 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id proxy.Ident
 	// a credential, and a guessed or leaked one must not reach another
 	// user's session (nor confirm that it exists).
 	if s == nil || s.key != id.Key() {
-		httpError(w, http.StatusNotFound, "Not Found: no such session (expired, deleted or never issued); initialize a new one")
+		h.noSession(w, http.StatusNotFound, id, method, "Not Found: no such session (expired, deleted or never issued); initialize a new one")
 		return nil
 	}
 	select {
 	case <-s.t.Done():
-		httpError(w, http.StatusNotFound, "Not Found: the session has ended; initialize a new one")
+		h.noSession(w, http.StatusNotFound, id, method, "Not Found: the session has ended; initialize a new one")
 		return nil
 	default:
 	}
 	return s
+}
+
+// noSession answers a request of method that reached no session with
+// status and text, and tells Options.OnNoSession: every such refusal of a
+// request passes here, so none is answered without its record.
+func (h *Handler) noSession(w http.ResponseWriter, status int, id proxy.Identity, method, text string) {
+	if h.opts.OnNoSession != nil && method != "" {
+		h.opts.OnNoSession(id, method, text)
+	}
+	httpError(w, status, text)
 }
 
 // newSessionID returns 128 random bits, hex: visible ASCII as the
@@ -579,6 +596,26 @@ func acceptsBoth(r *http.Request) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
+// unavailable answers the request m, which no session will serve now (the
+// gate shutting down, the bounds on sessions reached), with 503 and text,
+// and tells Options.OnNoSession.
+func (h *Handler) unavailable(w http.ResponseWriter, id proxy.Identity, m *rpc.Message, text string) {
+	if h.opts.OnNoSession != nil {
+		h.opts.OnNoSession(id, m.Method, text)
+	}
+	w.Header().Set("Retry-After", "5")
+	rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, text)
+}
+
+// callMethod is m's method when m is a request, "" for a notification or
+// an answer: only requests are refused with a record.
+func callMethod(m *rpc.Message) string {
+	if m.IsCall() {
+		return m.Method
+	}
+	return ""
+}
+
 // malformed tells Options.OnMalformed of a body refused before any session.
 func (h *Handler) malformed(id proxy.Identity, me *rpc.MessageError) {
 	if h.opts.OnMalformed != nil {
@@ -653,7 +690,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 			rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "no new session: "+err.Error())
 			return
 		}
-	} else if s = h.session(w, r, id); s == nil {
+	} else if s = h.session(w, r, id, callMethod(m)); s == nil {
 		return
 	}
 	defer s.t.use()()
@@ -667,8 +704,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 		return
 	}
 	if h.draining.Load() {
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, "the gate is shutting down")
+		h.unavailable(w, id, m, "the gate is shutting down")
 		return
 	}
 	h.inflight.Add(1)
@@ -682,7 +718,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id proxy.Identity
 	defer ex.out.end()
 	if err := s.t.deliver(r.Context(), m); err != nil {
 		s.t.forget(ex)
-		httpError(w, http.StatusNotFound, "Not Found: the session has ended")
+		h.noSession(w, http.StatusNotFound, id, m.Method, "Not Found: the session has ended")
 		return
 	}
 	if m.Method == "initialize" {
@@ -759,7 +795,7 @@ func (h *Handler) getStream(w http.ResponseWriter, r *http.Request, id proxy.Ide
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: the GET stream is text/event-stream; list it in Accept")
 		return
 	}
-	s := h.session(w, r, id)
+	s := h.session(w, r, id, "")
 	if s == nil {
 		return
 	}
@@ -778,7 +814,7 @@ func (h *Handler) getStream(w http.ResponseWriter, r *http.Request, id proxy.Ide
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id proxy.Identity) {
-	s := h.session(w, r, id)
+	s := h.session(w, r, id, "")
 	if s == nil {
 		return
 	}

@@ -62,6 +62,7 @@ const (
 	refusedUnknownName    = "unknown_name"     // a name or URI no server lists
 	refusedNotLookedUp    = "not_looked_up"    // the request ended while its name was being looked up
 	refusedUnresolved     = "unresolved"       // any other refusal of a relay's resolve
+	refusedNoSession      = "no_session"       // over HTTP, the request reached no session it may use
 )
 
 // auditsRefusal says whether a refused request of method gets a refusal
@@ -123,6 +124,15 @@ func (g *Gate) RefusedMalformed(id Identity, me *rpc.MessageError) {
 // "invalid_envelope", without a session.
 func (g *Gate) RefusedEnvelope(id Identity, method string, err error) {
 	g.refusedBeforeSession(id, method, refusedEnvelope, err.Error())
+}
+
+// RefusedNoSession records a request of method that a front end refused
+// because it reached no session it may use (none named, one unknown,
+// expired or another identity's, one that ended, the gate shutting down):
+// a refusal of kind "no_session", without a session. A run of them from
+// one user is what guessing session ids looks like.
+func (g *Gate) RefusedNoSession(id Identity, method, reason string) {
+	g.refusedBeforeSession(id, method, refusedNoSession, reason)
 }
 
 // refusedBeforeSession writes the refusal record of a request a front end
