@@ -60,7 +60,8 @@ type Options struct {
 	AnswerBadInput bool
 	// OnBadInput, if set, is told of every message from the peer that could
 	// not be used and is not a response to one of our calls (which fails
-	// that call instead): the gate records a host's refused request in
+	// that call instead), a request dropped for reusing the id of one in
+	// progress among them: the gate records a host's refused request in
 	// its audit log. It runs on the read loop and must not block long.
 	OnBadInput func(*MessageError)
 	// Sequential, if set, names methods served on the read loop itself, so
@@ -515,6 +516,11 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		// two responses once the original's comes, and the peer could not
 		// tell which is which. Dropped, it costs the peer only its mistake.
 		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
+		// Told as bad input, so that the gate records it as it records a
+		// line it could not use; not answered, for the reason above.
+		if c.opts.OnBadInput != nil {
+			c.opts.OnBadInput(&MessageError{Code: CodeInvalidRequest, ID: req.ID, Request: true, Method: req.Method, Reason: "its id is in use by a request in progress: dropped, not answered"})
+		}
 		return
 	}
 	in := &incomingCall{Context: ctx, serving: serving{c.t, req.ID}}

@@ -392,11 +392,14 @@ func TestBigIntegerIDsAreDistinct(t *testing.T) {
 }
 
 // A request reusing the id of one in progress is dropped: answering it, even
-// with an error, would give that id two responses.
+// with an error, would give that id two responses. OnBadInput is told of
+// it, so that the gate's audit has it as it has a line it could not use.
 func TestDuplicateInProgressID(t *testing.T) {
 	eachWire(t, func(t *testing.T, w wire) {
 		release := make(chan struct{})
 		started := make(chan struct{}, 2)
+		var bad []*MessageError // appended on the read loop, read after the ping's answer
+		var badMu sync.Mutex
 		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
 			if req.Method == "ping" {
 				return req.Params, nil
@@ -404,13 +407,22 @@ func TestDuplicateInProgressID(t *testing.T) {
 			started <- struct{}{}
 			<-release
 			return json.RawMessage(`"first"`), nil
-		}}, Options{AnswerBadInput: true})
+		}}, Options{AnswerBadInput: true, OnBadInput: func(me *MessageError) {
+			badMu.Lock()
+			bad = append(bad, me)
+			badMu.Unlock()
+		}})
 		p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
 		wait(t, started, "first request")
 		p.send(`{"jsonrpc":"2.0","id":"d","method":"x","params":{"second":true}}`)
 		// Lines are dispatched in order, so the duplicate has been dealt with
 		// when the ping is answered; nothing was written for it before.
 		p.roundTrip(`"after"`)
+		badMu.Lock()
+		if len(bad) != 1 || bad[0].Method != "x" || string(bad[0].ID) != `"d"` || !bad[0].Request || !strings.Contains(bad[0].Reason, "in use") {
+			t.Errorf("OnBadInput was told %+v; want the dropped request x, id \"d\", its id in use", bad)
+		}
+		badMu.Unlock()
 		close(release)
 		if m := p.recvMsg(); string(m.ID) != `"d"` || string(m.Result) != `"first"` {
 			t.Errorf("first request got %+v (error %v); want its result", m, m.Error)
