@@ -61,6 +61,12 @@ func readTree(path string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseObject(path, data)
+}
+
+// parseObject parses data, read from path, as a JSON object; an error
+// names the file.
+func parseObject(path string, data []byte) (*Node, error) {
 	tree, err := ParseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

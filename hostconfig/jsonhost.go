@@ -30,11 +30,8 @@ func loadJSONFile(path string) (*jsonFile, error) {
 	}
 	f.before = data
 	f.style = styleOf(data)
-	if f.tree, err = ParseTree(data); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if f.tree.Kind != '{' {
-		return nil, fmt.Errorf("%s: not a JSON object", path)
+	if f.tree, err = parseObject(path, data); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
