@@ -57,23 +57,18 @@ type Options struct {
 	Auth auth.Authenticator
 	// Anonymous is who an unauthenticated front end's sessions act for.
 	Anonymous proxy.Identity
-	// OnMalformed, if set, is told of every POST body refused as not a
-	// message (or too large to read) before it reached a session, with
-	// who sent it: the gate records it in the audit log, as a session's
-	// host Conn records its bad lines.
-	OnMalformed func(id proxy.Identity, me *rpc.MessageError)
-	// OnEnvelopeRefused, if set, is told of every request refused before
-	// it reached a session for its 2026-07-28 envelope or the headers
-	// that mirror it (envelopeRefused), with who sent it: the gate records
-	// it, as a session records a bad envelope.
-	OnEnvelopeRefused func(id proxy.Identity, method string, err error)
-	// OnNoSession, if set, is told of every request refused because it
-	// reached no session it may use (no Mcp-Session-Id, one unknown,
-	// expired or another user's, a session that ended, the gate shutting
-	// down), with who sent it and why: the gate records the refusals of
-	// the methods that reach an upstream, so that a run of guessed session
-	// ids is on record too.
-	OnNoSession func(id proxy.Identity, method, reason string)
+	// OnRefused, if set, is told of every request refused before it
+	// reached a session, with who sent it, its method ("" when it could
+	// not be read), the kind of refusal and the reason it was given:
+	// proxy.RefusedMalformed for a body that is not a message or is too
+	// large to read, proxy.RefusedEnvelope for a 2026-07-28 request whose
+	// envelope or the headers mirroring it are wrong, proxy.RefusedNoSession
+	// for a request that reached no session it may use (no Mcp-Session-Id,
+	// one unknown, expired or another user's, a session that ended, the
+	// gate shutting down or its bounds on sessions reached). The gate
+	// records them (proxy.Gate.RefusedBeforeSession), as a session records
+	// its own refusals: a run of guessed session ids is on record too.
+	OnRefused func(id proxy.Identity, method, kind, reason string)
 	// AllowedHosts are the Host header values accepted besides the
 	// loopback names (localhost, 127.0.0.1, [::1], any port): "host" (any
 	// port) or "host:port"; "*" accepts any Host (left to an ingress).
@@ -492,11 +487,11 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id proxy.Ident
 }
 
 // noSession answers a request of method that reached no session with
-// status and text, and tells Options.OnNoSession: every such refusal of a
+// status and text, and tells Options.OnRefused: every such refusal of a
 // request passes here, so none is answered without its record.
 func (h *Handler) noSession(w http.ResponseWriter, status int, id proxy.Identity, method, text string) {
-	if h.opts.OnNoSession != nil && method != "" {
-		h.opts.OnNoSession(id, method, text)
+	if method != "" {
+		h.refused(id, method, proxy.RefusedNoSession, text)
 	}
 	httpError(w, status, text)
 }
@@ -598,11 +593,9 @@ func acceptsBoth(r *http.Request) (jsonOK, sseOK bool) {
 
 // unavailable answers the request m, which no session will serve now (the
 // gate shutting down, the bounds on sessions reached), with 503 and text,
-// and tells Options.OnNoSession.
+// and tells Options.OnRefused.
 func (h *Handler) unavailable(w http.ResponseWriter, id proxy.Identity, m *rpc.Message, text string) {
-	if h.opts.OnNoSession != nil {
-		h.opts.OnNoSession(id, m.Method, text)
-	}
+	h.refused(id, m.Method, proxy.RefusedNoSession, text)
 	w.Header().Set("Retry-After", "5")
 	rpcError(w, http.StatusServiceUnavailable, m.ID, rpc.CodeInternalError, text)
 }
@@ -616,20 +609,25 @@ func callMethod(m *rpc.Message) string {
 	return ""
 }
 
-// malformed tells Options.OnMalformed of a body refused before any session.
-func (h *Handler) malformed(id proxy.Identity, me *rpc.MessageError) {
-	if h.opts.OnMalformed != nil {
-		h.opts.OnMalformed(id, me)
+// refused tells Options.OnRefused of a request refused before any session.
+func (h *Handler) refused(id proxy.Identity, method, kind, reason string) {
+	if h.opts.OnRefused != nil {
+		h.opts.OnRefused(id, method, kind, reason)
 	}
+}
+
+// malformed tells Options.OnRefused of a body refused before any session.
+func (h *Handler) malformed(id proxy.Identity, me *rpc.MessageError) {
+	h.refused(id, me.Method, proxy.RefusedMalformed, me.Reason)
 }
 
 // envelopeRefused answers m, refused before any session for its
 // 2026-07-28 envelope or headers, with status and err (an *rpc.Error keeps
-// its code and data), and tells Options.OnEnvelopeRefused: every such
-// refusal passes here, so none is answered without its record.
+// its code and data), and tells Options.OnRefused: every such refusal
+// passes here, so none is answered without its record.
 func (h *Handler) envelopeRefused(w http.ResponseWriter, status int, id proxy.Identity, m *rpc.Message, err error) {
-	if h.opts.OnEnvelopeRefused != nil && m.IsCall() {
-		h.opts.OnEnvelopeRefused(id, m.Method, err)
+	if m.IsCall() {
+		h.refused(id, m.Method, proxy.RefusedEnvelope, err.Error())
 	}
 	rpcErrorOf(w, status, m.ID, err)
 }

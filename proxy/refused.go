@@ -108,36 +108,19 @@ func (g *Session) badHostInput(me *rpc.MessageError) {
 	g.writeRefusal(audit.Refusal{Method: me.Method, Kind: refusedMalformed, Reason: me.Reason})
 }
 
-// RefusedMalformed records a host's request that a front end refused
-// before it reached any session (an HTTP body that is not a message, or
-// too large to read), as the host Conn records its bad lines
-// (badHostInput): a refusal of kind "malformed", for the user the request
-// came from, without a session, since none was reached.
-func (g *Gate) RefusedMalformed(id Identity, me *rpc.MessageError) {
-	g.refusedBeforeSession(id, me.Method, refusedMalformed, me.Reason)
-}
+// The kinds a front end gives RefusedBeforeSession.
+const (
+	RefusedMalformed = refusedMalformed // a body that is not a message, or too large to read
+	RefusedEnvelope  = refusedEnvelope  // a 2026-07-28 request's envelope, or the headers mirroring it
+	RefusedNoSession = refusedNoSession // a request that reached no session it may use
+)
 
-// RefusedEnvelope records a 2026-07-28 request of method that a front end
-// refused before it reached any session for its envelope or the headers
-// that mirror it (the HTTP front end's header and envelope checks), as a
-// session records a bad envelope (serveModern): a refusal of kind
-// "invalid_envelope", without a session.
-func (g *Gate) RefusedEnvelope(id Identity, method string, err error) {
-	g.refusedBeforeSession(id, method, refusedEnvelope, err.Error())
-}
-
-// RefusedNoSession records a request of method that a front end refused
-// because it reached no session it may use (none named, one unknown,
-// expired or another identity's, one that ended, the gate shutting down):
-// a refusal of kind "no_session", without a session. A run of them from
-// one user is what guessing session ids looks like.
-func (g *Gate) RefusedNoSession(id Identity, method, reason string) {
-	g.refusedBeforeSession(id, method, refusedNoSession, reason)
-}
-
-// refusedBeforeSession writes the refusal record of a request a front end
-// refused before any session, for the pipeline's methods.
-func (g *Gate) refusedBeforeSession(id Identity, method, kind, reason string) {
+// RefusedBeforeSession records a request of method ("" when it could not
+// be read) that a front end refused before it reached any session, for
+// the user it came from, as a session records its own refusals: a refusal
+// record of kind, without a session, for the pipeline's methods. A run of
+// RefusedNoSession from one user is what guessing session ids looks like.
+func (g *Gate) RefusedBeforeSession(id Identity, method, kind, reason string) {
 	if !auditsRefusal(method) {
 		return
 	}
