@@ -87,3 +87,16 @@ func TestNulInKeyRefused(t *testing.T) {
 		t.Fatalf("a value with U+0000 was refused: %+v", r.Error)
 	}
 }
+
+// spellingIn passes a key spelled exactly as an envelope member without
+// folding it against the others: sound only while no two of the names
+// fold together.
+func TestEnvelopeMembersFoldApart(t *testing.T) {
+	for i, a := range envelopeMembers {
+		for _, b := range envelopeMembers[i+1:] {
+			if strings.EqualFold(a, b) {
+				t.Errorf("envelope members %q and %q fold together: spellingIn's exact-name pass would let one stand for the other", a, b)
+			}
+		}
+	}
+}

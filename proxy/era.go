@@ -233,11 +233,11 @@ func (s *Session) openModern() error {
 		forUp := modernUpstreamCaps
 		key := poolKey(s.identity, forUp, false, s.session)
 		s.mu.Lock()
-		if s.hostInfo.initialized {
+		if s.hostCaps().initialized {
 			s.mu.Unlock()
 			return
 		}
-		s.hostInfo = hostInfo{initialized: true, protocolVersion: ModernVersion, capsForUpstream: forUp, poolKey: key}
+		s.hostInfo.Store(&hostInfo{initialized: true, protocolVersion: ModernVersion, capsForUpstream: forUp, poolKey: key})
 		s.mu.Unlock()
 		// The catalog cache is read only for a key no session holds yet:
 		// over HTTP every 2026-07-28 request is a session of its own.

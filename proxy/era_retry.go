@@ -159,7 +159,7 @@ func (g *Session) hostQuestion(ctx context.Context, server string, caps hostInfo
 	switch method {
 	case "elicitation/create":
 		caps.elicitURL = false
-		p, err := g.vetElicitation(server, caps, &rpc.Message{Method: method, Params: params})
+		p, err := g.vetElicitation(server, &caps, &rpc.Message{Method: method, Params: params})
 		switch {
 		case err != nil:
 			return nil, nil, err

@@ -448,8 +448,7 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 			g.known.noteCached(server, c)
 		}
 	}
-	g.mu.Lock()
-	g.hostInfo = hostInfo{
+	info := &hostInfo{
 		initialized:     true,
 		protocolVersion: version,
 		capsForUpstream: forUp,
@@ -461,9 +460,11 @@ func (g *Session) initialize(params json.RawMessage) (json.RawMessage, error) {
 	if e := p.Capabilities.Elicitation; e != nil {
 		// An empty elicitation object means form mode (2025-11-25 keeps the
 		// older meaning for compatibility).
-		g.hostInfo.elicitForm = e.Form != nil || e.URL == nil
-		g.hostInfo.elicitURL = e.URL != nil
+		info.elicitForm = e.Form != nil || e.URL == nil
+		info.elicitURL = e.URL != nil
 	}
+	g.mu.Lock()
+	g.hostInfo.Store(info)
 	g.mu.Unlock()
 	g.joinKey(key, forUp, seed.snap)
 	res := map[string]any{
@@ -508,12 +509,17 @@ func (g *Gate) instructions() string {
 }
 
 // hostCaps is what the host declared in initialize, read afresh for every
-// request that depends on it.
-func (g *Session) hostCaps() hostInfo {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.hostInfo
+// request that depends on it; the zero hostInfo before. Never nil; the
+// caller must not change it.
+func (g *Session) hostCaps() *hostInfo {
+	if h := g.hostInfo.Load(); h != nil {
+		return h
+	}
+	return &noHostInfo
 }
+
+// noHostInfo is a session's hostInfo before the host opened it.
+var noHostInfo hostInfo
 
 // upstreamInitParams builds the initialize request for a child of key: the
 // elicitation, sampling and roots capabilities of its sessions' hosts, so

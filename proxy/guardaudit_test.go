@@ -85,7 +85,7 @@ func TestElicitationUnrecordedIsDeclined(t *testing.T) {
 	})
 	s := serveModernHost(t, g, WithIdentity(Identity{Subject: "alice"})).sess
 	req := &rpc.Message{Method: "elicitation/create", Params: json.RawMessage(`{"message":"Which region?","requestedSchema":{"type":"object","properties":{"region":{"type":"string"}}}}`)}
-	host := hostInfo{elicitForm: true}
+	host := &hostInfo{elicitForm: true}
 	if params, err := s.vetElicitation("s", host, req); err != nil || params == nil {
 		t.Fatalf("a plain question with the log writable: %s %v", params, err)
 	}

@@ -43,9 +43,13 @@ type Session struct {
 	pendingResults atomic.Int64
 	hostCalls      hostCalls // the host requests in flight to each child
 	era            eraState  // set when the host opened at 2026-07-28 (era.go)
+	// hostInfo is what the host declared when it opened the session: a
+	// snapshot, replaced whole under mu and never changed, so that every
+	// request reads it with one load (several times per call: its pool
+	// key, its capabilities) rather than a lock and a copy.
+	hostInfo atomic.Pointer[hostInfo]
 
-	mu           sync.Mutex // guards what follows
-	hostInfo     hostInfo
+	mu           sync.Mutex      // guards what follows
 	logLevel     string          // the host's last logging/setLevel level; "" lets everything through
 	listedByHost map[string]bool // lists the host has fetched, so list_changed is worth sending
 	subs         map[string]int  // resource URIs this host subscribed to

@@ -26,6 +26,15 @@ var envelopeMembers = []string{
 	"task", // stripped (tasks.go): a variant would reach the server as task augmentation
 }
 
+// envelopeMember is envelopeMembers as a set.
+var envelopeMember = func() map[string]bool {
+	m := make(map[string]bool, len(envelopeMembers))
+	for _, name := range envelopeMembers {
+		m[name] = true
+	}
+	return m
+}()
+
 // envelopeObjects are the members whose own keys are envelope too; the
 // values of arguments (tools/call, prompts/get, a completion's
 // context.arguments) are the caller's, and are not looked into.
@@ -52,15 +61,20 @@ func checkSpelling(method string, params []byte) error {
 func spellingIn(obj []byte, at string) error {
 	var found error
 	_ = rawjson.Members(obj, func(m rawjson.Member) bool {
-		for _, name := range envelopeMembers {
-			if m.Key != name && strings.EqualFold(m.Key, name) {
-				where := at
-				if where == "" {
-					where = "the top level"
+		// A key spelled as MCP spells a member is no variant of another:
+		// no two of the names fold together. Most keys are those (a
+		// call's name, arguments and _meta), and pass without folding.
+		if !envelopeMember[m.Key] {
+			for _, name := range envelopeMembers {
+				if strings.EqualFold(m.Key, name) {
+					where := at
+					if where == "" {
+						where = "the top level"
+					}
+					found = fmt.Errorf("a key of %d bytes in the object at %s is a case variant of %s, which MCP spells only so",
+						len(m.Key), where, strconv.Quote(name))
+					return false
 				}
-				found = fmt.Errorf("a key of %d bytes in the object at %s is a case variant of %s, which MCP spells only so",
-					len(m.Key), where, strconv.Quote(name))
-				return false
 			}
 		}
 		if at == "" && len(m.Value) > 0 && m.Value[0] == '{' {

@@ -266,7 +266,7 @@ func isBlankRune(r rune) bool { return unicode.IsSpace(r) || r == 0x2800 }
 // server's name in front so the human knows who is asking. A question shaped
 // like the gate's own approval prompt, or carrying approval markers, is
 // refused: an upstream must never obtain or influence an approval (issue #5).
-func (g *Session) relayElicitation(ctx context.Context, server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) relayElicitation(ctx context.Context, server string, host *hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	params, err := g.vetElicitation(server, host, req)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func (g *Session) relayElicitation(ctx context.Context, server string, host host
 // label, the neutraliser. It returns the params to show, or nil when the
 // question is refused (audited; the upstream is to be told the user
 // declined), or an error for params that are no elicitation at all.
-func (g *Session) vetElicitation(server string, host hostInfo, req *rpc.Message) (json.RawMessage, error) {
+func (g *Session) vetElicitation(server string, host *hostInfo, req *rpc.Message) (json.RawMessage, error) {
 	refuse := func(kind, detail string) (json.RawMessage, error) {
 		g.audit.Elicitation(audit.Elicitation{Session: g.session, Server: server, Outcome: "refused", Kind: kind, Detail: detail})
 		g.log.Warn("upstream elicitation refused", "server", server, "kind", kind, "detail", audit.Redact(detail))

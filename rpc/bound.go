@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -40,21 +41,50 @@ func CancelServedAfter(ctx context.Context, d time.Duration, cause error) (b Bou
 	}
 	at := time.Now().Add(d).UnixNano()
 	in.bound.Store(at)
-	return Bound{time.AfterFunc(d, func() { in.cancel(cause) }), in, at}, true
+	bt, _ := boundTimers.Get().(*boundTimer)
+	if bt == nil {
+		bt = &boundTimer{in: in, cause: cause}
+		bt.t = time.AfterFunc(d, bt.fire)
+	} else {
+		bt.in, bt.cause = in, cause
+		bt.t.Reset(d)
+	}
+	return Bound{bt, at}, true
 }
+
+// A boundTimer is the timer of a Bound, kept for the next call's once it
+// has been stopped before it fired: one is armed for every forwarded
+// call, and a new one costs a timer and a closure.
+type boundTimer struct {
+	t     *time.Timer
+	in    *incomingCall
+	cause error
+}
+
+var boundTimers sync.Pool
+
+// fire cancels the call. It runs only for a bound that was not stopped in
+// time, and such a boundTimer is never armed again (Stop).
+func (bt *boundTimer) fire() { bt.in.cancel(bt.cause) }
 
 // A Bound is a bound armed by CancelServedAfter.
 type Bound struct {
-	t  *time.Timer
-	in *incomingCall
+	bt *boundTimer
 	at int64 // the deadline it reported (UnixNano)
 }
 
 // Stop disarms the bound and reports whether that was before it fired.
 // The call's deadline is its own again.
 func (b Bound) Stop() bool {
-	stopped := b.t.Stop()
+	bt := b.bt
+	stopped := bt.t.Stop()
 	// Only its own: a bound armed since reports its deadline still.
-	b.in.bound.CompareAndSwap(b.at, 0)
+	bt.in.bound.CompareAndSwap(b.at, 0)
+	if stopped {
+		// fire will not run for this arming: the timer can serve
+		// another. One that fired may be running fire still.
+		bt.in, bt.cause = nil, nil
+		boundTimers.Put(bt)
+	}
 	return stopped
 }
