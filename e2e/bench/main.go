@@ -14,7 +14,9 @@
 // on the machine before any work of the gate's. e2e/minrelay is that relay
 // on Go's netpoller, as the gate reads and writes, or with -floor-relay
 // go-blocking in blocking system calls, a thread each way (the other I/O
-// mode open to a Go gate); e2e/crelay (C, two threads in blocking read and
+// mode open to a Go gate), or with -floor-relay go-checks doing the gate's
+// work on each call (decision, audit record, rename, guard) with the
+// gate's packages and none of its structure; e2e/crelay (C, two threads in blocking read and
 // write) is the least any relay process can cost, so that a target it
 // misses is out of reach of every relay there.
 //
@@ -89,7 +91,7 @@ func main() {
 	flag.BoolVar(&cfg.withFloor, "with-floor", false, "measure e2e/minrelay as a third side in the same rounds as the direct connection and the gate: the table then gives the floor's ratios, the gate's ratio to the floor (what the gate costs beyond any relay) and whether the floor itself meets each target")
 	flag.BoolVar(&cfg.auditNext, "audit-beside-policy", false, "write each gate's audit log in the policy file's directory, as a deployment that keeps them together does (by default it is elsewhere: the policy watch sees that directory)")
 	flag.StringVar(&cfg.floorBin, "minrelay", "", "floor relay binary for -floor and -with-floor (default: built from this checkout, as -floor-relay says)")
-	flag.StringVar(&cfg.floorLang, "floor-relay", "go", "the floor relay: go (e2e/minrelay, on Go's netpoller as the gate), go-blocking (e2e/minrelay -blocking: a goroutine and its thread each way in blocking read and write, the other I/O mode open to a Go gate; Linux) or c (e2e/crelay/crelay.c, two threads in blocking read and write, no runtime: the least any relay process costs here; needs a C compiler); -minrelay gives its binary")
+	flag.StringVar(&cfg.floorLang, "floor-relay", "go", "the floor relay: go (e2e/minrelay, on Go's netpoller as the gate), go-blocking (e2e/minrelay -blocking: a goroutine and its thread each way in blocking read and write, the other I/O mode open to a Go gate; Linux) go-checks (e2e/minrelay -checks: the gate's work on each call, decision, audit record before forwarding, rename and result guard, by the gate's own packages, without the gate's structure) or c (e2e/crelay/crelay.c, two threads in blocking read and write, no runtime: the least any relay process costs here; needs a C compiler); -minrelay gives its binary")
 	flag.StringVar(&cfg.echoBin, "echo", "", "echo server binary (default: built from this checkout)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of each gate process into this directory (go tool pprof GATE DIR/*.pprof)")
 	flag.BoolVar(&cfg.trace, "trace", false, "with -profile, also write an execution trace of each gate process (go tool trace -pprof=sched DIR/X.trace)")
@@ -137,9 +139,9 @@ func run(cfg config) error {
 		return fmt.Errorf("the floor relays lines as they are: it has no era of its own to compare (use -host old -upstream old)")
 	}
 	switch cfg.floorLang {
-	case "go", "go-blocking", "c":
+	case "go", "go-blocking", "go-checks", "c":
 	default:
-		return fmt.Errorf("-floor-relay %q: want go, go-blocking or c", cfg.floorLang)
+		return fmt.Errorf("-floor-relay %q: want go, go-blocking, go-checks or c", cfg.floorLang)
 	}
 	for _, s := range strings.Split(cfg.only, ",") {
 		switch s {
@@ -427,12 +429,18 @@ func targets(cfg config, dir string) (base, gate loadgen.Target, floor *loadgen.
 			Modern: modern,
 		}, nil
 	}
+	floorStarts := 0
 	floorTarget := loadgen.Target{
 		Name: "floor",
 		Command: func() *exec.Cmd {
 			args := []string{"-strip", "echo__", "--", cfg.echoBin}
-			if cfg.floorLang == "go-blocking" {
+			switch cfg.floorLang {
+			case "go-blocking":
 				args = append([]string{"-blocking"}, args...)
+			case "go-checks":
+				floorStarts++
+				audit := filepath.Join(dir, fmt.Sprintf("audit-floor-%d.jsonl", floorStarts))
+				args = append([]string{"-checks", policy, "-audit", audit}, args...)
 			}
 			cmd := exec.Command(cfg.floorBin, args...)
 			cmd.Env = env

@@ -50,19 +50,29 @@ import (
 
 func main() {
 	strip := flag.String("strip", "", "drop this prefix from the first quoted string that starts with it in each request (the gate's server__ names)")
+	checksPolicy := flag.String("checks", "", "do the gate's work on each allowed tool call (decode, key checks, the policy's decision in this policy file, its audit record written before the burst is forwarded, the rename; the result guard on each response) with the gate's own packages, and nothing of its structure (checks.go)")
+	auditPath := flag.String("audit", "", "with -checks, the audit log file")
 	blocking := flag.Bool("blocking", false, "read and write every descriptor in blocking system calls, a goroutine and its thread each way, instead of through the netpoller (the other I/O mode issue 9 names; Linux)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "minrelay: usage: minrelay [-strip PREFIX] [-blocking] -- COMMAND [ARGS]")
 		os.Exit(2)
 	}
-	if err := run(*strip, *blocking, flag.Args()); err != nil {
+	var c *checks
+	if *checksPolicy != "" {
+		var err error
+		if c, err = newChecks(*checksPolicy, *auditPath, *strip); err != nil {
+			fmt.Fprintln(os.Stderr, "minrelay:", err)
+			os.Exit(1)
+		}
+	}
+	if err := run(*strip, *blocking, c, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "minrelay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(strip string, blocking bool, command []string) error {
+func run(strip string, blocking bool, c *checks, command []string) error {
 	in, out := reopen(os.Stdin, os.O_RDONLY, blocking), reopen(os.Stdout, os.O_WRONLY, blocking)
 	cmd := exec.Command(command[0], command[1:]...)
 	var upIn io.WriteCloser
@@ -86,12 +96,15 @@ func run(strip string, blocking bool, command []string) error {
 		cmd.Stdout.(io.Closer).Close()
 	}
 	done := make(chan error, 1)
-	go func() { done <- copyLines(out, upOut, nil, nil) }()
-	from, to := []byte(`"`+strip), []byte(`"`)
-	if strip == "" {
-		from = nil
+	var requests, responses func(out, whole []byte) ([]byte, error)
+	if c != nil {
+		requests, responses = c.requests, c.responses
+	} else if strip != "" {
+		from, to := []byte(`"`+strip), []byte(`"`)
+		requests = func(out, whole []byte) ([]byte, error) { return stripped(out, whole, from, to), nil }
 	}
-	err = copyLines(upIn, in, from, to)
+	go func() { done <- copyLines(out, upOut, responses) }()
+	err = copyLines(upIn, in, requests)
 	upIn.Close()
 	if werr := <-done; err == nil {
 		err = werr
@@ -111,7 +124,7 @@ const largeLine = 64 << 10
 // write each. It grows r's pipe when a line outgrows the reader's first
 // buffer, and w's when it writes more than the default pipe buffer may
 // hold (pipeGrower).
-func copyLines(w io.Writer, r io.Reader, from, to []byte) error {
+func copyLines(w io.Writer, r io.Reader, transform func(out, whole []byte) ([]byte, error)) error {
 	growR, growW := pipeGrower(r), pipeGrower(w)
 	buf := make([]byte, largeLine)
 	var out []byte
@@ -134,21 +147,10 @@ func copyLines(w io.Writer, r io.Reader, from, to []byte) error {
 		}
 		if end > 0 {
 			whole := buf[:end]
-			if from != nil {
-				out = out[:0]
-				for len(whole) > 0 {
-					eol := bytes.IndexByte(whole, '\n') + 1
-					if eol == 0 {
-						eol = len(whole)
-					}
-					line := whole[:eol]
-					if i := bytes.Index(line, from); i >= 0 {
-						out = append(out, line[:i+len(to)]...)
-						out = append(out, line[i+len(from):]...)
-					} else {
-						out = append(out, line...)
-					}
-					whole = whole[eol:]
+			if transform != nil {
+				var err error
+				if out, err = transform(out[:0], whole); err != nil {
+					return err
 				}
 				whole = out
 			}
@@ -167,6 +169,26 @@ func copyLines(w io.Writer, r io.Reader, from, to []byte) error {
 			return err
 		}
 	}
+}
+
+// stripped appends the lines of whole to out, each with from's prefix
+// dropped in the first quoted string that starts with it.
+func stripped(out, whole, from, to []byte) []byte {
+	for len(whole) > 0 {
+		eol := bytes.IndexByte(whole, '\n') + 1
+		if eol == 0 {
+			eol = len(whole)
+		}
+		line := whole[:eol]
+		if i := bytes.Index(line, from); i >= 0 {
+			out = append(out, line[:i+len(to)]...)
+			out = append(out, line[i+len(from):]...)
+		} else {
+			out = append(out, line...)
+		}
+		whole = whole[eol:]
+	}
+	return out
 }
 
 // reopen opens f's pipe again as a description of its own, non-blocking

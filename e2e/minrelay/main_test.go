@@ -47,7 +47,9 @@ func TestCopyLinesBatches(t *testing.T) {
 		`{"tail":"echo__e"}`,
 	}}
 	var out writes
-	if err := copyLines(&out, in, []byte(`"echo__`), []byte(`"`)); err != nil {
+	from, to := []byte(`"echo__`), []byte(`"`)
+	strip := func(out, whole []byte) ([]byte, error) { return stripped(out, whole, from, to), nil }
+	if err := copyLines(&out, in, strip); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
