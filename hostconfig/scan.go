@@ -141,7 +141,7 @@ func scanClaudeCode(o Options) HostReport {
 	denied := claudeDeniedNames(o, true)
 	var projDisabled []string
 	if o.Cwd != "" {
-		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}).Get("disabledMcpServers").Strings()
+		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o, o.Cwd)}).Get("disabledMcpServers").Strings()
 	}
 	for _, s := range plugins {
 		if slices.Contains(denied, s.Name) || slices.Contains(projDisabled, s.Name) {
@@ -173,7 +173,7 @@ func scanClaudeCode(o Options) HostReport {
 		r.Found = true
 	}
 	var disabled []string
-	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}); pe != nil {
+	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o, o.Cwd)}); pe != nil {
 		d, _ := pe.Get("disabledMcpjsonServers").Strings()
 		disabled = append(disabled, d...)
 	}
@@ -189,7 +189,7 @@ func scanClaudeCode(o Options) HostReport {
 		// mcp-gate runs it with the project's policy and servers (its
 		// arguments, env and cwd are the repository's), so it is a way
 		// around the user's gate like any other server.
-		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: claudeProjectKey(o.Cwd)})
+		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: claudeProjectKey(o, o.Cwd)})
 	}
 	return r
 }
