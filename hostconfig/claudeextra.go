@@ -65,10 +65,14 @@ func readTree(path string) (*Node, error) {
 }
 
 // parseObject parses data, read from path, as a JSON object; an error
-// names the file.
+// names the file, and says so when the file has comments or trailing
+// commas (JSONC), which no edit of it could keep.
 func parseObject(path string, data []byte) (*Node, error) {
 	tree, err := ParseTree(data)
 	if err != nil {
+		if hasJSONCSyntax(data) {
+			return nil, fmt.Errorf("%s has comments or trailing commas, which are not JSON (%w): %s", path, err, jsoncAdvice(path))
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if tree.Kind != '{' {
@@ -458,4 +462,54 @@ func shortJSON(n *Node) string {
 		c = c[:57] + "..."
 	}
 	return c
+}
+
+// jsoncAdvice is what to do about a host file with comments or trailing
+// commas. Claude Code's settings files are read as strict JSON: the pinned
+// 2.1.332 CLI ignores such a file whole (the plugins it enables, the
+// servers it denies are not in effect), so install refuses it rather than
+// rewrite it without its comments.
+func jsoncAdvice(path string) string {
+	switch filepath.Base(path) {
+	case "settings.json", "settings.local.json", "cowork_settings.json":
+		return "Claude Code does not read such a settings file either (it ignores the whole file, so none of its settings are in effect now); remove the comments and trailing commas, then run the command again (nothing was written)"
+	}
+	return "remove the comments and trailing commas, then run the command again (nothing was written; an edit could not keep them)"
+}
+
+// hasJSONCSyntax says whether data has a comment (// or /* outside a
+// string) or a comma before a closing bracket.
+func hasJSONCSyntax(data []byte) bool {
+	inString, escaped := false, false
+	lastSignificant := byte(0)
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '/':
+			if i+1 < len(data) && (data[i+1] == '/' || data[i+1] == '*') {
+				return true
+			}
+		case '}', ']':
+			if lastSignificant == ',' {
+				return true
+			}
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			lastSignificant = c
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,41 @@ func TestClaudeConfigKeyWindowsSlashes(t *testing.T) {
 	o.GOOS = "windows"
 	if got := claudeProjectKey(o, o.Cwd); got != claudeConfigKey("windows", o.Cwd) {
 		t.Errorf("claudeProjectKey: %q", got)
+	}
+}
+
+// A Claude Code settings.json with comments or trailing commas: the
+// pinned CLI ignores such a file whole (a plugin it enables does not
+// start, a server it denies does), and install, which must add to its
+// deniedMcpServers when plugins exist, failed with a bare JSON syntax
+// error. It refuses, writes nothing, and says what is wrong and that the
+// host does not read the file either; a file elsewhere with comments is
+// refused with what to do.
+func TestClaudeSettingsWithCommentsRefusedClearly(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	for _, body := range []string{
+		"{\n  // mine\n  \"enabledPlugins\": {\"pl@mp\": true}\n}\n",
+		"{\n  \"enabledPlugins\": {\"pl@mp\": true,},\n}\n",
+		"{\n  /* mine */ \"enabledPlugins\": {\"pl@mp\": true}\n}\n",
+	} {
+		write(t, settings, body)
+		_, err := PlanInstall(o, "claude-code")
+		if err == nil || !strings.Contains(err.Error(), "comments or trailing commas") || !strings.Contains(err.Error(), "Claude Code does not read such a settings file either") {
+			t.Errorf("install with %q: %v", body, err)
+		}
+		if got := read(t, settings); got != body {
+			t.Errorf("settings.json changed:\n%s", got)
+		}
+	}
+	// A string holding // or a comma before a bracket is JSON.
+	if hasJSONCSyntax([]byte(`{"a": "http://x/*", "b": ",]"}`)) {
+		t.Error("a string's // or ,] taken for JSONC")
+	}
+	write(t, ClaudeCodeConfigPath(o), "{\n  // mine\n}\n")
+	write(t, settings, "{}\n")
+	if _, err := PlanInstall(o, "claude-code"); err == nil || !strings.Contains(err.Error(), "comments or trailing commas") || strings.Contains(err.Error(), "settings file") {
+		t.Errorf("install with a .claude.json with comments: %v", err)
 	}
 }
