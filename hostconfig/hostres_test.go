@@ -1,6 +1,10 @@
 package hostconfig
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,5 +69,78 @@ func TestClaudeSettingsWithCommentsRefusedClearly(t *testing.T) {
 	write(t, settings, "{}\n")
 	if _, err := PlanInstall(o, "claude-code"); err == nil || !strings.Contains(err.Error(), "comments or trailing commas") || strings.Contains(err.Error(), "settings file") {
 		t.Errorf("install with a .claude.json with comments: %v", err)
+	}
+}
+
+// Codex merges its config from layers, lowest first: the system
+// config.toml, the user's, a trusted project's .codex/config.toml files
+// and the administrators' managed_config.toml over them all (the pinned
+// CLI: project_root_markers set in /etc/codex/managed_config.toml win over
+// the user's, and a [plugins."pl@mp"] table enables the plugin from any of
+// those layers, a higher one's enabled = false turning it off; a
+// managed_config.toml in CODEX_HOME is not read on Linux). The gate read
+// the markers from the user's and the system's config only, and the
+// plugins from the user's only: a server in a .codex/config.toml above the
+// checkout, and a plugin's servers enabled by any other layer, ran beside
+// the gate unreported.
+func TestCodexLayersReadAsCodexMergesThem(t *testing.T) {
+	o := testOptions(t)
+	ws := filepath.Join(o.Cwd, "ws")
+	repo := filepath.Join(ws, "repo")
+	for _, d := range []string{filepath.Join(ws, ".sl"), filepath.Join(repo, ".git")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	above := filepath.Join(ws, ".codex", "config.toml")
+	write(t, above, "[mcp_servers.above]\ncommand = \"node\"\n")
+	o.Cwd = repo
+	managed := filepath.Join(o.CodexSystemDir, "managed_config.toml")
+	write(t, CodexConfigPath(o), "project_root_markers = [\".git\"]\n")
+	write(t, managed, "project_root_markers = [\".sl\"]\n")
+	if got := CodexProjectConfigs(o); !reflect.DeepEqual(got, []string{above}) {
+		t.Errorf("markers [.sl] in managed_config.toml over the user's [.git]: %v", got)
+	}
+	// Not read from CODEX_HOME on Linux; read there on Windows.
+	if err := os.Remove(managed); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(filepath.Dir(CodexConfigPath(o)), "managed_config.toml"), "project_root_markers = [\".sl\"]\n")
+	if got := CodexProjectConfigs(o); len(got) != 0 {
+		t.Errorf("markers in CODEX_HOME/managed_config.toml on Linux: %v", got)
+	}
+	win := o
+	win.GOOS = "windows"
+	if got := CodexProjectConfigs(win); !reflect.DeepEqual(got, []string{above}) {
+		t.Errorf("markers in CODEX_HOME/managed_config.toml on Windows: %v", got)
+	}
+	if err := os.Remove(filepath.Join(filepath.Dir(CodexConfigPath(o)), "managed_config.toml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Plugins, from every layer.
+	for _, pl := range []string{"sys", "proj", "mdm", "off", "user"} {
+		dir := filepath.Join(filepath.Dir(CodexConfigPath(o)), "plugins", "cache", "mp", pl, "1.0.0")
+		write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"`+pl+`srv":{"command":"node"}}}`)
+	}
+	write(t, CodexConfigPath(o), "project_root_markers = [\".sl\"]\n\n[plugins.\"user@mp\"]\nenabled = true\n\n[plugins.\"off@mp\"]\nenabled = true\n")
+	write(t, filepath.Join(o.CodexSystemDir, "config.toml"), "[plugins.\"sys@mp\"]\nenabled = true\n")
+	write(t, above, "[plugins.\"proj@mp\"]\nenabled = true\n")
+	write(t, managed, "[plugins.\"mdm@mp\"]\nenabled = true\n\n[plugins.\"off@mp\"]\nenabled = false\n")
+	servers, _ := CodexPluginServers(o)
+	var names []string
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	if want := []string{"mdmsrv", "projsrv", "syssrv", "usersrv"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("plugin servers: %v; want %v", names, want)
+	}
+	// The scan (doctor) reads the same.
+	for _, r := range Scan(o) {
+		if r.Host == "codex" {
+			if got := directNames(r); !slices.Contains(got, "projsrv") || !slices.Contains(got, "mdmsrv") || slices.Contains(got, "offsrv") {
+				t.Errorf("scan: %v", got)
+			}
+		}
 	}
 }
