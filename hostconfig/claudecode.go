@@ -243,6 +243,7 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 		p.Moved = append(p.Moved, fmt.Sprintf("%s (%s, disabled there for this user) -> %s", name, mcpPath, key))
 		p.Notes = append(p.Notes, fmt.Sprintf("%s is not edited: %q is disabled for this user in %s (disabledMcpjsonServers)", mcpPath, name, f.path))
 	}
+	p.state.snapshotList(f.path, disabled, "disabledMcpjsonServers")
 	return nil
 }
 

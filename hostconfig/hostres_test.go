@@ -1,6 +1,7 @@
 package hostconfig
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -142,5 +143,120 @@ func TestCodexLayersReadAsCodexMergesThem(t *testing.T) {
 				t.Errorf("scan: %v", got)
 			}
 		}
+	}
+}
+
+// Doctor read the servers of the plugins the settings of its working
+// directory enable, install (at user scope) those of every plugin
+// installed: run outside the project whose settings enable a plugin, doctor
+// did not see its servers, which run in that project beside the gate. Both
+// read one set now (ClaudePluginServers), which also takes in the places
+// the pinned CLI reads plugins from that neither read: a plugins directory
+// whose registry is still installed_plugins_v2.json (renamed over
+// installed_plugins.json at the CLI's next start), the cowork plugins
+// directory (with its own user settings, cowork_settings.json, where
+// install turns them off too), and a plugin the administrator's settings
+// enable from a local marketplace, which the CLI starts from the
+// marketplace's directory with no copy installed.
+func TestClaudeDoctorReadsWhatInstallTurnsOff(t *testing.T) {
+	o := testOptions(t)
+	home := filepath.Join(o.Home, ".claude")
+	other := filepath.Join(o.Home, "repo")
+	// Installed for one project, enabled in its settings only.
+	dir := filepath.Join(home, "plugins", "cache", "mp", "pp", "1.0.0")
+	write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"a":{"command":"a"}}}`)
+	write(t, filepath.Join(home, "plugins", "installed_plugins.json"), `{"version":2,"plugins":{"gone@mp":[{"installPath":`+strconvQuote(dir)+`}]}}`)
+	write(t, filepath.Join(home, "plugins", "installed_plugins_v2.json"),
+		`{"version":2,"plugins":{"pp@mp":[{"scope":"project","projectPath":`+strconvQuote(other)+`,"installPath":`+strconvQuote(dir)+`}]}}`)
+	write(t, filepath.Join(other, ".claude", "settings.json"), `{"enabledPlugins":{"pp@mp":true}}`)
+	// The cowork plugins directory.
+	cdir := filepath.Join(home, "cowork_plugins", "cache", "mp", "cw", "1.0.0")
+	write(t, filepath.Join(cdir, ".mcp.json"), `{"mcpServers":{"c":{"command":"c"}}}`)
+	write(t, filepath.Join(home, "cowork_plugins", "installed_plugins.json"), `{"version":2,"plugins":{"cw@mp":[{"installPath":`+strconvQuote(cdir)+`}]}}`)
+	// Enabled by the administrator, from a local marketplace, not installed.
+	lm := filepath.Join(o.Home, "lm")
+	write(t, filepath.Join(lm, ".claude-plugin", "marketplace.json"), `{"name":"lm","plugins":[{"name":"org","source":"./plugins/org"}]}`)
+	write(t, filepath.Join(lm, "plugins", "org", ".mcp.json"), `{"mcpServers":{"o":{"command":"o"}}}`)
+	write(t, filepath.Join(home, "plugins", "known_marketplaces.json"), `{"lm":{"source":{"source":"directory","path":`+strconvQuote(lm)+`},"installLocation":`+strconvQuote(lm)+`}}`)
+	write(t, filepath.Join(o.ClaudeManagedDir, "managed-settings.json"), `{"enabledPlugins":{"org@lm":true}}`)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}}}`)
+
+	want := []string{"plugin:cw:c", "plugin:org:o", "plugin:pp:a"}
+	servers, _ := ClaudePluginServers(o)
+	var names []string
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("plugin servers: %v; want %v", names, want)
+	}
+	// Doctor outside the project sees what runs in it.
+	scanned := directNames(claudeReport(t, o))
+	for _, w := range want {
+		if !slices.Contains(scanned, w) {
+			t.Errorf("scan in %s: %v; %s missing", o.Cwd, scanned, w)
+		}
+	}
+	install(t, o, "claude-code")
+	for _, f := range []string{"settings.json", "cowork_settings.json"} {
+		got := read(t, filepath.Join(home, f))
+		for _, w := range want {
+			if !strings.Contains(got, `"serverName": "`+w+`"`) {
+				t.Errorf("%s does not deny %s:\n%s", f, w, got)
+			}
+		}
+	}
+	for _, cwd := range []string{o.Cwd, other} {
+		in := o
+		in.Cwd = cwd
+		if names := directNames(claudeReport(t, in)); len(names) != 0 {
+			t.Errorf("scan in %s after install: %v", cwd, names)
+		}
+	}
+	// A settings file the CLI cannot read is named.
+	write(t, filepath.Join(home, "settings.json"), "{\n  // x\n}\n")
+	if notes := strings.Join(claudeReport(t, o).Notes, "\n"); !strings.Contains(notes, "ignores this file whole") {
+		t.Errorf("scan notes: %s", notes)
+	}
+}
+
+// Uninstall took out of deniedMcpServers every entry equal to one install
+// added, the user's own too: one the user wrote again after taking
+// install's away, and a copy the user added. An entry that comes after one
+// the list did not hold when install left it was written after install and
+// stays (with a note); of two equal entries one goes.
+func TestUninstallKeepsDenialsTheUserWroteAgain(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	install(t, o, "claude-code")
+	s := read(t, settings)
+	// The user takes install's plugin:pl:b away, adds a denial of theirs,
+	// writes plugin:pl:b again, and adds a copy of plugin:pl:c.
+	s = strings.Replace(s, "    {\n      \"serverName\": \"plugin:pl:b\"\n    },\n", "", 1)
+	if strings.Contains(s, `"plugin:pl:b"`) {
+		t.Fatalf("the fixture did not take plugin:pl:b away:\n%s", s)
+	}
+	i := strings.LastIndex(s, "}\n  ]")
+	s = s[:i] + "},\n    {\"serverName\": \"mine\"},\n    {\"serverName\": \"plugin:pl:b\"},\n    {\"serverName\": \"plugin:pl:c\"}\n  ]" + s[i+len("}\n  ]"):]
+	write(t, settings, s)
+	_, notes, err := Uninstall(o, "claude-code", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ DeniedMcpServers []struct{ ServerName string } }
+	if err := json.Unmarshal([]byte(read(t, settings)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, d := range doc.DeniedMcpServers {
+		left = append(left, d.ServerName)
+	}
+	if want := []string{"mine", "plugin:pl:b", "plugin:pl:c"}; !reflect.DeepEqual(left, want) {
+		t.Errorf("deniedMcpServers after uninstall: %v; want %v", left, want)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), `plugin:pl:b"} in deniedMcpServers was added again after install`) {
+		t.Errorf("notes: %v", notes)
 	}
 }

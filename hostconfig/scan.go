@@ -134,22 +134,27 @@ func scanClaudeCode(o Options) HostReport {
 	r.Direct = append(r.Direct, managed...)
 	r.Notes = append(r.Notes, notes...)
 	r.Found = r.Found || len(managed) > 0 || len(notes) > 0
-	// The enabled plugins' servers, less those turned off for every
-	// project or, below, for this one.
+	// The plugins' servers, the set install turns off (every plugin
+	// installed or enabled anywhere, not only here: a project's settings
+	// can enable one), less those turned off in the settings a session
+	// here reads or disabled for this project.
 	plugins, notes := ClaudePluginServers(o)
 	r.Notes = append(r.Notes, notes...)
-	denied := claudeDeniedNames(o, true)
 	var projDisabled []string
 	if o.Cwd != "" {
 		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o, o.Cwd)}).Get("disabledMcpServers").Strings()
 	}
-	for _, s := range plugins {
-		if slices.Contains(denied, s.Name) || slices.Contains(projDisabled, s.Name) {
-			continue
-		}
+	for _, s := range claudePluginServersOn(o, plugins, projDisabled) {
 		r.Found = true
 		r.Direct = append(r.Direct, Entry{Where: "plugin " + s.Plugin + ", " + s.File, Name: s.Name,
 			Fix: fmt.Sprintf("mcp-gate install claude-code (turns it off: the plugin's files stay as they are; to have %s behind the gate, add it to the servers file by hand)", s.Name)})
+	}
+	// A settings file Claude Code cannot read is ignored by it whole.
+	for _, sp := range append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...) {
+		if _, err := readTree(sp); err != nil && !os.IsNotExist(err) {
+			r.Found = true
+			r.Notes = append(r.Notes, fmt.Sprintf("%v: Claude Code reads settings as strict JSON and ignores this file whole, so the plugins it enables and the servers it denies are not in effect", err))
+		}
 	}
 	if r.Found {
 		r.Notes = append(r.Notes, claudeCommandLineNote)
