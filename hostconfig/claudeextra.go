@@ -16,8 +16,10 @@ import (
 //     are the plugin's (its cache, replaced by each update; commands name
 //     ${CLAUDE_PLUGIN_ROOT}), so install does not move them: it turns
 //     them off, for every project through deniedMcpServers in the user's
-//     settings.json (which the CLI honours from user settings), for the
-//     project through its disabledMcpServers in .claude.json.
+//     settings files (settings.json, and cowork_settings.json where the
+//     cowork plugins are in use), for the project through its
+//     disabledMcpServers in .claude.json. The scan reads the same servers
+//     (ClaudePluginServers).
 //   - the administrator's managed-mcp.json, which, while it exists, takes
 //     exclusive control: Claude Code starts its servers and none of the
 //     user's, the gate included; and managedMcpServers in the managed
