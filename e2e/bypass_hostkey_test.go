@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -136,4 +137,80 @@ func localPlugin(t *testing.T, h *hostHome, claude string, entry map[string]any,
 		}
 	}
 	h.run(t, claude, "plugin", "marketplace", "add", mp)
+}
+
+// Host set-up: doctor read the plugins the settings of the directory it
+// ran in enable, while install (at user scope) turns off every installed
+// plugin's servers: run outside the project whose settings enable a plugin
+// (claude plugin install --scope project), doctor said nothing of the
+// plugin's server, which the real CLI starts there beside the gate. It
+// reads what install reads now, wherever it runs.
+func TestBypassHostDoctorOutsideProjectSeesItsPlugin(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	h.run(t, gateBin, "install", "claude-code")
+	ts := testserver("honest")
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x"}, map[string]any{
+		".claude-plugin/plugin.json": map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		".mcp.json":                  map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
+	})
+	h.run(t, claude, "plugin", "install", "--scope", "project", "pl@localmp")
+	if list := h.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") || !strings.Contains(list, "gate:") {
+		t.Fatalf("the real CLI does not list the plugin's server beside the gate in the project (the set-up is wrong):\n%s", list)
+	}
+	doctor := exec.Command(gateBin, "doctor", "--start-timeout", "60s")
+	doctor.Dir, doctor.Env = h.dir, h.env
+	out, err := doctor.CombinedOutput()
+	if !strings.Contains(string(out), `PROBLEM: claude-code: "plugin:pl:plev" is registered directly beside the gate`) || err == nil {
+		t.Errorf("doctor outside the project does not flag the plugin's server the project starts (%v):\n%s", err, out)
+	}
+}
+
+// Host set-up: with CLAUDE_CODE_USE_COWORK_PLUGINS set (Claude's cowork
+// mode), the real CLI keeps its plugins in cowork_plugins and reads its
+// user settings from cowork_settings.json in place of settings.json.
+// Install and doctor read neither: a cowork plugin's server ran beside
+// the gate, unreported, and a denial in settings.json would not have held
+// there. And a plugins registry still named installed_plugins_v2.json,
+// which the CLI renames over installed_plugins.json when a session
+// starts, was not read: its plugins' servers started beside the gate.
+func TestBypassHostCoworkAndUnmigratedPlugins(t *testing.T) {
+	// Not parallel (see harness_test.go): runs the real Claude Code CLI.
+	needNode(t)
+	claude := hostBin(t, "claude")
+	h := newHostHome(t)
+	ev := everything()
+	h.run(t, claude, "mcp", "add", "--scope", "user", "everything", "--", ev.Command, ev.Args[0], "stdio")
+	ts := testserver("honest")
+	localPlugin(t, h, claude, map[string]any{"name": "pl", "source": "./plugins/pl", "description": "x"}, map[string]any{
+		".claude-plugin/plugin.json": map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
+		".mcp.json":                  map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
+	})
+	cowork := &hostHome{dir: h.dir, proj: h.proj, race: h.race, env: append(slices.Clone(h.env), "CLAUDE_CODE_USE_COWORK_PLUGINS=1")}
+	cowork.run(t, claude, "plugin", "marketplace", "add", filepath.Join(h.dir, "mp"))
+	cowork.run(t, claude, "plugin", "install", "pl@localmp")
+	if list := cowork.run(t, claude, "mcp", "list"); !strings.Contains(list, "plugin:pl:plev:") {
+		t.Fatalf("the real CLI in cowork mode does not list the plugin's server (the set-up is wrong):\n%s", list)
+	}
+	// The same plugin for ordinary sessions, its registry not yet migrated.
+	h.run(t, claude, "plugin", "install", "pl@localmp")
+	plugins := filepath.Join(h.dir, ".claude", "plugins")
+	if err := os.Rename(filepath.Join(plugins, "installed_plugins.json"), filepath.Join(plugins, "installed_plugins_v2.json")); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, gateBin, "install", "claude-code") // without the variable: the directory says cowork is in use
+	for _, hh := range []*hostHome{h, cowork} {
+		for _, name := range claudeInitTools(t, hh, claude) {
+			if strings.HasPrefix(name, "mcp__") && !strings.HasPrefix(name, "mcp__gate__") {
+				t.Errorf("after install the host (cowork %v) sees %s, beside the gate", hh == cowork, name)
+			}
+		}
+	}
+	if out, err := h.try(gateBin, "doctor", "--start-timeout", "60s"); strings.Contains(out, "plugin:pl:plev") || err != nil {
+		t.Errorf("doctor after install (%v):\n%s", err, out)
+	}
 }

@@ -27,23 +27,38 @@ func claudeDir(o Options) string {
 // of a session in dir under (.claude.json projects[KEY]: its mcpServers,
 // disabledMcpServers, allowedTools): the root of the git checkout holding
 // dir, a linked worktree's main checkout, else dir itself (as the pinned
-// CLI's "claude mcp add --scope local" writes them).
-func claudeProjectKey(dir string) string {
+// CLI's "claude mcp add --scope local" writes them), spelled as
+// claudeConfigKey spells it for o.GOOS.
+func claudeProjectKey(o Options, dir string) string {
 	dir = filepath.Clean(dir)
 	for d := dir; ; d = filepath.Dir(d) {
 		g := filepath.Join(d, ".git")
 		if fi, err := os.Stat(g); err == nil {
 			if !fi.IsDir() {
 				if main := worktreeMain(d, g); main != "" {
-					return main
+					return claudeConfigKey(o.GOOS, main)
 				}
 			}
-			return d
+			return claudeConfigKey(o.GOOS, d)
 		}
 		if d == filepath.Dir(d) {
-			return dir
+			return claudeConfigKey(o.GOOS, dir)
 		}
 	}
+}
+
+// claudeConfigKey is how Claude Code spells a directory as a key of
+// .claude.json's projects: the path as given (already clean), with every
+// backslash made a forward slash on Windows (the pinned 2.1.332 CLI's
+// normalizePathForConfigKey: path.normalize, then replaceAll("\\", "/")
+// when the platform is windows), so C:\Users\me\proj is filed under
+// C:/Users/me/proj. Elsewhere a backslash is a file name's character and
+// stays.
+func claudeConfigKey(goos, dir string) string {
+	if goos == "windows" {
+		return strings.ReplaceAll(dir, `\`, "/")
+	}
+	return dir
 }
 
 // worktreeMain is the main checkout of the linked worktree at root whose
@@ -98,7 +113,7 @@ func planClaudeCode(o Options, p *Plan, sf *serversFile) error {
 	if proj == "" || !filepath.IsAbs(proj) {
 		return fmt.Errorf("claude-code: the project directory must be absolute, got %q", proj)
 	}
-	key := claudeProjectKey(proj)
+	key := claudeProjectKey(o, proj)
 	local := []string{"projects", key, "mcpServers"}
 	user := []string{"mcpServers"}
 	var at []string
@@ -228,6 +243,7 @@ func disableMCPJSON(o Options, p *Plan, sf *serversFile, f *jsonFile, proj strin
 		p.Moved = append(p.Moved, fmt.Sprintf("%s (%s, disabled there for this user) -> %s", name, mcpPath, key))
 		p.Notes = append(p.Notes, fmt.Sprintf("%s is not edited: %q is disabled for this user in %s (disabledMcpjsonServers)", mcpPath, name, f.path))
 	}
+	p.state.snapshotList(f.path, disabled, "disabledMcpjsonServers")
 	return nil
 }
 
@@ -286,7 +302,7 @@ func reportClaudeRules(o Options, p *Plan, f *jsonFile, proj string) {
 			check(path, list, rules)
 		}
 	}
-	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(proj)}); pe != nil {
+	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o, proj)}); pe != nil {
 		rules, _ := pe.Get("allowedTools").Strings()
 		check(f.path, "allowedTools", rules)
 	}

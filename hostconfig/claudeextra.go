@@ -16,8 +16,10 @@ import (
 //     are the plugin's (its cache, replaced by each update; commands name
 //     ${CLAUDE_PLUGIN_ROOT}), so install does not move them: it turns
 //     them off, for every project through deniedMcpServers in the user's
-//     settings.json (which the CLI honours from user settings), for the
-//     project through its disabledMcpServers in .claude.json.
+//     settings files (settings.json, and cowork_settings.json where the
+//     cowork plugins are in use), for the project through its
+//     disabledMcpServers in .claude.json. The scan reads the same servers
+//     (ClaudePluginServers).
 //   - the administrator's managed-mcp.json, which, while it exists, takes
 //     exclusive control: Claude Code starts its servers and none of the
 //     user's, the gate included; and managedMcpServers in the managed
@@ -65,10 +67,14 @@ func readTree(path string) (*Node, error) {
 }
 
 // parseObject parses data, read from path, as a JSON object; an error
-// names the file.
+// names the file, and says so when the file has comments or trailing
+// commas (JSONC), which no edit of it could keep.
 func parseObject(path string, data []byte) (*Node, error) {
 	tree, err := ParseTree(data)
 	if err != nil {
+		if hasJSONCSyntax(data) {
+			return nil, fmt.Errorf("%s has comments or trailing commas, which are not JSON (%w): %s", path, err, jsoncAdvice(path))
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if tree.Kind != '{' {
@@ -77,22 +83,50 @@ func parseObject(path string, data []byte) (*Node, error) {
 	return tree, nil
 }
 
-// claudeSettingsFiles are the settings files whose enabledPlugins apply to
-// a session in o.Cwd, lowest first: the user's, the project's, the
-// project's local one.
-func claudeSettingsFiles(o Options) []string {
-	out := []string{filepath.Join(claudeSettingsDir(o), "settings.json")}
-	if o.Cwd != "" {
-		out = append(out, filepath.Join(o.Cwd, ".claude", "settings.json"), filepath.Join(o.Cwd, ".claude", "settings.local.json"))
+// claudeUserSettingsFiles are the user settings files Claude Code
+// sessions read: settings.json, and cowork_settings.json where the cowork
+// plugins are in use (the pinned CLI reads cowork_settings.json in place
+// of settings.json, and cowork_plugins in place of plugins, when
+// CLAUDE_CODE_USE_COWORK_PLUGINS is set or "claude plugin --cowork" runs;
+// taken as in use when that variable is set here or either exists).
+func claudeUserSettingsFiles(o Options) []string {
+	dir := claudeSettingsDir(o)
+	out := []string{filepath.Join(dir, "settings.json")}
+	cowork := filepath.Join(dir, "cowork_settings.json")
+	_, errS := os.Stat(cowork)
+	_, errP := os.Stat(filepath.Join(dir, "cowork_plugins"))
+	if o.getenv("CLAUDE_CODE_USE_COWORK_PLUGINS") != "" || errS == nil || errP == nil {
+		out = append(out, cowork)
 	}
 	return out
 }
 
-// enabledClaudePlugins are the plugins enabledPlugins turns on for a
-// session in o.Cwd, a later settings file overriding an earlier one.
+// claudeProjectSettingsFiles are the project's settings files of a
+// session in o.Cwd: .claude/settings.json and .claude/settings.local.json.
+func claudeProjectSettingsFiles(o Options) []string {
+	if o.Cwd == "" {
+		return nil
+	}
+	return []string{filepath.Join(o.Cwd, ".claude", "settings.json"), filepath.Join(o.Cwd, ".claude", "settings.local.json")}
+}
+
+// claudeManagedSettingsFiles are the administrator's settings files:
+// managed-settings.json and the drop-ins of managed-settings.d.
+func claudeManagedSettingsFiles(o Options) []string {
+	dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
+	slices.Sort(dropIns)
+	return append([]string{filepath.Join(ClaudeManagedDir(o), "managed-settings.json")}, dropIns...)
+}
+
+// enabledClaudePlugins are the plugins any settings file Claude Code may
+// read turns on: the user's (both kinds), the project's and the
+// administrator's (whose enabledPlugins the pinned CLI honours over every
+// other). Any value but false counts (the CLI's "a list of versions
+// leaves it off" is not relied on).
 func enabledClaudePlugins(o Options) []string {
-	on := map[string]bool{}
-	for _, path := range claudeSettingsFiles(o) {
+	var out []string
+	files := append(append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
+	for _, path := range files {
 		tree, err := readTree(path)
 		if err != nil {
 			continue
@@ -102,110 +136,118 @@ func enabledClaudePlugins(o Options) []string {
 			continue
 		}
 		for i, k := range ep.Keys {
-			v := ep.Vals[i]
-			// true, or the older list form; false turns it off.
-			on[k] = !(v.Kind == 0 && v.Compact() == "false")
-		}
-	}
-	var out []string
-	for k, v := range on {
-		if v {
-			out = append(out, k)
+			if v := ep.Vals[i]; !(v.Kind == 0 && v.Compact() == "false") {
+				out = append(out, k)
+			}
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// ClaudePluginServers are the MCP servers Claude Code's enabled plugins
-// provide in a session in o.Cwd: for each enabled plugin, every installed
-// copy listed in plugins/installed_plugins.json, its .mcp.json and the
-// mcpServers of its .claude-plugin/plugin.json (an object, a file, or a
-// list of either). A declaration this cannot read (an MCPB bundle) is a
-// note.
-func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
-	return claudePluginServers(o, false)
-}
-
-// claudePluginServers is ClaudePluginServers, or with installed the
-// servers of every plugin installed, enabled here or not: a project's
-// .claude/settings.json enables a plugin for that project only (a plugin
-// installed with --scope project is enabled there and nowhere else, and a
-// repository's settings can turn on one the user left off), so what the
-// settings of one directory enable is not what every project starts.
-func claudePluginServers(o Options, installed bool) (servers []PluginServer, notes []string) {
-	enabled := enabledClaudePlugins(o)
-	if len(enabled) == 0 && !installed {
-		return nil, nil
-	}
-	// The plugins directory (CLAUDE_CODE_PLUGIN_CACHE_DIR moves it) and
-	// the seed directories (CLAUDE_CODE_PLUGIN_SEED_DIR, pre-installed
-	// plugins) each list their installed copies.
-	dirs := []string{filepath.Join(claudeSettingsDir(o), "plugins")}
+// claudePluginDirs are the directories Claude Code keeps plugins in:
+// CLAUDE_CODE_PLUGIN_CACHE_DIR when set, else plugins and cowork_plugins
+// in its config directory; and each of CLAUDE_CODE_PLUGIN_SEED_DIR
+// (pre-installed plugins).
+func claudePluginDirs(o Options) []string {
+	var dirs []string
 	if d := o.getenv("CLAUDE_CODE_PLUGIN_CACHE_DIR"); d != "" {
-		dirs[0] = d
+		dirs = append(dirs, d)
+	} else {
+		dirs = append(dirs, filepath.Join(claudeSettingsDir(o), "plugins"), filepath.Join(claudeSettingsDir(o), "cowork_plugins"))
 	}
 	for _, d := range filepath.SplitList(o.getenv("CLAUDE_CODE_PLUGIN_SEED_DIR")) {
 		if d != "" {
 			dirs = append(dirs, d)
 		}
 	}
+	return dirs
+}
+
+// claudePluginRegistry is the file that lists the installed copies of a
+// plugins directory: installed_plugins_v2.json while one is there (the
+// pinned CLI renames it over installed_plugins.json when a session starts,
+// and reads it then), else installed_plugins.json.
+func claudePluginRegistry(dir string) string {
+	v2 := filepath.Join(dir, "installed_plugins_v2.json")
+	if _, err := os.Stat(v2); err == nil {
+		return v2
+	}
+	return filepath.Join(dir, "installed_plugins.json")
+}
+
+// ClaudePluginServers are the MCP servers Claude Code's plugins may start,
+// the one set install turns off and the scan (doctor) reads, wherever
+// either runs: every plugin installed in a plugins directory
+// (claudePluginDirs, each copy its registry lists) and every plugin a
+// settings file enables, enabled here or not. A project's
+// .claude/settings.json enables a plugin for that project only (one
+// installed with --scope project, or one a repository's settings turn on
+// that the user left off), so what one directory's settings enable is not
+// what every project starts. For each: every copy's .mcp.json and the
+// mcpServers of its .claude-plugin/plugin.json (an object, a file, or a
+// list of either), and its marketplace entry's mcpServers and source
+// directory (a local marketplace's plugin is read from there, registered
+// or not). A declaration this cannot read (an MCPB bundle) is a note.
+func ClaudePluginServers(o Options) (servers []PluginServer, notes []string) {
+	plugins := enabledClaudePlugins(o)
 	type registry struct {
 		dir     string
 		plugins *Node
 	}
 	var registries []registry
-	for _, d := range dirs {
-		reg := filepath.Join(d, "installed_plugins.json")
+	for _, d := range claudePluginDirs(o) {
+		reg := claudePluginRegistry(d)
 		tree, err := readTree(reg)
 		if err != nil {
 			if !os.IsNotExist(err) {
-				which := "the plugins installed"
-				if len(enabled) > 0 {
-					which = "the plugins enabled (" + strings.Join(enabled, ", ") + ")"
-				}
-				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of %s are not known", reg, err, which))
+				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): the MCP servers of the plugins installed there are not known", reg, err))
+			}
+			if _, err := os.Stat(filepath.Join(d, "known_marketplaces.json")); err == nil {
+				registries = append(registries, registry{d, nil})
 			}
 			continue
 		}
 		registries = append(registries, registry{d, tree.Get("plugins")})
+		if ps := tree.Get("plugins"); ps != nil && ps.Kind == '{' {
+			plugins = append(plugins, ps.Keys...)
+		}
 	}
-	if installed {
-		for _, r := range registries {
-			if r.plugins != nil && r.plugins.Kind == '{' {
-				enabled = append(enabled, r.plugins.Keys...)
+	slices.Sort(plugins)
+	plugins = slices.Compact(plugins)
+	seen := map[string]bool{}
+	add := func(plugin string, found []PluginServer) {
+		name, _, _ := strings.Cut(plugin, "@")
+		for _, f := range found {
+			key := "plugin:" + name + ":" + f.Name
+			if !seen[key] {
+				seen[key] = true
+				servers = append(servers, PluginServer{Plugin: plugin, Name: key, File: f.File})
 			}
 		}
-		slices.Sort(enabled)
-		enabled = slices.Compact(enabled)
 	}
-	seen := map[string]bool{}
 	for _, r := range registries {
-		for _, plugin := range enabled {
-			copies := r.plugins.Get(plugin)
-			if copies == nil {
-				continue // not installed: nothing starts
-			}
-			name, _, _ := strings.Cut(plugin, "@")
-			entry, entryFile := marketplaceEntry(r.dir, plugin)
-			for _, c := range append([]*Node{copies}, copies.Elems...) {
-				dir := c.Get("installPath").String()
-				if c.Kind != '{' || dir == "" {
-					continue
+		for _, plugin := range plugins {
+			entry, entryFile, source := marketplaceEntry(r.dir, plugin)
+			var dirs []string
+			if copies := r.plugins.Get(plugin); copies != nil {
+				for _, c := range append([]*Node{copies}, copies.Elems...) {
+					if dir := c.Get("installPath").String(); c.Kind == '{' && dir != "" {
+						dirs = append(dirs, dir)
+					}
 				}
+			}
+			if source != "" {
+				dirs = append(dirs, source)
+			}
+			for _, dir := range dirs {
 				found, ns := pluginDirServers(plugin, dir, ".claude-plugin")
 				notes = append(notes, ns...)
 				if decl := entry.Get("mcpServers"); decl != nil {
 					more, ns := declaredServers(plugin, entryFile, dir, decl)
 					found, notes = append(found, more...), append(notes, ns...)
 				}
-				for _, f := range found {
-					key := "plugin:" + name + ":" + f.Name
-					if !seen[key] {
-						seen[key] = true
-						servers = append(servers, PluginServer{Plugin: plugin, Name: key, File: f.File})
-					}
-				}
+				add(plugin, found)
 			}
 		}
 	}
@@ -282,45 +324,47 @@ func declaredServers(plugin, file, dir string, decl *Node) (servers []PluginServ
 // marketplace's .claude-plugin/marketplace.json, where known_marketplaces.json
 // in the plugins directory dir says that marketplace is; nil when none.
 // The entry's own mcpServers start servers as the plugin's manifest's do
-// (a "strict": false entry has no manifest at all).
-func marketplaceEntry(dir, plugin string) (entry *Node, file string) {
+// (a "strict": false entry has no manifest at all). source is the
+// plugin's directory inside the marketplace when the entry names one
+// ("source": "./plugins/NAME"): the pinned CLI reads a local
+// marketplace's plugin from there, copy or no copy in the cache.
+func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	name, mp, ok := strings.Cut(plugin, "@")
 	if !ok {
-		return nil, ""
+		return nil, "", ""
 	}
 	known, err := readTree(filepath.Join(dir, "known_marketplaces.json"))
 	if err != nil {
-		return nil, ""
+		return nil, "", ""
 	}
 	loc := known.Get(mp).Get("installLocation").String()
 	if loc == "" {
-		return nil, ""
+		return nil, "", ""
 	}
 	file = filepath.Join(loc, ".claude-plugin", "marketplace.json")
 	m, err := readTree(file)
 	if err != nil {
-		return nil, ""
+		return nil, "", ""
 	}
 	for _, e := range m.Get("plugins").Elems {
 		if e.Get("name").String() == name {
-			return e, file
+			if src := e.Get("source").String(); src != "" && !filepath.IsAbs(src) {
+				if p := filepath.Join(loc, src); strings.HasPrefix(p, filepath.Clean(loc)+string(filepath.Separator)) {
+					source = p
+				}
+			}
+			return e, file, source
 		}
 	}
-	return nil, ""
+	return nil, "", ""
 }
 
-// claudeDeniedNames are the serverName entries of deniedMcpServers in the
-// user's settings.json, or, with here, in every settings file that applies
-// to a session in o.Cwd: the user's, the project's two and the
-// administrator's (the CLI merges the lists; a project's entry turns off
-// a server of the user's, not one the organisation provides).
-func claudeDeniedNames(o Options, here bool) []string {
-	files := []string{filepath.Join(claudeSettingsDir(o), "settings.json")}
-	if here {
-		files = append(claudeSettingsFiles(o), filepath.Join(ClaudeManagedDir(o), "managed-settings.json"))
-		dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
-		files = append(files, dropIns...)
-	}
+// claudeDenied are the serverName entries of deniedMcpServers in files
+// (the CLI merges the lists of every settings file of a session; a
+// project's entry turns off a server of the user's, not one the
+// organisation provides). A file that is not JSON is skipped, as the CLI
+// skips it.
+func claudeDenied(files ...string) []string {
 	var out []string
 	for _, path := range files {
 		tree, err := readTree(path)
@@ -338,13 +382,45 @@ func claudeDeniedNames(o Options, here bool) []string {
 	return out
 }
 
-// disableClaudePlugins turns the enabled plugins' servers off: at user
-// scope for every project (deniedMcpServers in the user's settings.json),
-// at project scope for the project (its disabledMcpServers in
-// .claude.json, f). None is moved: see the top of this file.
+// claudeDeniedEverywhere says whether name is denied in every user
+// settings file (so in every session, whatever the project).
+func claudeDeniedEverywhere(o Options, name string) bool {
+	for _, u := range claudeUserSettingsFiles(o) {
+		if !slices.Contains(claudeDenied(u), name) {
+			return false
+		}
+	}
+	return true
+}
+
+// claudePluginServersOn are the plugin servers (ClaudePluginServers) a
+// session in o.Cwd may start: those not denied in the settings it reads
+// (for each user settings file, with the project's and the
+// administrator's), nor disabled for the project (projDisabled).
+func claudePluginServersOn(o Options, servers []PluginServer, projDisabled []string) []PluginServer {
+	var on []PluginServer
+	for _, s := range servers {
+		if slices.Contains(projDisabled, s.Name) {
+			continue
+		}
+		for _, u := range claudeUserSettingsFiles(o) {
+			files := append(append([]string{u}, claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
+			if !slices.Contains(claudeDenied(files...), s.Name) {
+				on = append(on, s)
+				break
+			}
+		}
+	}
+	return on
+}
+
+// disableClaudePlugins turns off the servers of every plugin
+// (ClaudePluginServers, the set the scan reads): at user scope for every
+// project (deniedMcpServers in each user settings file), at project scope
+// for the project (its disabledMcpServers in .claude.json, f). None is
+// moved: see the top of this file.
 func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScope bool) error {
-	// At user scope, every installed plugin's: see claudePluginServers.
-	servers, notes := claudePluginServers(o, userScope)
+	servers, notes := ClaudePluginServers(o)
 	p.Notes = append(p.Notes, notes...)
 	if len(servers) == 0 {
 		return nil
@@ -363,44 +439,47 @@ func disableClaudePlugins(o Options, p *Plan, f *jsonFile, proj string, userScop
 		if !ok {
 			return fmt.Errorf("%s: projects[%q].disabledMcpServers is %s, not a list of names: install adds the plugin servers it turns off there", f.path, proj, shortJSON(list))
 		}
-		denied := claudeDeniedNames(o, false)
 		for _, s := range servers {
-			if slices.Contains(names, s.Name) || slices.Contains(denied, s.Name) {
+			if slices.Contains(names, s.Name) || claudeDeniedEverywhere(o, s.Name) {
 				continue
 			}
 			list.Elems = append(list.Elems, Leaf(s.Name))
 			p.state.Disabled = append(p.state.Disabled, Record{File: f.path, Path: []string{"projects", proj, "disabledMcpServers"}, Name: s.Name})
 			p.Notes = append(p.Notes, fmt.Sprintf("%q (plugin %s, %s) is disabled for this project (disabledMcpServers in %s) and not moved: its files are the plugin's; add it to your servers file by hand to have it behind the gate", s.Name, s.Plugin, s.File, f.path))
 		}
+		p.state.snapshotList(f.path, list, "projects", proj, "disabledMcpServers")
 		return nil
 	}
-	sf, err := loadJSONFile(filepath.Join(claudeSettingsDir(o), "settings.json"))
-	if err != nil {
-		return err
-	}
-	if sf.before == nil {
-		sf.style.newline = true
-	}
-	denied := sf.tree.Get("deniedMcpServers")
-	if denied == nil {
-		denied = &Node{Kind: '['}
-		sf.tree.Set("deniedMcpServers", denied)
-	}
-	if denied.Kind != '[' {
-		return fmt.Errorf("%s: deniedMcpServers is %s, not a list: install adds a {\"serverName\": ...} entry there for each plugin server it turns off; make it a list", sf.path, shortJSON(denied))
-	}
-	have := claudeDeniedNames(o, false)
-	for _, s := range servers {
-		if slices.Contains(have, s.Name) {
-			continue
+	for _, path := range claudeUserSettingsFiles(o) {
+		sf, err := loadJSONFile(path)
+		if err != nil {
+			return err
 		}
-		e := NewObject()
-		e.Set("serverName", Leaf(s.Name))
-		denied.Elems = append(denied.Elems, e)
-		p.state.Disabled = append(p.state.Disabled, Record{File: sf.path, Path: []string{"deniedMcpServers"}, Name: s.Name, Value: e.Compact()})
-		p.Notes = append(p.Notes, fmt.Sprintf("%q (plugin %s, %s) is turned off in every project (deniedMcpServers in %s) and not moved: its files are the plugin's; add it to your servers file by hand to have it behind the gate", s.Name, s.Plugin, s.File, sf.path))
+		if sf.before == nil {
+			sf.style.newline = true
+		}
+		denied := sf.tree.Get("deniedMcpServers")
+		if denied == nil {
+			denied = &Node{Kind: '['}
+			sf.tree.Set("deniedMcpServers", denied)
+		}
+		if denied.Kind != '[' {
+			return fmt.Errorf("%s: deniedMcpServers is %s, not a list: install adds a {\"serverName\": ...} entry there for each plugin server it turns off; make it a list", sf.path, shortJSON(denied))
+		}
+		have := claudeDenied(path)
+		for _, s := range servers {
+			if slices.Contains(have, s.Name) {
+				continue
+			}
+			e := NewObject()
+			e.Set("serverName", Leaf(s.Name))
+			denied.Elems = append(denied.Elems, e)
+			p.state.Disabled = append(p.state.Disabled, Record{File: sf.path, Path: []string{"deniedMcpServers"}, Name: s.Name, Value: e.Compact()})
+			p.Notes = append(p.Notes, fmt.Sprintf("%q (plugin %s, %s) is turned off in every project (deniedMcpServers in %s) and not moved: its files are the plugin's; add it to your servers file by hand to have it behind the gate", s.Name, s.Plugin, s.File, sf.path))
+		}
+		p.state.snapshotList(sf.path, denied, "deniedMcpServers")
+		sf.edit(p)
 	}
-	sf.edit(p)
 	return nil
 }
 
@@ -458,4 +537,54 @@ func shortJSON(n *Node) string {
 		c = c[:57] + "..."
 	}
 	return c
+}
+
+// jsoncAdvice is what to do about a host file with comments or trailing
+// commas. Claude Code's settings files are read as strict JSON: the pinned
+// 2.1.332 CLI ignores such a file whole (the plugins it enables, the
+// servers it denies are not in effect), so install refuses it rather than
+// rewrite it without its comments.
+func jsoncAdvice(path string) string {
+	switch filepath.Base(path) {
+	case "settings.json", "settings.local.json", "cowork_settings.json":
+		return "Claude Code does not read such a settings file either (it ignores the whole file, so none of its settings are in effect now); remove the comments and trailing commas, then run the command again (nothing was written)"
+	}
+	return "remove the comments and trailing commas, then run the command again (nothing was written; an edit could not keep them)"
+}
+
+// hasJSONCSyntax says whether data has a comment (// or /* outside a
+// string) or a comma before a closing bracket.
+func hasJSONCSyntax(data []byte) bool {
+	inString, escaped := false, false
+	lastSignificant := byte(0)
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '/':
+			if i+1 < len(data) && (data[i+1] == '/' || data[i+1] == '*') {
+				return true
+			}
+		case '}', ']':
+			if lastSignificant == ',' {
+				return true
+			}
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			lastSignificant = c
+		}
+	}
+	return false
 }

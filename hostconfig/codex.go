@@ -432,25 +432,36 @@ func tomlHeader(line string) ([]string, bool) {
 	}
 }
 
-// CodexPluginServers are the MCP servers of the plugins the user's
-// config.toml enables ([plugins."NAME@MARKETPLACE"], enabled unless
-// enabled = false), from every copy under $CODEX_HOME/plugins/cache: each
+// CodexPluginServers are the MCP servers of the plugins Codex's merged
+// config enables ([plugins."NAME@MARKETPLACE"], on unless enabled =
+// false, in any layer of codexLayers: the pinned CLI starts a plugin's
+// servers when the system config, the user's, a trusted project's or
+// managed_config.toml enables it, and a higher layer's enabled = false
+// turns it off), from every copy under $CODEX_HOME/plugins/cache: each
 // copy's .mcp.json and its manifest's mcpServers (Codex reads
 // .codex-plugin, .claude-plugin and .cursor-plugin manifests). Codex
-// names them as declared.
+// names them as declared. A project's file can turn a plugin on here but
+// not off: Codex honours it only when it trusts the project, which the
+// gate does not judge.
 func CodexPluginServers(o Options) (servers []PluginServer, notes []string) {
-	data, err := os.ReadFile(CodexConfigPath(o))
-	if err != nil {
-		return nil, nil
+	on := map[string]bool{}
+	for _, l := range codexLayers(o) {
+		plugins, _ := readCodexLayer(l.path)["plugins"].(map[string]any)
+		for key, v := range plugins {
+			t, _ := v.(map[string]any)
+			en, set := t["enabled"].(bool)
+			switch {
+			case !set:
+				if _, seen := on[key]; !seen {
+					on[key] = true
+				}
+			case en || !l.project:
+				on[key] = en
+			}
+		}
 	}
-	var doc map[string]any
-	if toml.Unmarshal(data, &doc) != nil {
-		return nil, nil
-	}
-	plugins, _ := doc["plugins"].(map[string]any)
-	for _, key := range slices.Sorted(maps.Keys(plugins)) {
-		t, _ := plugins[key].(map[string]any)
-		if en, ok := t["enabled"].(bool); ok && !en {
+	for _, key := range slices.Sorted(maps.Keys(on)) {
+		if !on[key] {
 			continue
 		}
 		name, mp, ok := strings.Cut(key, "@")

@@ -764,7 +764,11 @@ func TestClaudePluginServersTurnedOff(t *testing.T) {
 	settings := claudePlugin(t, o)
 	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}},"projects":{}}`)
 	want := []string{"plugin:pl:a", "plugin:pl:b", "plugin:pl:c"}
-	if got := directNames(claudeReport(t, o)); !reflect.DeepEqual(got, append([]string{"u"}, want...)) {
+	// off@mp is installed and off in the user's settings, which a
+	// project's settings override: install turns its servers off too, and
+	// the scan reads what install reads.
+	all := append([]string{"plugin:off:a", "plugin:off:b", "plugin:off:c"}, want...)
+	if got := directNames(claudeReport(t, o)); !reflect.DeepEqual(got, append([]string{"u"}, all...)) {
 		t.Errorf("scan before install: %v", got)
 	}
 	before := read(t, settings)
@@ -815,7 +819,7 @@ func TestClaudePluginServersTurnedOff(t *testing.T) {
 	if err := json.Unmarshal([]byte(read(t, ClaudeCodeConfigPath(o))), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Projects[o.Cwd].DisabledMcpServers; !reflect.DeepEqual(got, want) {
+	if got := cfg.Projects[o.Cwd].DisabledMcpServers; !reflect.DeepEqual(got, all) {
 		t.Errorf("the project's disabledMcpServers: %v", got)
 	}
 	if names := directNames(claudeReport(t, o)); len(names) != 1 || names[0] != "u" {
@@ -996,7 +1000,7 @@ func TestClaudePluginDirsFromEnvironment(t *testing.T) {
 	for _, s := range servers {
 		names = append(names, s.Name)
 	}
-	if want := []string{"plugin:pl:a", "plugin:pl:b", "plugin:pl:c", "plugin:sp:seeded"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"plugin:off:a", "plugin:off:b", "plugin:off:c", "plugin:pl:a", "plugin:pl:b", "plugin:pl:c", "plugin:sp:seeded"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("plugin servers: %v, want %v", names, want)
 	}
 }

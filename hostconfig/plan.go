@@ -99,6 +99,25 @@ type Record struct {
 	Name  string   `json:"name"`
 	Value string   `json:"value,omitempty"`
 	Index int      `json:"index,omitempty"`
+	// List is, for a name install added to a list (Disabled), every
+	// element of that list as install left it (compact JSON): uninstall
+	// tells install's entry from one the user added again after it by
+	// what comes before it (ownEntry).
+	List []string `json:"list,omitempty"`
+}
+
+// snapshotList records on each of this plan's Disabled records of the
+// list at path in file the list as install leaves it.
+func (st *State) snapshotList(file string, list *Node, path ...string) {
+	elems := make([]string, 0, len(list.Elems))
+	for _, e := range list.Elems {
+		elems = append(elems, e.Compact())
+	}
+	for i := range st.Disabled {
+		if r := &st.Disabled[i]; r.File == file && slices.Equal(r.Path, path) {
+			r.List = elems
+		}
+	}
 }
 
 func hash(b []byte) string {

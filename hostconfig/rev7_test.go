@@ -115,8 +115,10 @@ func TestClaudeProjectKeyIsCheckoutRoot(t *testing.T) {
 		if err := json.Unmarshal([]byte(read(t, ClaudeCodeConfigPath(o))), &cfg); err != nil {
 			t.Fatal(err)
 		}
-		if p := cfg.Projects[root]; p.McpServers["gate"] == nil || len(p.DisabledMcpServers) != 3 {
-			t.Errorf("worktree %v: projects[%s] = %+v; want the gate and three plugin servers disabled (all: %v)", worktree, root, p, cfg.Projects)
+		// Six: pl@mp's three and those of off@mp, installed and off in the
+		// user's settings, which the project's may override.
+		if p := cfg.Projects[root]; p.McpServers["gate"] == nil || len(p.DisabledMcpServers) != 6 {
+			t.Errorf("worktree %v: projects[%s] = %+v; want the gate and six plugin servers disabled (all: %v)", worktree, root, p, cfg.Projects)
 		}
 	}
 }
@@ -155,7 +157,7 @@ func TestClaudePluginDeniedInProjectSettings(t *testing.T) {
 	o := testOptions(t)
 	claudePlugin(t, o)
 	write(t, ClaudeCodeConfigPath(o), `{}`)
-	write(t, filepath.Join(o.Cwd, ".claude", "settings.local.json"), `{"deniedMcpServers":[{"serverName":"plugin:pl:a"},{"serverName":"plugin:pl:b"}]}`)
+	write(t, filepath.Join(o.Cwd, ".claude", "settings.local.json"), `{"deniedMcpServers":[{"serverName":"plugin:pl:a"},{"serverName":"plugin:pl:b"},{"serverName":"plugin:off:a"},{"serverName":"plugin:off:b"},{"serverName":"plugin:off:c"}]}`)
 	write(t, filepath.Join(o.ClaudeManagedDir, "managed-settings.json"), `{"deniedMcpServers":[{"serverName":"plugin:pl:c"}]}`)
 	if names := directNames(claudeReport(t, o)); len(names) != 0 {
 		t.Errorf("scan: %v beside the gate, though each is denied", names)

@@ -134,22 +134,27 @@ func scanClaudeCode(o Options) HostReport {
 	r.Direct = append(r.Direct, managed...)
 	r.Notes = append(r.Notes, notes...)
 	r.Found = r.Found || len(managed) > 0 || len(notes) > 0
-	// The enabled plugins' servers, less those turned off for every
-	// project or, below, for this one.
+	// The plugins' servers, the set install turns off (every plugin
+	// installed or enabled anywhere, not only here: a project's settings
+	// can enable one), less those turned off in the settings a session
+	// here reads or disabled for this project.
 	plugins, notes := ClaudePluginServers(o)
 	r.Notes = append(r.Notes, notes...)
-	denied := claudeDeniedNames(o, true)
 	var projDisabled []string
 	if o.Cwd != "" {
-		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}).Get("disabledMcpServers").Strings()
+		projDisabled, _ = lookup(f.tree, []string{"projects", claudeProjectKey(o, o.Cwd)}).Get("disabledMcpServers").Strings()
 	}
-	for _, s := range plugins {
-		if slices.Contains(denied, s.Name) || slices.Contains(projDisabled, s.Name) {
-			continue
-		}
+	for _, s := range claudePluginServersOn(o, plugins, projDisabled) {
 		r.Found = true
 		r.Direct = append(r.Direct, Entry{Where: "plugin " + s.Plugin + ", " + s.File, Name: s.Name,
 			Fix: fmt.Sprintf("mcp-gate install claude-code (turns it off: the plugin's files stay as they are; to have %s behind the gate, add it to the servers file by hand)", s.Name)})
+	}
+	// A settings file Claude Code cannot read is ignored by it whole.
+	for _, sp := range append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...) {
+		if _, err := readTree(sp); err != nil && !os.IsNotExist(err) {
+			r.Found = true
+			r.Notes = append(r.Notes, fmt.Sprintf("%v: Claude Code reads settings as strict JSON and ignores this file whole, so the plugins it enables and the servers it denies are not in effect", err))
+		}
 	}
 	if r.Found {
 		r.Notes = append(r.Notes, claudeCommandLineNote)
@@ -173,7 +178,7 @@ func scanClaudeCode(o Options) HostReport {
 		r.Found = true
 	}
 	var disabled []string
-	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o.Cwd)}); pe != nil {
+	if pe := lookup(f.tree, []string{"projects", claudeProjectKey(o, o.Cwd)}); pe != nil {
 		d, _ := pe.Get("disabledMcpjsonServers").Strings()
 		disabled = append(disabled, d...)
 	}
@@ -189,7 +194,7 @@ func scanClaudeCode(o Options) HostReport {
 		// mcp-gate runs it with the project's policy and servers (its
 		// arguments, env and cwd are the repository's), so it is a way
 		// around the user's gate like any other server.
-		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: claudeProjectKey(o.Cwd)})
+		r.Direct = append(r.Direct, Entry{Where: s.File, Name: s.Name, Project: claudeProjectKey(o, o.Cwd)})
 	}
 	return r
 }
@@ -291,16 +296,72 @@ func scanCodex(o Options) HostReport {
 }
 
 // CodexSystemConfigs are the administrator's config files Codex reads in
-// every session, those that exist: the system layer and the managed one.
+// every session, those that exist: the system layer (under the user's)
+// and the managed one (over it).
 func CodexSystemConfigs(o Options) []string {
 	var out []string
-	for _, name := range []string{"config.toml", "managed_config.toml"} {
-		p := filepath.Join(CodexSystemDir(o), name)
+	for _, p := range []string{filepath.Join(CodexSystemDir(o), "config.toml"), codexManagedConfigPath(o)} {
 		if _, err := os.Stat(p); err == nil {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// codexManagedConfigPath is the administrators' managed_config.toml, the
+// layer Codex puts over every other (the pinned 0.171.0 CLI on Linux:
+// /etc/codex/managed_config.toml wins over the user's config.toml, while
+// $CODEX_HOME/managed_config.toml is not read at all). Codex's source
+// reads it from CODEX_HOME on Windows, which the pinned Linux binary
+// cannot show.
+func codexManagedConfigPath(o Options) string {
+	if o.GOOS == "windows" {
+		return filepath.Join(filepath.Dir(CodexConfigPath(o)), "managed_config.toml")
+	}
+	return filepath.Join(CodexSystemDir(o), "managed_config.toml")
+}
+
+// codexLayer is one config file Codex merges into a session's config.
+type codexLayer struct {
+	path    string
+	project bool // a project's .codex/config.toml (Codex reads it only when it trusts the project)
+}
+
+// codexLayers are the config files Codex merges for a session in o.Cwd,
+// lowest first, as the pinned CLI layers them: the system config.toml,
+// the user's config.toml, each project .codex/config.toml from the
+// project root down to the working directory, and managed_config.toml
+// over them all. Those that do not exist are left out. Everything the
+// gate reads of Codex's merged config (project_root_markers, plugins)
+// goes through it.
+func codexLayers(o Options) []codexLayer {
+	var out []codexLayer
+	for _, p := range []string{filepath.Join(CodexSystemDir(o), "config.toml"), CodexConfigPath(o)} {
+		out = append(out, codexLayer{path: p})
+	}
+	projects := CodexProjectConfigs(o)
+	for _, p := range slices.Backward(projects) {
+		out = append(out, codexLayer{path: p, project: true})
+	}
+	out = append(out, codexLayer{path: codexManagedConfigPath(o)})
+	return slices.DeleteFunc(out, func(l codexLayer) bool {
+		_, err := os.Stat(l.path)
+		return err != nil
+	})
+}
+
+// readCodexLayer is a layer's document, or nil when it cannot be read or
+// parsed (Codex then fails to start, which is not a way around the gate).
+func readCodexLayer(path string) map[string]any {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var doc map[string]any
+	if toml.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	return doc
 }
 
 func codexSystemFix(path string) string {
@@ -345,8 +406,9 @@ func scanCodexFile(o Options, r *HostReport, path, project string) {
 // CodexProjectConfigs are the project-level .codex/config.toml files Codex
 // layers over the user's for a trusted project: in the working directory
 // and each parent up to the project root, which is the nearest directory
-// holding one of project_root_markers (the user's config.toml, else the
-// system's; [".git"] when neither sets it), or the working directory
+// holding one of project_root_markers (codexRootMarkers: managed_config.toml,
+// else the user's config.toml, else the system's; [".git"] when none sets
+// it), or the working directory
 // itself when none holds one or the list is empty. The pinned Codex CLI
 // read a file above a .git when the markers named another (".hg", ".sl"):
 // a fixed stop at .git missed it.
@@ -384,23 +446,25 @@ func CodexProjectConfigs(o Options) []string {
 	}
 }
 
-// codexRootMarkers is project_root_markers as Codex reads it: from the
-// user's config.toml, else the system's, else [".git"].
+// codexRootMarkers is project_root_markers as Codex reads it: the value of
+// the highest layer that sets it among the system config, the user's and
+// managed_config.toml (the pinned CLI: markers set in managed_config.toml
+// win over the user's; a project's own file cannot move its root), else
+// [".git"].
 func codexRootMarkers(o Options) []string {
-	for _, path := range []string{CodexConfigPath(o), filepath.Join(CodexSystemDir(o), "config.toml")} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		var doc map[string]any
-		if toml.Unmarshal(data, &doc) != nil {
-			continue
-		}
-		if v, ok := doc["project_root_markers"]; ok {
-			return anyStrings(v)
+	markers := []string{".git"}
+	for _, l := range codexLayers(o.withoutProject()) {
+		if v, ok := readCodexLayer(l.path)["project_root_markers"]; ok {
+			markers = anyStrings(v)
 		}
 	}
-	return []string{".git"}
+	return markers
+}
+
+// withoutProject is o for a session whose layers hold no project's file.
+func (o Options) withoutProject() Options {
+	o.Cwd = ""
+	return o
 }
 
 // CodexSystemDir holds the configs Codex reads beside the user's on Unix:

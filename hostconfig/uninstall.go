@@ -148,14 +148,39 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 		if list == nil || list.Kind != '[' {
 			continue
 		}
-		list.Elems = slices.DeleteFunc(list.Elems, func(e *Node) bool {
-			if r.Value != "" {
-				return e.Compact() == r.Value // an entry install added ({"serverName": ...})
-			}
-			return e.Kind == 0 && e.String() == r.Name
-		})
+		want := r.Value // an entry install added ({"serverName": ...})
+		if want == "" {
+			want = Leaf(r.Name).Compact() // a name
+		}
+		if i := ownEntry(list.Elems, want, r.List); i >= 0 {
+			list.Elems = slices.Delete(list.Elems, i, i+1)
+		} else if slices.ContainsFunc(list.Elems, func(e *Node) bool { return e.Compact() == want }) {
+			notes = append(notes, fmt.Sprintf("%s: %s in %s was added again after install (it comes after an entry that was not there when install added it), so it is yours and stays; remove it by hand if you no longer want it", path, want, strings.Join(r.Path, ".")))
+		}
 	}
 	return tree.Encode(style.indent, style.newline), notes, nil
+}
+
+// ownEntry is the index of the element of list that install added as
+// want, or -1. The list as install left it (was; nil in records of older
+// installs) tells it from an equal entry the user wrote after install:
+// entries are added at a list's end, so an element that comes after one
+// that was not in the list when install left it was added after install
+// (the user's, even when the user took install's away and wrote it
+// again), and a second equal element is the user's copy. An entry taken
+// away and written again in the same place is indistinguishable from
+// install's own, and goes.
+func ownEntry(list []*Node, want string, was []string) int {
+	for i, e := range list {
+		c := e.Compact()
+		if c == want {
+			return i
+		}
+		if was != nil && !slices.Contains(was, c) {
+			return -1
+		}
+	}
+	return -1
 }
 
 func undoTOML(cur []byte, path string, st *State) ([]byte, []string, error) {
