@@ -100,7 +100,11 @@ func (g *Session) writeRefusal(rec audit.Refusal) {
 
 // badHostInput is the host Conn's OnBadInput: a line from the host that
 // was not a message the gate could serve (not JSON, too large, not
-// JSON-RPC), answered with its error by the Conn.
+// JSON-RPC), answered with its error by the Conn once this returns, or a
+// request dropped for reusing the id of one in progress. The Conn runs it
+// off its read loop (rpc.Options.OnBadInput), so a record that waits for
+// the audit log (a stalled pipe, up to 10 s) holds up none of the host's
+// later requests and cancellations, and it still precedes the answer.
 func (g *Session) badHostInput(me *rpc.MessageError) {
 	if !auditsRefusal(me.Method) {
 		return
