@@ -7,11 +7,13 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -356,5 +358,63 @@ func TestPinAcceptSuggestionIsOneShellWord(t *testing.T) {
 	_, cmd, _ := strings.Cut(m.Error.Message, "To accept it: ")
 	if want := `mcp-gate pins accept 's:mem://t/$(touch pwned)/{x}'`; cmd != want {
 		t.Errorf("the suggestion is %s, want %s", cmd, want)
+	}
+}
+
+// A call the host cancels while its definition is being looked up to be
+// checked against its pin (the list of a server just started, not yet
+// answered) is on record as a request that ended before anything was
+// decided: a refusal record of kind not_looked_up, as a call that ends
+// while resolve looks its name up has, and no answer. Before, it was a
+// decision record, verdict deny and rule pins, reason "the call was
+// cancelled": a denial by the pins that nothing had decided.
+func TestPinCheckCancelledIsNoPinDenial(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pol := pinsPolicy + "pins:\n  default: deny\n"
+	withCache := func(o *Options) { o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache")) }
+	pinnedHost(t, u, dir, pol, withCache) // pins and caches the definitions
+
+	listing := make(chan struct{}, 8)
+	hold := make(chan struct{})
+	defer close(hold)
+	serve := func(method string, id, params json.RawMessage, w func(string)) {
+		if method == "tools/list" {
+			listing <- struct{}{}
+			<-hold
+		}
+		u.serve(method, id, params, w)
+	}
+	var log lockedBuffer
+	g := newScriptedGate(t, serve, pol, withCache, withAudit(&log), func(o *Options) { o.Pins = pins.Open(dir) })
+	h := serveRawHost(t, g, g.NewSession().Serve)
+	h.call("tools/list", `{}`) // from the cache: nothing started
+	h.write(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"s__t","arguments":{}}}`)
+	// The call started the server, and the pins wait for its list.
+	select {
+	case <-listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server was never listed")
+	}
+	h.write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"the user pressed escape"}}`)
+	env := &pipelineEnv{t: t, audit: &log}
+	waitFor(t, "the cancelled call's record", func() bool {
+		lines := env.auditLines(0)
+		return countEvent(lines, "refusal")+countEvent(lines, "decision") > 0
+	})
+	lines := env.auditLines(0)
+	if !hasEvent(lines, "refusal", map[string]string{"method": "tools/call", "kind": "not_looked_up", "wire_name": "s__t"}) {
+		t.Errorf("the cancelled call's record is not a refusal of kind not_looked_up: %v", lines)
+	}
+	for _, l := range lines {
+		if l["event"] == "refusal" && !strings.Contains(fmt.Sprint(l["reason"]), "cancelled by the peer") {
+			t.Errorf("the refusal does not say the host cancelled the call: %v", l)
+		}
+		if l["event"] == "decision" {
+			t.Errorf("a decision was recorded for a call nothing decided: %v", l)
+		}
+	}
+	if u.ran.Load() != 0 {
+		t.Errorf("the upstream ran %d calls", u.ran.Load())
 	}
 }

@@ -12,7 +12,9 @@ import (
 // (checkHostParams), it came before initialize, its 2026-07-28 envelope
 // is wrong, the gate has nothing to offer (refuseInTrouble), it names
 // nothing the gate lists or its params cannot be read (a relay's
-// resolve), its line is not a message at all (rpc's bad input). Each is
+// resolve), it ended while its name or the definition its pin holds it to
+// was looked up (resolve, checkPin), its line is not a message at all
+// (rpc's bad input). Each is
 // answered with the JSON-RPC error it always was, and each has one
 // refusal record in the audit log (audit.Refusal), so that the audit
 // shows every request the gate refused and why, not only those a rule
@@ -60,7 +62,7 @@ const (
 	refusedUnavailable    = "unavailable"      // the gate offers nothing (refuseInTrouble)
 	refusedInvalidParams  = "invalid_params"   // the params cannot be read as the method's
 	refusedUnknownName    = "unknown_name"     // a name or URI no server lists
-	refusedNotLookedUp    = "not_looked_up"    // the request ended while its name was being looked up
+	refusedNotLookedUp    = "not_looked_up"    // the request ended while its name, or the definition its pin holds it to, was being looked up
 	refusedUnresolved     = "unresolved"       // any other refusal of a relay's resolve
 	refusedNoSession      = "no_session"       // over HTTP, the request reached no session it may use
 )
