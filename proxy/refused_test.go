@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/metrics"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -404,4 +406,86 @@ func TestBadLineRecordHoldsNoLaterRequest(t *testing.T) {
 	if lines := auditSince(t, &log.lockedBuffer, 0); countEvent(lines, "refusal") != 1 {
 		t.Errorf("the audit has %v; want the bad line's refusal record, written before its answer", lines)
 	}
+}
+
+// Every refusal record is counted by its kind in mcp_gate_refusals_total,
+// where it is made: a session's (before initialize, a line that is not a
+// message, ambiguous params, an unknown name) and a front end's before any
+// session (RefusedBeforeSession), and one whose record could not be
+// written too, which also counts as an audit failure. A refusal that
+// writes no record (a refused ping) is not counted. Before, no metric
+// counted refusals at all.
+func TestRefusalsCountedByKind(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	disk := &fullDisk{}
+	h := startParamsHost(t, Options{
+		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
+		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": (&methodLog{}).serve}},
+		StartTimeout: 10 * time.Second,
+		Policy:       static(t, "version: 1\nfallback: deny\nallow: [\"mcp:s:t\"]\n"),
+		Logger:       slog.New(slog.DiscardHandler),
+		Audit:        audit.New(disk),
+		Observer:     m,
+	})
+	scrape := func() string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{}}`); r.Error == nil {
+		t.Fatal("a call before initialize was answered")
+	}
+	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r := h.call("tools/list", `{}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r := h.rawCall(500, `{"jsonrpc":"1.0","id":500,"method":"tools/call","params":{"name":"s__t"}}`); r.Error == nil {
+		t.Fatal("a line with the wrong version was answered")
+	}
+	if r := h.rawCall(501, `{"jsonrpc":"1.0","id":501,"method":"ping"}`); r.Error == nil {
+		t.Fatal("a ping with the wrong version was answered")
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{"p":"x","p":"y"}}`); r.Error == nil {
+		t.Fatal("a call with a key twice was answered")
+	}
+	disk.set(true, isEvent("refusal"))
+	if r := h.call("tools/call", `{"name":"s__nope","arguments":{}}`); r.Error == nil {
+		t.Fatal("a call of an unknown tool was answered")
+	}
+	disk.set(false, nil)
+	h.g.RefusedBeforeSession(Identity{Subject: "u"}, "tools/call", RefusedNoSession, "no such session")
+	body := scrape()
+	for _, want := range []string{
+		`mcp_gate_refusals_total{kind="not_initialized"} 1`,
+		`mcp_gate_refusals_total{kind="malformed"} 1`,
+		`mcp_gate_refusals_total{kind="ambiguous_params"} 1`,
+		`mcp_gate_refusals_total{kind="unknown_name"} 1`,
+		`mcp_gate_refusals_total{kind="no_session"} 1`,
+		`mcp_gate_refusals_total{kind="invalid_params"} 0`,
+		`mcp_gate_audit_write_failures_total 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("the exposition lacks %q:\n%s", want, grepLines(body, "mcp_gate_refusals_total", "mcp_gate_audit_write"))
+		}
+	}
+	if disk.failures() != 1 {
+		t.Errorf("%d records failed; want the unknown name's refusal", disk.failures())
+	}
+}
+
+// grepLines returns body's lines that hold any of subs.
+func grepLines(body string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
