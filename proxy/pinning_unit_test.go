@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -362,8 +363,8 @@ func TestPinAcceptSuggestionIsOneShellWord(t *testing.T) {
 }
 
 // A call the host cancels while its definition is being looked up to be
-// checked against its pin (the list of a server just started, not yet
-// answered) is on record as a request that ended before anything was
+// checked against its pin (a listing of its server the check began, not
+// yet answered) is on record as a request that ended before anything was
 // decided: a refusal record of kind not_looked_up, as a call that ends
 // while resolve looks its name up has, and no answer. Before, it was a
 // decision record, verdict deny and rule pins, reason "the call was
@@ -375,13 +376,24 @@ func TestPinCheckCancelledIsNoPinDenial(t *testing.T) {
 	withCache := func(o *Options) { o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache")) }
 	pinnedHost(t, u, dir, pol, withCache) // pins and caches the definitions
 
+	// The server's first tools/list (its start's refresh) fails, so that
+	// its tools are not live once it runs; once armed, a tools/list waits
+	// until the test ends: the one the call's check begins.
+	var lists atomic.Int32
+	var armed atomic.Bool
 	listing := make(chan struct{}, 8)
 	hold := make(chan struct{})
 	defer close(hold)
 	serve := func(method string, id, params json.RawMessage, w func(string)) {
 		if method == "tools/list" {
-			listing <- struct{}{}
-			<-hold
+			if lists.Add(1) == 1 {
+				w(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":"not now"}}`)
+				return
+			}
+			if armed.Load() {
+				listing <- struct{}{}
+				<-hold
+			}
 		}
 		u.serve(method, id, params, w)
 	}
@@ -389,24 +401,33 @@ func TestPinCheckCancelledIsNoPinDenial(t *testing.T) {
 	g := newScriptedGate(t, serve, pol, withCache, withAudit(&log), func(o *Options) { o.Pins = pins.Open(dir) })
 	h := serveRawHost(t, g, g.NewSession().Serve)
 	h.call("tools/list", `{}`) // from the cache: nothing started
+	// A listed resource is held to no pin: its read starts the server.
+	if resp := string(h.call("resources/read", `{"uri":"mem://listed"}`)); strings.Contains(resp, `"error"`) {
+		t.Fatalf("resources/read: %s", resp)
+	}
+	waitFor(t, "the start's tools/list", func() bool { return lists.Load() >= 1 })
+	armed.Store(true)
 	h.write(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"s__t","arguments":{}}}`)
-	// The call started the server, and the pins wait for its list.
+	// The call's pin check lists the server, and waits for it.
 	select {
 	case <-listing:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the server was never listed")
+		t.Fatal("the call's check never listed the server")
 	}
 	h.write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"the user pressed escape"}}`)
 	env := &pipelineEnv{t: t, audit: &log}
+	isCall := func(l map[string]any) bool { return l["wire_name"] == "s__t" }
 	waitFor(t, "the cancelled call's record", func() bool {
-		lines := env.auditLines(0)
-		return countEvent(lines, "refusal")+countEvent(lines, "decision") > 0
+		return slices.ContainsFunc(env.auditLines(0), isCall)
 	})
 	lines := env.auditLines(0)
 	if !hasEvent(lines, "refusal", map[string]string{"method": "tools/call", "kind": "not_looked_up", "wire_name": "s__t"}) {
 		t.Errorf("the cancelled call's record is not a refusal of kind not_looked_up: %v", lines)
 	}
 	for _, l := range lines {
+		if !isCall(l) {
+			continue
+		}
 		if l["event"] == "refusal" && !strings.Contains(fmt.Sprint(l["reason"]), "cancelled by the peer") {
 			t.Errorf("the refusal does not say the host cancelled the call: %v", l)
 		}
@@ -414,7 +435,7 @@ func TestPinCheckCancelledIsNoPinDenial(t *testing.T) {
 			t.Errorf("a decision was recorded for a call nothing decided: %v", l)
 		}
 	}
-	if u.ran.Load() != 0 {
-		t.Errorf("the upstream ran %d calls", u.ran.Load())
+	if n := u.ran.Load(); n != 1 {
+		t.Errorf("the upstream ran %d requests; want the resource's read alone", n)
 	}
 }
