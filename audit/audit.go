@@ -269,9 +269,32 @@ type Refusal struct {
 	Session  string
 	User     string
 	Method   string // the request's method, "" when it could not be read
-	Kind     string // the refusal's class: "malformed", "ambiguous_params", "invalid_params", "unknown_name", ...
+	Kind     string // the refusal's class, one of RefusalKinds'
 	WireName string // the target's name as the host wrote it, "" when none was read
 	Reason   string
+}
+
+// Refusal kinds, a refusal record's "kind": the class of a request
+// refused before any decision. They are part of the gate's interface, as
+// the keys are, and the only values of the refusal counter's kind label
+// (package metrics), which keeps its series bounded.
+const (
+	RefusalMalformed      = "malformed"        // the line or body is not a JSON-RPC message, or reuses the id of a request in progress
+	RefusalAmbiguous      = "ambiguous_params" // a key twice, or two spellings of one
+	RefusalNotInitialized = "not_initialized"  // before initialize
+	RefusalEnvelope       = "invalid_envelope" // a 2026-07-28 request's _meta envelope (over HTTP, the headers mirroring it), retry members or era
+	RefusalUnavailable    = "unavailable"      // the gate offers nothing
+	RefusalInvalidParams  = "invalid_params"   // the params cannot be read as the method's
+	RefusalUnknownName    = "unknown_name"     // a name or URI no server lists
+	RefusalNotLookedUp    = "not_looked_up"    // the request ended while its name, or the definition its pin holds it to, was being looked up
+	RefusalUnresolved     = "unresolved"       // any other refusal of a relay's resolve
+	RefusalNoSession      = "no_session"       // over HTTP, the request reached no session it may use
+)
+
+// RefusalKinds returns every refusal kind, in a fixed order.
+func RefusalKinds() []string {
+	return []string{RefusalMalformed, RefusalAmbiguous, RefusalNotInitialized, RefusalEnvelope, RefusalUnavailable,
+		RefusalInvalidParams, RefusalUnknownName, RefusalNotLookedUp, RefusalUnresolved, RefusalNoSession}
 }
 
 // Refusal records a refused request. The request is refused whether or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -166,6 +167,25 @@ func TestHTTPRefusedRequestsAudited(t *testing.T) {
 	})
 	if leaked {
 		t.Error("an argument value the host sent reached the audit log")
+	}
+	// Each refusal is counted by its kind where its record is made, the
+	// session's and the front end's alike.
+	mresp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	body, _ := io.ReadAll(mresp.Body)
+	for _, want := range []string{
+		`mcp_gate_refusals_total{kind="ambiguous_params"} 1`,
+		`mcp_gate_refusals_total{kind="invalid_params"} 1`,
+		`mcp_gate_refusals_total{kind="malformed"} 1`,
+		`mcp_gate_refusals_total{kind="no_session"} 2`,
+		`mcp_gate_refusals_total{kind="unknown_name"} 0`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 

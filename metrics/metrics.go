@@ -1,8 +1,9 @@
 // Package metrics counts what the gate does, in Prometheus form: decisions
 // by verdict, server and rule; approvals by outcome and how long the human
 // took; the latency of forwarded calls per server; upstream starts,
-// crashes and restarts; open host sessions; guard refusals; policy reloads
-// and the revision in force.
+// crashes and restarts; open host sessions; guard refusals; requests
+// refused before any decision, by kind; policy reloads and the revision in
+// force.
 //
 // A Metrics is created only when the operator asks for it (serve
 // --ops-addr, or the HTTP front end): the gate reaches it through
@@ -34,6 +35,8 @@ import (
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
+
+	"github.com/mcp-gate/mcp-gate/audit"
 )
 
 // Namespace prefixes every metric name.
@@ -51,6 +54,7 @@ const (
 	sessionsName      = Namespace + "_sessions"
 	sessionsTotalName = Namespace + "_sessions_started_total"
 	guardName         = Namespace + "_guard_refusals_total"
+	refusalsName      = Namespace + "_refusals_total"
 	auditFailuresName = Namespace + "_audit_write_failures_total"
 	reloadsName       = Namespace + "_policy_reloads_total"
 	reloadOKName      = Namespace + "_policy_last_reload_success"
@@ -71,7 +75,8 @@ var help = map[string]string{
 	sessionsName:      "Host sessions being served.",
 	sessionsTotalName: "Host sessions started.",
 	guardName:         "Result-guard findings that refused what an upstream sent, by server and finding kind (one per finding, as in the audit log).",
-	auditFailuresName: "Decision and approval records that could not be written to the audit log; a call such a record would let through is refused.",
+	refusalsName:      "Requests refused before any policy decision, by the kind of their audit refusal record (malformed, ambiguous_params, not_initialized, invalid_envelope, unavailable, invalid_params, unknown_name, not_looked_up, unresolved, no_session; other for a kind outside that set).",
+	auditFailuresName: "Decision, approval, guard, elicitation and refusal records that could not be written to the audit log; a call such a record would let through is refused.",
 	reloadsName:       "Policy reloads by result: ok (a new revision is in force) or failed (an invalid or missing file; the last good policy stays).",
 	reloadOKName:      "1 if the last policy reload applied (or none has been tried), 0 if the file's current content was refused and an older revision serves.",
 	policyInfoName:    "The policy in force: always 1, with its revision (sha256: and 12 hex digits of the file) as a label.",
@@ -102,6 +107,11 @@ type Metrics struct {
 	upCrashes     family[string, *vm.Counter]
 	upRestarts    family[string, *vm.Counter]
 	guardRefusals family[[2]string, *vm.Counter]
+	// refusals is one counter per refusal kind (audit.RefusalKinds), made
+	// at New and never added to: a kind outside the set counts as
+	// refusalOther, so the family has a fixed number of series.
+	refusals      map[string]*vm.Counter
+	refusalOther  *vm.Counter
 	sessions      *vm.Gauge
 	sessionsTotal *vm.Counter
 	auditFailures *vm.Counter
@@ -148,6 +158,11 @@ func New(opts Options) *Metrics {
 	m.upRestarts.init(one, counter(upRestartsName, "server"))
 	m.guardRefusals.init(func(k [2]string) []string { return []string{k[1], k[0]} },
 		counter(guardName, "kind", "server"))
+	m.refusals = map[string]*vm.Counter{}
+	for _, k := range audit.RefusalKinds() {
+		m.refusals[k] = s.NewCounter(seriesName(refusalsName, []string{"kind"}, []string{k}))
+	}
+	m.refusalOther = s.NewCounter(seriesName(refusalsName, []string{"kind"}, []string{refusalOther}))
 	m.sessions = s.NewGauge(sessionsName, nil)
 	m.sessionsTotal = s.NewCounter(sessionsTotalName)
 	m.auditFailures = s.NewCounter(auditFailuresName)
@@ -238,8 +253,21 @@ func (m *Metrics) GuardRefused(server, kind string) {
 	m.guardRefusals.get([2]string{server, kind}).Inc()
 }
 
-// AuditFailed counts a decision or approval record not written.
+// AuditFailed counts a record not written to the audit log.
 func (m *Metrics) AuditFailed() { m.auditFailures.Inc() }
+
+// refusalOther is the kind label of a refusal of a kind outside
+// audit.RefusalKinds: none today, and never a new series.
+const refusalOther = "other"
+
+// Refused counts a request refused before any decision, by its kind.
+func (m *Metrics) Refused(kind string) {
+	c, ok := m.refusals[kind]
+	if !ok {
+		c = m.refusalOther
+	}
+	c.Inc()
+}
 
 // SessionStarted counts a host session in.
 func (m *Metrics) SessionStarted() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-gate/mcp-gate/audit"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -43,6 +44,9 @@ func TestHooksReachTheExposition(t *testing.T) {
 	m.PolicyReloaded(true)
 	m.PolicyReloaded(false)
 	m.AuditFailed()
+	m.Refused("malformed")
+	m.Refused("malformed")
+	m.Refused("no_session")
 
 	body := scrape(t, m)
 	fams := parse(t, body)
@@ -65,6 +69,9 @@ func TestHooksReachTheExposition(t *testing.T) {
 		"reloads bad": {"mcp_gate_policy_reloads_total", map[string]string{"result": "failed"}, 1},
 		"reload ok":   {"mcp_gate_policy_last_reload_success", nil, 0},
 		"audit":       {"mcp_gate_audit_write_failures_total", nil, 1},
+		"malformed":   {"mcp_gate_refusals_total", map[string]string{"kind": "malformed"}, 2},
+		"no session":  {"mcp_gate_refusals_total", map[string]string{"kind": "no_session"}, 1},
+		"unknown":     {"mcp_gate_refusals_total", map[string]string{"kind": "unknown_name"}, 0},
 		"build":       {"mcp_gate_build_info", map[string]string{"version": "v-test"}, 1},
 	} {
 		if got, ok := value(fams, c.family, c.labels); !ok || got != c.want {
@@ -120,7 +127,7 @@ func TestExpositionShape(t *testing.T) {
 		approvalWaitName: dto.MetricType_HISTOGRAM, callLatencyName: dto.MetricType_HISTOGRAM,
 		upStartsName: dto.MetricType_COUNTER, upCrashesName: dto.MetricType_COUNTER, upRestartsName: dto.MetricType_COUNTER,
 		sessionsName: dto.MetricType_GAUGE, sessionsTotalName: dto.MetricType_COUNTER,
-		guardName: dto.MetricType_COUNTER, auditFailuresName: dto.MetricType_COUNTER,
+		guardName: dto.MetricType_COUNTER, auditFailuresName: dto.MetricType_COUNTER, refusalsName: dto.MetricType_COUNTER,
 		reloadsName: dto.MetricType_COUNTER, reloadOKName: dto.MetricType_GAUGE,
 		policyInfoName: dto.MetricType_GAUGE, buildInfoName: dto.MetricType_GAUGE,
 	} {
@@ -134,8 +141,8 @@ func TestExpositionShape(t *testing.T) {
 			t.Errorf("%s has HELP %q, want %q", name, f.GetHelp(), help[name])
 		}
 	}
-	if len(help) != 15 {
-		t.Errorf("%d HELP texts for 15 families", len(help))
+	if len(help) != 16 {
+		t.Errorf("%d HELP texts for 16 families", len(help))
 	}
 	for name, want := range map[string][]float64{approvalWaitName: slices.Concat(approvalBuckets, []float64{math.Inf(1)}), callLatencyName: slices.Concat(callBuckets, []float64{math.Inf(1)})} {
 		if f := fams[name]; f != nil && len(f.Metric) > 0 {
@@ -162,6 +169,43 @@ func TestExpositionShape(t *testing.T) {
 	}
 	if strings.Contains(body, "# HELP go_goroutines\n") || strings.Contains(body, "# HELP process_open_fds\n") {
 		t.Error("a HELP line without text is left in")
+	}
+}
+
+// The refusal counter's kind label takes the refusal kinds of the audit
+// log and nothing else: every kind has its series from the start (a rate
+// is defined before the first refusal), and a kind outside the set, from
+// any caller, counts as "other" rather than making a series of its own.
+func TestRefusalKindsBounded(t *testing.T) {
+	m := New(Options{})
+	for _, v := range hostile {
+		m.Refused(v)
+	}
+	m.Refused("unknown_name")
+	fams := parse(t, scrape(t, m))
+	f := fams[refusalsName]
+	if f == nil {
+		t.Fatalf("%s missing from the exposition", refusalsName)
+	}
+	if n, want := len(f.Metric), len(audit.RefusalKinds())+1; n != want {
+		t.Errorf("%s has %d series; want %d, one per refusal kind and other", refusalsName, n, want)
+	}
+	for _, k := range audit.RefusalKinds() {
+		want := 0.0
+		if k == "unknown_name" {
+			want = 1
+		}
+		if v, ok := value(fams, refusalsName, map[string]string{"kind": k}); !ok || v != want {
+			t.Errorf("kind %s: %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if v, _ := value(fams, refusalsName, map[string]string{"kind": "other"}); v != float64(len(hostile)) {
+		t.Errorf("kind other: %v, want %d", v, len(hostile))
+	}
+	for _, k := range append(audit.RefusalKinds(), "other") {
+		if !strings.Contains(help[refusalsName], k) {
+			t.Errorf("the HELP text of %s does not name the kind %s", refusalsName, k)
+		}
 	}
 }
 

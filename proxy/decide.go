@@ -36,6 +36,10 @@ type verdict struct {
 	// and the policy revision of that decision, which the states of a
 	// call in flight bind (parked.go, era_relayed.go).
 	letBy, revision string
+	// err, for a refusal before anything was decided (the request ended
+	// while the pins were being checked: checkPin), is the answer in place
+	// of the relay's refusal, marked as a refusal (refused.go).
+	err error
 }
 
 // decide takes the policy's decision about a call and, for ask, the human's.

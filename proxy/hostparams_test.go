@@ -22,6 +22,7 @@ import (
 // SDK would write (the same key twice).
 type paramsHost struct {
 	t    *testing.T
+	g    *Gate
 	w    io.Writer
 	sc   *bufio.Scanner
 	next int
@@ -47,7 +48,7 @@ func startParamsHost(t *testing.T, o Options) *paramsHost {
 	})
 	sc := bufio.NewScanner(hostR)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	return &paramsHost{t: t, w: hostW, sc: sc}
+	return &paramsHost{t: t, g: g, w: hostW, sc: sc}
 }
 
 type rawResponse struct {

@@ -44,10 +44,14 @@ type Observer interface {
 	// UpstreamExited is a running child that ended; crashed says the gate
 	// did not stop it.
 	UpstreamExited(server string, crashed bool)
-	// AuditFailed is a decision or approval record that could not be
-	// written to the audit log (a call it would have let through is
-	// refused; a denial stands).
+	// AuditFailed is a record that could not be written to the audit log
+	// (a decision, approval, guard, elicitation or refusal record: a call
+	// it would have let through is refused; a denial stands).
 	AuditFailed()
+	// Refused is one request refused before any decision, by the kind of
+	// its refusal record (audit.RefusalKinds): counted where the record
+	// is made (Gate.refusalAudit), whether or not it could be written.
+	Refused(kind string)
 }
 
 // callSpan is the start of a forwarded request, when an observer wants it.

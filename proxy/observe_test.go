@@ -48,6 +48,7 @@ func (e *events) CallDone(server, method string, took time.Duration, failed bool
 func (e *events) GuardRefused(server, kind string) { e.add("guard %s %s", server, kind) }
 func (e *events) SessionStarted()                  { e.add("session +1") }
 func (e *events) AuditFailed()                     { e.add("audit failed") }
+func (e *events) Refused(kind string)              { e.add("refused %s", kind) }
 func (e *events) SessionEnded()                    { e.add("session -1") }
 func (e *events) UpstreamStarted(server string, restart bool) {
 	e.add("upstream start %s restart=%v", server, restart)
@@ -156,6 +157,7 @@ func (noopObserver) CallDone(_, _ string, _ time.Duration, _ bool) {}
 func (noopObserver) GuardRefused(_, _ string)                      {}
 func (noopObserver) SessionStarted()                               {}
 func (noopObserver) AuditFailed()                                  {}
+func (noopObserver) Refused(string)                                {}
 func (noopObserver) SessionEnded()                                 {}
 func (noopObserver) UpstreamStarted(string, bool)                  {}
 func (noopObserver) UpstreamExited(string, bool)                   {}

@@ -67,7 +67,15 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 	}
 	if !g.awaitLive(ctx, l, key, s) {
 		if ctx.Err() != nil {
-			return g.pinRefused(pol, t, "the call was cancelled")
+			// The request ended (the host cancelled it, its input ended
+			// and the drain time ran out, the gate is stopping) while its
+			// definition was being looked up: the pins decided nothing,
+			// so it is no denial of theirs. It is on record as a request
+			// that ends while resolve looks its name up is: a refusal
+			// record of kind not_looked_up, written where its answer
+			// leaves (refused.go); a host that cancelled it gets no answer.
+			return verdict{err: refusedAs(refusedNotLookedUp, t.wire, fmt.Errorf("%s %s was not checked against its pinned definition: %w",
+				kindName(t.kind), guard.Quote(t.wire, guard.ShowName), context.Cause(ctx)))}
 		}
 		return g.pinRefused(pol, t, fmt.Sprintf("mcp-gate could not list server %q to check %s against the definition approved before, so it does not run it", t.server, guard.Quote(t.wire, guard.ShowName)))
 	}
@@ -166,9 +174,12 @@ func (g *Session) checkPin(ctx context.Context, pol *policy.Policy, t *target) v
 }
 
 // pinRefused is checkPin's refusal of a call whose definition it could not
-// check, on record as a denial by the pins (rule "pins"), as its refusal
-// of a changed definition is: every call the pins refuse is in the audit
-// log. The call is refused whether or not the record is written.
+// check (its server could not be listed, no longer lists it, the pins
+// cannot be read), on record as a denial by the pins (rule "pins"), as its
+// refusal of a changed definition is: every call the pins refuse is in
+// the audit log. The call is refused whether or not the record is
+// written. A call that ended while it was being checked is no refusal of
+// the pins' (checkPin).
 func (g *Session) pinRefused(pol *policy.Policy, t *target, reason string) verdict {
 	id, digest := g.decisionIDDigest(t.args)
 	_ = g.audit.Decision(audit.Decision{

@@ -7,11 +7,14 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-gate/mcp-gate/catalogcache"
 	"github.com/mcp-gate/mcp-gate/elicitation"
@@ -356,5 +359,83 @@ func TestPinAcceptSuggestionIsOneShellWord(t *testing.T) {
 	_, cmd, _ := strings.Cut(m.Error.Message, "To accept it: ")
 	if want := `mcp-gate pins accept 's:mem://t/$(touch pwned)/{x}'`; cmd != want {
 		t.Errorf("the suggestion is %s, want %s", cmd, want)
+	}
+}
+
+// A call the host cancels while its definition is being looked up to be
+// checked against its pin (a listing of its server the check began, not
+// yet answered) is on record as a request that ended before anything was
+// decided: a refusal record of kind not_looked_up, as a call that ends
+// while resolve looks its name up has, and no answer. Before, it was a
+// decision record, verdict deny and rule pins, reason "the call was
+// cancelled": a denial by the pins that nothing had decided.
+func TestPinCheckCancelledIsNoPinDenial(t *testing.T) {
+	dir := t.TempDir()
+	u := newChangingUpstream("v1")
+	pol := pinsPolicy + "pins:\n  default: deny\n"
+	withCache := func(o *Options) { o.CatalogCache = catalogcache.Open(filepath.Join(dir, "cache")) }
+	pinnedHost(t, u, dir, pol, withCache) // pins and caches the definitions
+
+	// The server's first tools/list (its start's refresh) fails, so that
+	// its tools are not live once it runs; once armed, a tools/list waits
+	// until the test ends: the one the call's check begins.
+	var lists atomic.Int32
+	var armed atomic.Bool
+	listing := make(chan struct{}, 8)
+	hold := make(chan struct{})
+	defer close(hold)
+	serve := func(method string, id, params json.RawMessage, w func(string)) {
+		if method == "tools/list" {
+			if lists.Add(1) == 1 {
+				w(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":"not now"}}`)
+				return
+			}
+			if armed.Load() {
+				listing <- struct{}{}
+				<-hold
+			}
+		}
+		u.serve(method, id, params, w)
+	}
+	var log lockedBuffer
+	g := newScriptedGate(t, serve, pol, withCache, withAudit(&log), func(o *Options) { o.Pins = pins.Open(dir) })
+	h := serveRawHost(t, g, g.NewSession().Serve)
+	h.call("tools/list", `{}`) // from the cache: nothing started
+	// A listed resource is held to no pin: its read starts the server.
+	if resp := string(h.call("resources/read", `{"uri":"mem://listed"}`)); strings.Contains(resp, `"error"`) {
+		t.Fatalf("resources/read: %s", resp)
+	}
+	waitFor(t, "the start's tools/list", func() bool { return lists.Load() >= 1 })
+	armed.Store(true)
+	h.write(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"s__t","arguments":{}}}`)
+	// The call's pin check lists the server, and waits for it.
+	select {
+	case <-listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's check never listed the server")
+	}
+	h.write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"the user pressed escape"}}`)
+	env := &pipelineEnv{t: t, audit: &log}
+	isCall := func(l map[string]any) bool { return l["wire_name"] == "s__t" }
+	waitFor(t, "the cancelled call's record", func() bool {
+		return slices.ContainsFunc(env.auditLines(0), isCall)
+	})
+	lines := env.auditLines(0)
+	if !hasEvent(lines, "refusal", map[string]string{"method": "tools/call", "kind": "not_looked_up", "wire_name": "s__t"}) {
+		t.Errorf("the cancelled call's record is not a refusal of kind not_looked_up: %v", lines)
+	}
+	for _, l := range lines {
+		if !isCall(l) {
+			continue
+		}
+		if l["event"] == "refusal" && !strings.Contains(fmt.Sprint(l["reason"]), "cancelled by the peer") {
+			t.Errorf("the refusal does not say the host cancelled the call: %v", l)
+		}
+		if l["event"] == "decision" {
+			t.Errorf("a decision was recorded for a call nothing decided: %v", l)
+		}
+	}
+	if n := u.ran.Load(); n != 1 {
+		t.Errorf("the upstream ran %d requests; want the resource's read alone", n)
 	}
 }

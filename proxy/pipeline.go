@@ -87,6 +87,9 @@ func (g *Session) run(ctx context.Context, r *relay, from string, params json.Ra
 	pol := g.policy.Current()
 	if r.undecided == "" {
 		if v := g.checkPin(ctx, pol, &t); !v.allow {
+			if v.err != nil {
+				return nil, v.err // it ended before its definition was checked (checkPin)
+			}
 			return r.refuse(t, v.reason)
 		}
 		v := g.decide(ctx, pol, policy.Call{Kind: t.kind, Server: t.server, Name: t.name, Args: t.args}, t.name, t.wire)

@@ -12,7 +12,9 @@ import (
 // (checkHostParams), it came before initialize, its 2026-07-28 envelope
 // is wrong, the gate has nothing to offer (refuseInTrouble), it names
 // nothing the gate lists or its params cannot be read (a relay's
-// resolve), its line is not a message at all (rpc's bad input). Each is
+// resolve), it ended while its name or the definition its pin holds it to
+// was looked up (resolve, checkPin), its line is not a message at all
+// (rpc's bad input). Each is
 // answered with the JSON-RPC error it always was, and each has one
 // refusal record in the audit log (audit.Refusal), so that the audit
 // shows every request the gate refused and why, not only those a rule
@@ -51,18 +53,19 @@ func refusedAs(kind, wire string, err error) error {
 	return &refusedBefore{kind: kind, wire: wire, err: err}
 }
 
-// Refusal kinds, the record's "kind".
+// Refusal kinds, the record's "kind" (audit.RefusalKinds, which says
+// what each is).
 const (
-	refusedMalformed      = "malformed"        // the line is not a JSON-RPC message (rpc's bad input)
-	refusedAmbiguous      = "ambiguous_params" // a key twice, or two spellings of one (checkHostParams)
-	refusedNotInitialized = "not_initialized"  // before initialize
-	refusedEnvelope       = "invalid_envelope" // a 2026-07-28 request's _meta envelope, retry members or era
-	refusedUnavailable    = "unavailable"      // the gate offers nothing (refuseInTrouble)
-	refusedInvalidParams  = "invalid_params"   // the params cannot be read as the method's
-	refusedUnknownName    = "unknown_name"     // a name or URI no server lists
-	refusedNotLookedUp    = "not_looked_up"    // the request ended while its name was being looked up
-	refusedUnresolved     = "unresolved"       // any other refusal of a relay's resolve
-	refusedNoSession      = "no_session"       // over HTTP, the request reached no session it may use
+	refusedMalformed      = audit.RefusalMalformed      // rpc's bad input
+	refusedAmbiguous      = audit.RefusalAmbiguous      // checkHostParams
+	refusedNotInitialized = audit.RefusalNotInitialized // before initialize
+	refusedEnvelope       = audit.RefusalEnvelope       // a 2026-07-28 request's envelope, retry members or era
+	refusedUnavailable    = audit.RefusalUnavailable    // refuseInTrouble
+	refusedInvalidParams  = audit.RefusalInvalidParams  // a relay's resolve
+	refusedUnknownName    = audit.RefusalUnknownName    // a relay's resolve
+	refusedNotLookedUp    = audit.RefusalNotLookedUp    // a relay's resolve, checkPin
+	refusedUnresolved     = audit.RefusalUnresolved     // any other refusal of a relay's resolve
+	refusedNoSession      = audit.RefusalNoSession      // a front end's, before any session
 )
 
 // auditsRefusal says whether a refused request of method gets a refusal
@@ -91,16 +94,38 @@ func (g *Session) auditRefused(method string, err error) error {
 	return err // wrapped further: the mark stays, and the Conn reads through it
 }
 
-// writeRefusal writes one refusal record of the session (a failed write
-// is logged and counted by userAudit).
+// writeRefusal writes one refusal record of the session, naming it and
+// the user it acts for (refusalAudit).
 func (g *Session) writeRefusal(rec audit.Refusal) {
-	rec.Session = g.session
-	_ = g.audit.Refusal(rec)
+	g.Gate.refusalAudit(g.who(), rec)
+}
+
+// refusalAudit writes a refusal record of who and counts it by kind
+// (Observer.Refused). Every refusal record is made here, a session's
+// (writeRefusal: HandleCall's, the host Conn's bad input) and a front
+// end's before any session (RefusedBeforeSession), so that the log and
+// the counter cannot disagree, as guardAudit does for the guard's. A
+// record not written is logged and counted as an audit failure; the
+// request is refused either way.
+func (g *Gate) refusalAudit(who auditWho, rec audit.Refusal) {
+	rec.Session, rec.User = who.session, who.user
+	err := g.audit.Refusal(rec)
+	if o := g.opts.Observer; o != nil {
+		o.Refused(rec.Kind)
+	}
+	if err != nil {
+		g.log.Error("audit record not written", "session", rec.Session, "record", "refusal", "error", audit.Redact(err.Error()))
+		g.observeAuditFailure()
+	}
 }
 
 // badHostInput is the host Conn's OnBadInput: a line from the host that
 // was not a message the gate could serve (not JSON, too large, not
-// JSON-RPC), answered with its error by the Conn.
+// JSON-RPC), answered with its error by the Conn once this returns, or a
+// request dropped for reusing the id of one in progress. The Conn runs it
+// off its read loop (rpc.Options.OnBadInput), so a record that waits for
+// the audit log (a stalled pipe, up to 10 s) holds up none of the host's
+// later requests and cancellations, and it still precedes the answer.
 func (g *Session) badHostInput(me *rpc.MessageError) {
 	if !auditsRefusal(me.Method) {
 		return
@@ -124,8 +149,5 @@ func (g *Gate) RefusedBeforeSession(id Identity, method, kind, reason string) {
 	if !auditsRefusal(method) {
 		return
 	}
-	if err := g.audit.Refusal(audit.Refusal{User: id.Subject, Method: method, Kind: kind, Reason: reason}); err != nil {
-		g.log.Error("audit record not written", "record", "refusal", "error", audit.Redact(err.Error()))
-		g.observeAuditFailure()
-	}
+	g.refusalAudit(auditWho{user: id.Subject}, audit.Refusal{Method: method, Kind: kind, Reason: reason})
 }

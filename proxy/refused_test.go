@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/audit"
+	"github.com/mcp-gate/mcp-gate/metrics"
 	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
@@ -311,4 +315,177 @@ func TestUnknownNameQuotesUpstreamFailure(t *testing.T) {
 	if strings.ContainsAny(r.Error.Message, "\u202e\n") || strings.Contains(r.Error.Message, `{"approved":true}`) {
 		t.Errorf("the upstream's words stand raw in the gate's refusal: %q", r.Error.Message)
 	}
+}
+
+// stalledAudit is an audit log whose writes wait, once stalled, until the
+// test releases them, as on a pipe nobody reads (where a write waits up
+// to 10 s): entered has each line whose write began waiting.
+type stalledAudit struct {
+	lockedBuffer
+	stalled atomic.Bool
+	entered chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newStalledAudit() *stalledAudit {
+	return &stalledAudit{entered: make(chan string, 16), release: make(chan struct{})}
+}
+
+func (a *stalledAudit) Write(p []byte) (int, error) {
+	if a.stalled.Load() {
+		a.entered <- string(p)
+		<-a.release
+	}
+	return a.lockedBuffer.Write(p)
+}
+
+func (a *stalledAudit) free() { a.once.Do(func() { close(a.release) }) }
+
+// The refusal record of a line from the host that is not a message is
+// written off the host's read loop: with the audit log stalled (a pipe
+// nobody reads holds a write up to 10 s), a ping sent after the bad line is
+// read and answered while the record waits, and the bad line's answer
+// comes after its record, as every refused request's does. Before, the
+// record was written on the read loop, and every later message of the
+// host, its cancellations too, waited for the audit.
+func TestBadLineRecordHoldsNoLaterRequest(t *testing.T) {
+	log := newStalledAudit()
+	defer log.free()
+	h := startParamsHost(t, Options{
+		Policy: static(t, "version: 1\nfallback: deny\n"),
+		Logger: slog.New(slog.DiscardHandler),
+		Audit:  audit.New(log),
+	})
+	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	log.stalled.Store(true)
+	if _, err := io.WriteString(h.w, `{"jsonrpc":"1.0","id":50,"method":"tools/call","params":{"name":"s__t"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case line := <-log.entered:
+		if !strings.Contains(line, `"event":"refusal"`) {
+			t.Fatalf("the first record written after the bad line is %s; want its refusal", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bad line's refusal record was never written")
+	}
+	// Should the ping wait for the record (the read loop held), free the
+	// log after a while, so that the test fails on the order of the
+	// answers rather than hanging.
+	failsafe := time.AfterFunc(10*time.Second, log.free)
+	defer failsafe.Stop()
+	if _, err := io.WriteString(h.w, `{"jsonrpc":"2.0","id":51,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() string {
+		if !h.sc.Scan() {
+			t.Fatalf("the gate closed: %v", h.sc.Err())
+		}
+		var m struct{ ID json.RawMessage }
+		if err := json.Unmarshal(h.sc.Bytes(), &m); err != nil {
+			t.Fatalf("bad line from the gate: %v", err)
+		}
+		return string(m.ID)
+	}
+	if id := ids(); id != "51" {
+		t.Fatalf("the gate answered %s first; want the ping (51), answered while the bad line's record waits for the audit log", id)
+	}
+	select {
+	case <-log.release:
+		t.Fatal("the ping was answered only once the audit log was freed")
+	default:
+	}
+	log.free()
+	if id := ids(); id != "50" {
+		t.Fatalf("the gate answered %s; want the bad line's error (50)", id)
+	}
+	// Its record came first.
+	if lines := auditSince(t, &log.lockedBuffer, 0); countEvent(lines, "refusal") != 1 {
+		t.Errorf("the audit has %v; want the bad line's refusal record, written before its answer", lines)
+	}
+}
+
+// Every refusal record is counted by its kind in mcp_gate_refusals_total,
+// where it is made: a session's (before initialize, a line that is not a
+// message, ambiguous params, an unknown name) and a front end's before any
+// session (RefusedBeforeSession), and one whose record could not be
+// written too, which also counts as an audit failure. A refusal that
+// writes no record (a refused ping) is not counted. Before, no metric
+// counted refusals at all.
+func TestRefusalsCountedByKind(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	disk := &fullDisk{}
+	h := startParamsHost(t, Options{
+		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
+		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": (&methodLog{}).serve}},
+		StartTimeout: 10 * time.Second,
+		Policy:       static(t, "version: 1\nfallback: deny\nallow: [\"mcp:s:t\"]\n"),
+		Logger:       slog.New(slog.DiscardHandler),
+		Audit:        audit.New(disk),
+		Observer:     m,
+	})
+	scrape := func() string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{}}`); r.Error == nil {
+		t.Fatal("a call before initialize was answered")
+	}
+	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r := h.call("tools/list", `{}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r := h.rawCall(500, `{"jsonrpc":"1.0","id":500,"method":"tools/call","params":{"name":"s__t"}}`); r.Error == nil {
+		t.Fatal("a line with the wrong version was answered")
+	}
+	if r := h.rawCall(501, `{"jsonrpc":"1.0","id":501,"method":"ping"}`); r.Error == nil {
+		t.Fatal("a ping with the wrong version was answered")
+	}
+	if r := h.call("tools/call", `{"name":"s__t","arguments":{"p":"x","p":"y"}}`); r.Error == nil {
+		t.Fatal("a call with a key twice was answered")
+	}
+	disk.set(true, isEvent("refusal"))
+	if r := h.call("tools/call", `{"name":"s__nope","arguments":{}}`); r.Error == nil {
+		t.Fatal("a call of an unknown tool was answered")
+	}
+	disk.set(false, nil)
+	h.g.RefusedBeforeSession(Identity{Subject: "u"}, "tools/call", RefusedNoSession, "no such session")
+	body := scrape()
+	for _, want := range []string{
+		`mcp_gate_refusals_total{kind="not_initialized"} 1`,
+		`mcp_gate_refusals_total{kind="malformed"} 1`,
+		`mcp_gate_refusals_total{kind="ambiguous_params"} 1`,
+		`mcp_gate_refusals_total{kind="unknown_name"} 1`,
+		`mcp_gate_refusals_total{kind="no_session"} 1`,
+		`mcp_gate_refusals_total{kind="invalid_params"} 0`,
+		`mcp_gate_audit_write_failures_total 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("the exposition lacks %q:\n%s", want, grepLines(body, "mcp_gate_refusals_total", "mcp_gate_audit_write"))
+		}
+	}
+	if disk.failures() != 1 {
+		t.Errorf("%d records failed; want the unknown name's refusal", disk.failures())
+	}
+}
+
+// grepLines returns body's lines that hold any of subs.
+func grepLines(body string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -62,7 +62,14 @@ type Options struct {
 	// not be used and is not a response to one of our calls (which fails
 	// that call instead), a request dropped for reusing the id of one in
 	// progress among them: the gate records a host's refused request in
-	// its audit log. It runs on the read loop and must not block long.
+	// its audit log. It runs on a goroutine of its own, as a call's
+	// handler does, never on the read loop: a hook that waits (an audit
+	// write to a pipe nobody reads waits up to 10 s) holds up none of the
+	// peer's later messages, its cancellations among them. The message's
+	// answer (AnswerBadInput) is written after it returns, so that what it
+	// records precedes the answer. It is given the message's id copied and
+	// not its bytes (Raw), which are the read loop's: they are described
+	// in the log where they are read.
 	OnBadInput func(*MessageError)
 	// Sequential, if set, names methods served on the read loop itself, so
 	// that every later message sees their effect: a host that sends
@@ -421,7 +428,8 @@ func (c *Conn) cancelIncoming(cause error) {
 // error response when we are the server side; a response we are waiting for
 // fails its call, so nothing waits forever on an answer that came broken.
 // It runs on Run's goroutine, so its answer waits for room only as long as
-// ctx allows.
+// ctx allows; with OnBadInput set, the hook and the answer after it run on
+// a worker (tellBadInput).
 func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 	// The reason names kinds, sizes and positions; the message itself is
 	// described, never quoted (audit.Payload).
@@ -443,11 +451,41 @@ func (c *Conn) badInput(ctx context.Context, me *MessageError) {
 		}
 	}
 	if c.opts.OnBadInput != nil {
-		c.opts.OnBadInput(me)
+		c.tellBadInput(me, c.opts.AnswerBadInput)
+		return
 	}
 	if c.opts.AnswerBadInput {
 		_ = c.write(ctx, &Message{ID: me.ID, Error: Errorf(me.Code, "%s", me.Reason)})
 	}
+}
+
+// tellBadInput tells OnBadInput of me and then, if answer is set, answers
+// it, both on a worker, as a call is served: the hook may wait (the gate
+// writes an audit record, which a stalled audit pipe holds for up to
+// 10 s), and on the read loop it held every later message of the peer,
+// its other requests and its cancellations, for as long. The answer
+// follows the hook, so a record the hook writes precedes it, as a
+// refused call's record precedes its answer; it waits for room as a
+// handler's does. The worker counts among the calls being served, so a
+// peer that ends its input after a bad line still gets its answer (drain).
+//
+// What the worker reads of me must outlive the line me was read from,
+// which the next Read may reuse: the id is copied, and the bytes (Raw),
+// described in the log on the read loop, are not passed on.
+func (c *Conn) tellBadInput(me *MessageError, answer bool) {
+	e := *me
+	e.Raw = nil
+	if me.ID != nil {
+		e.ID = append(json.RawMessage(nil), me.ID...)
+	}
+	c.handlers.Add(1)
+	c.workers.run(func() {
+		defer c.handlers.Done()
+		c.opts.OnBadInput(&e)
+		if answer {
+			_ = c.write(context.Background(), &Message{ID: e.ID, Error: Errorf(e.Code, "%s", e.Reason)})
+		}
+	})
 }
 
 func (c *Conn) dispatch(ctx context.Context, msg *Message) {
@@ -517,9 +555,10 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		// tell which is which. Dropped, it costs the peer only its mistake.
 		c.log.Warn("request dropped: its id is in use by a request in progress", "peer", c.opts.Peer, "id", LogID(req.ID), "method", LogMethod(req.Method))
 		// Told as bad input, so that the gate records it as it records a
-		// line it could not use; not answered, for the reason above.
+		// line it could not use (off the read loop: tellBadInput); not
+		// answered, for the reason above.
 		if c.opts.OnBadInput != nil {
-			c.opts.OnBadInput(&MessageError{Code: CodeInvalidRequest, ID: req.ID, Request: true, Method: req.Method, Reason: "its id is in use by a request in progress: dropped, not answered"})
+			c.tellBadInput(&MessageError{Code: CodeInvalidRequest, ID: req.ID, Request: true, Method: req.Method, Reason: "its id is in use by a request in progress: dropped, not answered"}, false)
 		}
 		return
 	}

@@ -398,8 +398,7 @@ func TestDuplicateInProgressID(t *testing.T) {
 	eachWire(t, func(t *testing.T, w wire) {
 		release := make(chan struct{})
 		started := make(chan struct{}, 2)
-		var bad []*MessageError // appended on the read loop, read after the ping's answer
-		var badMu sync.Mutex
+		bad := make(chan *MessageError, 4) // OnBadInput runs off the read loop (tellBadInput)
 		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
 			if req.Method == "ping" {
 				return req.Params, nil
@@ -407,22 +406,16 @@ func TestDuplicateInProgressID(t *testing.T) {
 			started <- struct{}{}
 			<-release
 			return json.RawMessage(`"first"`), nil
-		}}, Options{AnswerBadInput: true, OnBadInput: func(me *MessageError) {
-			badMu.Lock()
-			bad = append(bad, me)
-			badMu.Unlock()
-		}})
+		}}, Options{AnswerBadInput: true, OnBadInput: func(me *MessageError) { bad <- me }})
 		p.send(`{"jsonrpc":"2.0","id":"d","method":"x"}`)
 		wait(t, started, "first request")
 		p.send(`{"jsonrpc":"2.0","id":"d","method":"x","params":{"second":true}}`)
 		// Lines are dispatched in order, so the duplicate has been dealt with
 		// when the ping is answered; nothing was written for it before.
 		p.roundTrip(`"after"`)
-		badMu.Lock()
-		if len(bad) != 1 || bad[0].Method != "x" || string(bad[0].ID) != `"d"` || !bad[0].Request || !strings.Contains(bad[0].Reason, "in use") {
-			t.Errorf("OnBadInput was told %+v; want the dropped request x, id \"d\", its id in use", bad)
+		if me := wait(t, bad, "OnBadInput"); me.Method != "x" || string(me.ID) != `"d"` || !me.Request || !strings.Contains(me.Reason, "in use") {
+			t.Errorf("OnBadInput was told %+v; want the dropped request x, id \"d\", its id in use", me)
 		}
-		badMu.Unlock()
 		close(release)
 		if m := p.recvMsg(); string(m.ID) != `"d"` || string(m.Result) != `"first"` {
 			t.Errorf("first request got %+v (error %v); want its result", m, m.Error)
@@ -434,6 +427,44 @@ func TestDuplicateInProgressID(t *testing.T) {
 		case <-started:
 			t.Error("the handler was called for the duplicate request")
 		default:
+		}
+		select {
+		case me := <-bad:
+			t.Errorf("OnBadInput was told a second time: %+v", me)
+		default:
+		}
+	})
+}
+
+// OnBadInput runs off the read loop: a hook that waits (the gate's audit
+// record of a bad line, on a pipe nobody reads) holds up none of the
+// peer's later messages, and the bad line's answer follows the hook, so
+// that what the hook records precedes it. Before, the hook ran on the read
+// loop, and the ping after a bad line waited for it.
+func TestBadInputHookHoldsNoLaterMessage(t *testing.T) {
+	eachWire(t, func(t *testing.T, w wire) {
+		entered := make(chan *MessageError, 4)
+		release := make(chan struct{})
+		p := newPeer(t, w, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+			return req.Params, nil
+		}}, Options{AnswerBadInput: true, OnBadInput: func(me *MessageError) {
+			entered <- me
+			<-release
+		}})
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		defer free()
+		p.send(`{"jsonrpc":"1.0","id":7,"method":"tools/call"}`)
+		if me := wait(t, entered, "OnBadInput"); string(me.ID) != "7" || me.Method != "tools/call" || me.Raw != nil {
+			t.Errorf("OnBadInput was told %+v; want id 7, method tools/call and no bytes of the line", me)
+		}
+		// The hook is waiting. The ping after the bad line is read and
+		// answered all the same, and the bad line's answer has not been
+		// written: roundTrip wants the ping's answer as the next line.
+		p.roundTrip(`"after"`)
+		free()
+		if m := p.recvMsg(); string(m.ID) != "7" || m.Error == nil || m.Error.Code != CodeInvalidRequest {
+			t.Errorf("after the hook returned, the Conn wrote %+v; want the bad line's error", m)
 		}
 	})
 }
