@@ -560,6 +560,10 @@ func (c *Conn) serve(ctx context.Context, req *Message) {
 		if c.opts.OnBadInput != nil {
 			c.tellBadInput(&MessageError{Code: CodeInvalidRequest, ID: req.ID, Request: true, Method: req.Method, Reason: "its id is in use by a request in progress: dropped, not answered"}, false)
 		}
+		// Dropped, a large request is no longer in flight (tellBadInput
+		// copied its id): held until a collection, it would make later
+		// large lines wait for room (largebudget.go).
+		leaseOf(req).release()
 		return
 	}
 	in := &incomingCall{Context: ctx, serving: serving{c.t, req.ID}}

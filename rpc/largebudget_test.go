@@ -377,6 +377,36 @@ func TestLargeNotificationReleased(t *testing.T) {
 	runtime.KeepAlive(m)
 }
 
+// A large request dropped for reusing the id of one in progress is let go
+// at once, not left in flight until a collection.
+func TestLargeDuplicateRequestReleased(t *testing.T) {
+	b := newLineBudget(1 << 30)
+	up, pw := pacedStream(t, b)
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	bad := make(chan *MessageError, 2)
+	c := New(up, funcs{call: func(ctx context.Context, req *Message) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return json.RawMessage(`{}`), nil
+	}}, Options{Peer: "upstream", Logger: slog.New(slog.DiscardHandler), OnBadInput: func(me *MessageError) { bad <- me }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	defer c.Close()
+	defer close(release)
+	go io.WriteString(pw, `{"jsonrpc":"2.0","id":"d","method":"x"}`+"\n")
+	<-started
+	go io.WriteString(pw, `{"jsonrpc":"2.0","id":"d","method":"x","params":{"data":"`+strings.Repeat("y", 300<<10)+`"}}`+"\n")
+	<-bad
+	deadline := time.Now().Add(hang)
+	for b.inFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes in flight after the duplicate request was dropped", b.inFlight())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // A line whose first read was interrupted (the reader's context ended
 // mid-line) becomes large in readInto rather than readFragment: it is
 // paced the same.
