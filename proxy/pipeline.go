@@ -411,11 +411,27 @@ func sendSampling(g *Session, ctx context.Context, r *relay, t target) (json.Raw
 // (a 2025 host's request, or a 2026-07-28 host's input request:
 // relayParkedSampling), neutralised, or its refusal.
 func (g *Session) neutralSampling(t target) (json.RawMessage, error) {
-	params, err := g.neutralize(t.server, "sampling/createMessage", "sampling request", t.fwd)
+	params, err := g.neutralize(t.server, "sampling/createMessage", "sampling request", withoutContext(t.fwd))
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
 	}
 	return params, nil
+}
+
+// withoutContext is a sampling request without its includeContext. The
+// member asks the host to add to the prompt the context of "thisServer"
+// or of "allServers"; behind the gate the host's one server is the gate,
+// every upstream at once, so "thisServer" would hand the asking server
+// what the others returned (their results, files read, secrets), a scope
+// neither the policy's decision on sampling:<server> nor the human's
+// answer to it covers. MCP lets a client ignore the request; the gate
+// passes none (the host includes nothing), and declares no
+// sampling.context upstream (upstreamFacing).
+func withoutContext(params json.RawMessage) json.RawMessage {
+	if out, found := rawjson.Delete(params, "includeContext"); found {
+		return out
+	}
+	return params
 }
 
 // sendSubscribe forwards a subscription and counts it for the session:
