@@ -158,7 +158,7 @@ func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) 
 		return err
 	}
 	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+
-		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, t.wire, findings[0].Kind, guard.ShowPath(findings[0].Path))}
+		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, guard.Quote(t.wire, guard.ShowName), findings[0].Kind, guard.ShowPath(findings[0].Path))}
 }
 
 // forwardTo sends the request to the upstream that owns its target.
