@@ -445,10 +445,12 @@ func sendSubscribe(g *Session, ctx context.Context, r *relay, t target) (json.Ra
 }
 
 // sendUnsubscribe ends the session's subscription, and the upstream's only
-// when no other session still holds one: the child is shared.
+// when no other session still holds one: the child is shared, by the
+// sessions of its key, which for a server shared by every identity
+// (childKeyFor) are other users' too.
 func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 	g.subscribed(t.name, -1)
-	for _, o := range g.sessionsOf(g.childKey()) {
+	for _, o := range g.sessionsOf(g.childKeyFor(g.childKey(), t.server)) {
 		if o != g && o.isSubscribed(t.name) {
 			return json.RawMessage("{}"), nil
 		}
