@@ -75,3 +75,33 @@ func TestBypassUpstreamWordsInGateMessages(t *testing.T) {
 		})
 	}
 }
+
+// An upstream's sampling request asking for the context of "thisServer"
+// reached the host as it came: behind the gate the host's one server is
+// the gate, every upstream at once, so a host that honours it would put
+// what the other servers returned in the prompt of a server whose only
+// grant is sampling:<server>. The gate passes no includeContext.
+func TestBypassSamplingContextOfEveryServer(t *testing.T) {
+	t.Parallel()
+	pol := writePolicy(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\", \"sampling:**\"]\n")
+	g := gateCommand(t, map[string]server{"ctx": testserver("samplectx"), "other": testserver("honest")}, "--policy", pol)
+	h := startRaw(t, g)
+	initWith(h, `{"sampling":{"context":{}}}`)
+	reqs := h.answerRequests(func(method string) string {
+		if method == "sampling/createMessage" {
+			return `{"model":"e2e-model","role":"assistant","content":{"type":"text","text":"sampled"}}`
+		}
+		return ""
+	})
+	res := string(rawResult(t, h.send("3", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ctx__summarise","arguments":{}}}`)))
+	if !strings.Contains(res, "e2e-model") {
+		t.Fatalf("the sampled call: %s", res)
+	}
+	ps := reqs.params("sampling/createMessage")
+	if len(ps) != 1 {
+		t.Fatalf("%d sampling requests reached the host", len(ps))
+	}
+	if strings.Contains(string(ps[0]), "includeContext") {
+		t.Errorf("a sampling request reached the host asking for the context of every server behind the gate: %s", ps[0])
+	}
+}
