@@ -80,9 +80,17 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	// file://%2Fetc/passwd is /etc/passwd to it, where every URI parser
 	// reads the host %2Fetc (or refuses it) and the path /passwd. When that
 	// reading names an absolute path, it is decided too.
+	// When it names a relative path instead (file://..%2F..%2Fetc/passwd,
+	// which a URI template file://{path} produces from the value
+	// ../../etc/passwd), the file it opens depends on the server's working
+	// directory, which the decision does not know: an authority that reads
+	// as a path (a slash or backslash in it, or a leading dot), which no
+	// host name has, fails closed (errRelativeFile).
 	if u.hasAuthority && u.authority != "" {
 		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) && q != paths[0] {
 			paths = append(paths, q)
+		} else if a := percentDecodeAll(u.authority); strings.ContainsAny(a, `/\`) || strings.HasPrefix(a, ".") {
+			return errRelativeFile
 		}
 	}
 	for i, p := range paths {
