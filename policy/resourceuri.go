@@ -95,9 +95,14 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	}
 	for i, p := range paths {
 		if !filepath.IsAbs(p) {
-			// As sent, file:etc/passwd names no absolute path; its canonical
-			// form is all there is to match (WHATWG parsers read it as
-			// file:///etc/passwd, a form of its own: see whatwgReading).
+			if p != "" && !u.hasAuthority {
+				// file:.env names no absolute path. WHATWG parsers read it
+				// as file:///.env (a form of its own: see whatwgReading),
+				// but a server that takes the URI's path as it is (Python's
+				// urlparse) opens .env in its working directory, which the
+				// decision does not know: it cannot be resolved.
+				return errRelativeFile
+			}
 			continue
 		}
 		how := "as a file path with "

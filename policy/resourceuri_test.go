@@ -78,6 +78,8 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file://..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd", // relative to a working directory: fails closed
 		"file://.ssh%2Fid_rsa",
 		"file://x%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+		"file:.ssh/id_rsa", // relative to a working directory (Python's urlparse reads the path as it is): fails closed
+		"file:x/../../../../../../../../../etc/passwd",
 		"file://..%5C..%5Cetc%5Cpasswd",
 		"file://" + root + "/tmp/etclink/passwd",                   // a symlink into etc
 		"file://" + root + "/etc/localtime/../passwd",              // /etc/<file>/../passwd: lexical reading
