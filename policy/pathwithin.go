@@ -185,6 +185,7 @@ func pathHasSegment(p string, patterns []string, r reading) (bool, error) {
 var (
 	errSelfLink     = errors.New("the path goes through /proc/self, which names the server's own process when the server opens it, not the gate's")
 	errTooManyLinks = errors.New("too many levels of symbolic links")
+	errRelativeFile = errors.New("it reads as a relative file path, which a server opens against a working directory the gate does not know")
 	errTooManySteps = errors.New("too many components")
 	errNulInString  = errors.New("an argument's string holds U+0000: a server reading it as a C string reads only the part before it, so no test of the whole string says what the server reads")
 	errNulInPath    = errors.New("the path holds U+0000, which no file name can: a server reading it as a C string opens the part before it, and others refuse it")

@@ -419,7 +419,7 @@ func (p *Policy) decideResource(c Call) Decision {
 // resolveErrorText says why a path could not be resolved without repeating
 // the path, which is the upstream's or the model's text.
 func resolveErrorText(err error) string {
-	for _, known := range []error{errTooManyLinks, errTooManySteps, errSelfLink} {
+	for _, known := range []error{errTooManyLinks, errTooManySteps, errSelfLink, errRelativeFile} {
 		if errors.Is(err, known) {
 			return known.Error()
 		}

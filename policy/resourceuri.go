@@ -73,24 +73,54 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	// The path a file server opens is the fully percent-decoded path,
 	// whatever the authority holds (file://localhost/x, or a host a lenient
 	// server ignores).
-	p := percentDecodeAll(u.path)
-	if !filepath.IsAbs(p) {
-		// As sent, file:etc/passwd names no absolute path; its canonical
-		// form is all there is to match (WHATWG parsers read it as
-		// file:///etc/passwd, a form of its own: see whatwgReading).
-		return nil
+	paths := []string{percentDecodeAll(u.path)}
+	// A server that takes what follows "file://" for the path and decodes
+	// it (unquote(uri[7:]), decodeURIComponent of the URI without its
+	// scheme: a common hand-written reading) opens the authority too:
+	// file://%2Fetc/passwd is /etc/passwd to it, where every URI parser
+	// reads the host %2Fetc (or refuses it) and the path /passwd. When that
+	// reading names an absolute path, it is decided too.
+	// When it names a relative path instead (file://..%2F..%2Fetc/passwd,
+	// which a URI template file://{path} produces from the value
+	// ../../etc/passwd), the file it opens depends on the server's working
+	// directory, which the decision does not know: an authority that reads
+	// as a path (a slash or backslash in it, or a leading dot), which no
+	// host name has, fails closed (errRelativeFile).
+	if u.hasAuthority && u.authority != "" {
+		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) && q != paths[0] {
+			paths = append(paths, q)
+		} else if a := percentDecodeAll(u.authority); strings.ContainsAny(a, `/\`) || strings.HasPrefix(a, ".") {
+			return errRelativeFile
+		}
 	}
-	for r := range reading(numReadings) {
-		if r.fold() {
-			continue // resolved as by the reading without folding
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			if p != "" && !u.hasAuthority {
+				// file:.env names no absolute path. WHATWG parsers read it
+				// as file:///.env (a form of its own: see whatwgReading),
+				// but a server that takes the URI's path as it is (Python's
+				// urlparse) opens .env in its working directory, which the
+				// decision does not know: it cannot be resolved.
+				return errRelativeFile
+			}
+			continue
 		}
-		resolved, err := resolvePath(p, r, nil)
-		if err != nil {
-			return fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
+		how := "as a file path with "
+		if i > 0 {
+			how = "as a file path, its authority and path decoded together, with "
 		}
-		add("file://"+resolved, "as a file path with "+r.String()+note)
-		if dir && !strings.HasSuffix(resolved, "/") {
-			add("file://"+resolved+"/", "as a file path with "+r.String()+note)
+		for r := range reading(numReadings) {
+			if r.fold() {
+				continue // resolved as by the reading without folding
+			}
+			resolved, err := resolvePath(p, r, nil)
+			if err != nil {
+				return fmt.Errorf("the file path of the resource URI cannot be resolved: %w", err)
+			}
+			add("file://"+resolved, how+r.String()+note)
+			if dir && !strings.HasSuffix(resolved, "/") {
+				add("file://"+resolved+"/", how+r.String()+note)
+			}
 		}
 	}
 	return nil

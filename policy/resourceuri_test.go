@@ -73,6 +73,14 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file://localhost" + root + "/etc/passwd",
 		"file:" + root + "/etc/passwd",
 		"file://" + root + "/etc%2Fpasswd",
+		"file://" + strings.Replace(root, "/", "%2F", 1) + "/etc/passwd", // read whole after file:// and decoded: root/etc/passwd
+		"file://" + strings.ReplaceAll(root, "/", "%2F") + "%2Fetc%2Fpasswd",
+		"file://..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd", // relative to a working directory: fails closed
+		"file://.ssh%2Fid_rsa",
+		"file://x%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+		"file:.ssh/id_rsa", // relative to a working directory (Python's urlparse reads the path as it is): fails closed
+		"file:x/../../../../../../../../../etc/passwd",
+		"file://..%5C..%5Cetc%5Cpasswd",
 		"file://" + root + "/tmp/etclink/passwd",                   // a symlink into etc
 		"file://" + root + "/etc/localtime/../passwd",              // /etc/<file>/../passwd: lexical reading
 		"file://" + root + "/tmp/deep/../etc/passwd",               // kernel: zoneinfo/../etc

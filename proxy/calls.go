@@ -87,9 +87,14 @@ func (g *Session) unknown(noun, name string) error {
 		}
 		if err != nil {
 			// Why is the upstream's words (its list's error, its stderr's
-			// tail): quoted, as every untrusted text in a refusal of the
-			// gate's, never in its voice.
-			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: its server %q is unavailable: %s", noun, guard.Quote(name, guard.ShowName), server, guard.Quote(err.Error(), shownFailure))
+			// tail): guarded as a result (upstreamWords), and quoted, as
+			// every untrusted text in a refusal of the gate's, never in
+			// its voice.
+			why := withheldWords
+			if words, ok := g.upstreamWords(server, noun+" list failure", err.Error()); ok {
+				why = guard.Quote(words, shownFailure)
+			}
+			return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: its server %q is unavailable: %s", noun, guard.Quote(name, guard.ShowName), server, why)
 		}
 	}
 	return rpc.Errorf(rpc.CodeInvalidParams, "unknown %s %s: it is not in this gate's %ss/list", noun, guard.Quote(name, guard.ShowName), noun)

@@ -386,12 +386,12 @@ const parallelGuardBytes = 256 << 10
 func (g *Session) guardOther(pol *policy.Policy, server, name, method, field string, res json.RawMessage) (json.RawMessage, error) {
 	if findings := guard.InspectResult(res); len(findings) > 0 {
 		if g.auditFindings(g.who(), pol, server, name, method+" ", findings) {
-			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, name, server, findings[0].Kind, guard.ShowPath(findings[0].Path))}
+			return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: it contains an approval-shaped payload (%s at %s)", method, guard.Quote(name, guard.ShowName), server, findings[0].Kind, guard.ShowPath(findings[0].Path))}
 		}
 	}
 	out, err := g.neutralize(server, name, method+" result ("+field+")", res)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", method, name, server, refusedBecause(err))}
+		return nil, &rpc.Error{Code: CodeDenied, Message: fmt.Sprintf("mcp-gate refused the result of %s %s on server %q: %s", method, guard.Quote(name, guard.ShowName), server, refusedBecause(err))}
 	}
 	return out, nil
 }

@@ -495,8 +495,11 @@ const (
 // relayedInstructions is what the gate adds to its initialize
 // instructions: each server's own, from its running child of key or from
 // the cache, neutralised, one line, bounded and labelled with the server's
-// name, so that no server's text reads as the gate's or another's.
-func (g *Gate) relayedInstructions(key string, cached map[string]string) string {
+// name, so that no server's text reads as the gate's or another's. Hosts
+// hand them to the model with its system prompt: a server's instructions
+// that the result guard finds approval-shaped are withheld, audited
+// (upstreamWords), as its result would be refused.
+func (g *Session) relayedInstructions(key string, cached map[string]string) string {
 	have := map[string]string{}
 	for server, ins := range cached {
 		have[server] = ins
@@ -510,6 +513,15 @@ func (g *Gate) relayedInstructions(key string, cached map[string]string) string 
 	for _, server := range g.pool.Names() {
 		ins := have[server]
 		if strings.TrimSpace(ins) == "" {
+			continue
+		}
+		if _, ok := g.upstreamWords(server, "initialize instructions", ins); !ok {
+			line := fmt.Sprintf("\n\n[%s] Instructions from the server %q: %s", server, server, withheldWords)
+			if b.Len()+len(line) > maxAllInstructions {
+				b.WriteString("\n\n(instructions of further servers left out: too long)")
+				break
+			}
+			b.WriteString(line)
 			continue
 		}
 		clean, _ := guard.Neutralize(ins)

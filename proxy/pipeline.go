@@ -161,7 +161,7 @@ func (g *Session) guardError(pol *policy.Policy, r *relay, t target, err error) 
 		return err
 	}
 	return &rpc.Error{Code: up.orig.Code, Message: fmt.Sprintf("mcp-gate refused the error server %q answered %s %s with: it contains an approval-shaped payload (%s at %s). "+
-		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, t.wire, findings[0].Kind, guard.ShowPath(findings[0].Path))}
+		"Approvals come only from the user through the gate; nothing in this error was acted on.", t.server, r.method, guard.Quote(t.wire, guard.ShowName), findings[0].Kind, guard.ShowPath(findings[0].Path))}
 }
 
 // forwardTo sends the request to the upstream that owns its target.
@@ -414,11 +414,27 @@ func sendSampling(g *Session, ctx context.Context, r *relay, t target) (json.Raw
 // (a 2025 host's request, or a 2026-07-28 host's input request:
 // relayParkedSampling), neutralised, or its refusal.
 func (g *Session) neutralSampling(t target) (json.RawMessage, error) {
-	params, err := g.neutralize(t.server, "sampling/createMessage", "sampling request", t.fwd)
+	params, err := g.neutralize(t.server, "sampling/createMessage", "sampling request", withoutContext(t.fwd))
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeDenied, Message: "sampling request refused: " + refusedBecause(err)}
 	}
 	return params, nil
+}
+
+// withoutContext is a sampling request without its includeContext. The
+// member asks the host to add to the prompt the context of "thisServer"
+// or of "allServers"; behind the gate the host's one server is the gate,
+// every upstream at once, so "thisServer" would hand the asking server
+// what the others returned (their results, files read, secrets), a scope
+// neither the policy's decision on sampling:<server> nor the human's
+// answer to it covers. MCP lets a client ignore the request; the gate
+// passes none (the host includes nothing), and declares no
+// sampling.context upstream (upstreamFacing).
+func withoutContext(params json.RawMessage) json.RawMessage {
+	if out, found := rawjson.Delete(params, "includeContext"); found {
+		return out
+	}
+	return params
 }
 
 // sendSubscribe forwards a subscription and counts it for the session:
@@ -432,10 +448,12 @@ func sendSubscribe(g *Session, ctx context.Context, r *relay, t target) (json.Ra
 }
 
 // sendUnsubscribe ends the session's subscription, and the upstream's only
-// when no other session still holds one: the child is shared.
+// when no other session still holds one: the child is shared, by the
+// sessions of its key, which for a server shared by every identity
+// (childKeyFor) are other users' too.
 func sendUnsubscribe(g *Session, ctx context.Context, r *relay, t target) (json.RawMessage, error) {
 	g.subscribed(t.name, -1)
-	for _, o := range g.sessionsOf(g.childKey()) {
+	for _, o := range g.sessionsOf(g.childKeyFor(g.childKey(), t.server)) {
 		if o != g && o.isSubscribed(t.name) {
 			return json.RawMessage("{}"), nil
 		}

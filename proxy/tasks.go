@@ -47,8 +47,8 @@ func stripTask(params json.RawMessage) (json.RawMessage, bool) {
 }
 
 // upstreamFacing picks, from the capabilities a host declared, those the
-// gate passes to its upstreams: elicitation, sampling and roots (whose
-// requests the gate relays to the host), experimental and extensions
+// gate passes to its upstreams: elicitation, sampling (without context:
+// withoutContext) and roots (whose requests the gate relays to the host), experimental and extensions
 // (opaque to the gate: declared by the host, for the servers that know
 // them), and of tasks only the request types a server may task-augment
 // (tasks.requests.sampling, tasks.requests.elicitation), which the gate
@@ -60,6 +60,11 @@ func upstreamFacing(caps json.RawMessage) json.RawMessage {
 	out := []byte("{}")
 	for _, k := range []string{"elicitation", "sampling", "roots", "experimental", "extensions"} {
 		if v, ok := rawjson.Get(caps, k); ok {
+			if k == "sampling" {
+				// No includeContext is passed to the host (withoutContext),
+				// so the servers are not told it may be.
+				v, _ = rawjson.Delete(v, "context")
+			}
 			out, _ = rawjson.Set(out, k, v)
 		}
 	}

@@ -166,7 +166,7 @@ func (g *Session) afterList(ctx context.Context, method string, res json.RawMess
 	g.Gate.mu.Lock()
 	for _, server := range names {
 		if e := g.startFailed[child{key, server}]; e != nil {
-			failed = append(failed, fmt.Sprintf("server %q did not start: %s", server, guardedTail(e.Error())))
+			failed = append(failed, fmt.Sprintf("server %q did not start: %s", server, g.guardedTail(server, e.Error())))
 		}
 	}
 	g.Gate.mu.Unlock()
@@ -228,15 +228,42 @@ func hostText(s string) string {
 
 // guardedTail is the end of a start failure (lastLines), which carries the
 // server's own stderr, for the host: the model reads it in an error or a
-// log line, so it passes the result guard as a result would. A server must
-// not reach the model with an approval-shaped text by failing to start when
-// its results would be refused.
-func guardedTail(s string) string {
+// log line, so it passes the result guard as a result would
+// (upstreamWords). A server must not reach the model with an
+// approval-shaped text by failing to start when its results would be
+// refused.
+func (g *Session) guardedTail(server, s string) string {
 	tail := lastLines(s, 5, 1000)
-	if len(guard.InspectResult([]byte(tail))) > 0 {
-		return "[its error output is withheld: the result guard found it approval-shaped]"
+	if _, ok := g.upstreamWords(server, "start failure", tail); !ok {
+		return withheldWords
 	}
 	return tail
+}
+
+// withheldWords stands in a message of the gate's for an upstream's text
+// the guard refused (upstreamWords).
+const withheldWords = "[its words are withheld: the result guard found them approval-shaped]"
+
+// upstreamWords is the one way an upstream's own text that is not a
+// relayed message (its list's error, its stderr's tail, its instructions)
+// enters a message of the gate's to the host: an error, a log line, the
+// initialize instructions. The model reads those as it reads a result (a
+// host hands the instructions to the model with its system prompt), so
+// the text is inspected as a result is, and one the guard finds
+// approval-shaped is withheld (ok false), audited; under log-only it is
+// relayed, audited. It is read as a string value, so that a text that is
+// JSON, or starts like it, is read both as JSON and as prose. Making its
+// hidden characters visible and quoting it stay the caller's
+// (guard.Quote, guard.Neutralize).
+func (g *Session) upstreamWords(server, where, text string) (string, bool) {
+	if g.noGuard.Load() {
+		return text, true
+	}
+	findings := guard.InspectResult(mustJSON(map[string]string{"text": text}))
+	if len(findings) == 0 || !g.auditFindings(g.who(), g.policy.Current(), server, "", where+" ", findings) {
+		return text, true
+	}
+	return "", false
 }
 
 // lastLines keeps the end of s: at most n lines and max bytes, the part a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/rpc"
 )
 
@@ -14,7 +15,8 @@ import (
 // host that will use the cache declares: the cache is keyed by the part of
 // them the gate passes upstream), and lists tools, prompts, resources and
 // templates, which starts and lists every server. It returns the servers
-// that could not be listed, joined.
+// that could not be listed, joined, each with why on one line, hidden
+// characters made visible.
 func (g *Gate) Warm(ctx context.Context, hostCaps json.RawMessage, opts ...SessionOption) error {
 	if len(hostCaps) == 0 {
 		hostCaps = json.RawMessage(`{}`)
@@ -44,7 +46,14 @@ func (g *Gate) Warm(ctx context.Context, hostCaps json.RawMessage, opts ...Sessi
 	var errs []error
 	for _, server := range g.pool.Names() {
 		if err := g.pool.LastError(sess.childKey(), server); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", server, err))
+			// The reason carries the server's own stderr, and mcp-gate warm
+			// prints it to the terminal of whoever runs it: escape
+			// sequences (a clipboard write, a cleared screen) and line
+			// breaks (a line of its own, "ok: …") are made visible and the
+			// report kept to one line per server, as in the gate's
+			// messages to a host.
+			why, _ := guard.Neutralize(lastLines(err.Error(), 5, 1000))
+			errs = append(errs, fmt.Errorf("%s: %s", server, why))
 		}
 	}
 	_ = host.Close()

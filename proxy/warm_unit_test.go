@@ -133,3 +133,23 @@ func TestWarmReportsFailedServers(t *testing.T) {
 		t.Fatalf("Warm with a broken server: %v", err)
 	}
 }
+
+// Warm's report of a server that did not start carries its stderr, which
+// mcp-gate warm prints to a terminal: the server's escape sequences (a
+// clipboard write, a cleared screen) and line breaks (a line of its own
+// saying all is well) reached it raw.
+func TestWarmReportHasNoEscapes(t *testing.T) {
+	t.Parallel()
+	a := &recorder{}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"alpha": a.server("echo"), "broken": a.server("echo")}}
+	l.FailLaunches("broken", errors.New("exit status 1; stderr: starting\n\x1b]52;c;ZWNobyBwd25lZA==\a\x1b[2J\x1b[1;1Hok: catalog cache: 2 servers listed\r"))
+	g, err := New(Options{Servers: l.Configs(), Launcher: l, Policy: static(t, allowAll), CatalogCache: catalogcache.Open(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	err = g.Warm(ctx10(t), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "broken: ") || strings.ContainsAny(err.Error(), "\x1b\a\n\r") || !strings.Contains(err.Error(), "[U+001B]") {
+		t.Fatalf("Warm's report of a server whose stderr holds escapes and line breaks: %q", err)
+	}
+}

@@ -65,6 +65,10 @@ func main() {
 		err = runRaw(relayfidHandlers(), ev)
 	case "bypass7":
 		err = runRaw(bypass7Handlers(), ev)
+	case "samplectx":
+		err = runRaw(sampleContextHandlers(), ev)
+	case "gatewords-instructions", "gatewords-listfail":
+		err = runRaw(gateWordsHandlers(*mode == "gatewords-listfail"), ev)
 	case "relayfid-old":
 		err = runRaw(relayfidOldHandlers(), ev)
 	case "stubborn":

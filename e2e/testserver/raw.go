@@ -14,6 +14,7 @@ import (
 type rawHandlers struct {
 	init      string                                         // initialize result
 	toolsList string                                         // tools/list result
+	listError string                                         // tools/list error object, instead of the result
 	calls     map[string]func(c *rawConn, id, params string) // tools/call by tool name
 	onInit    func(c *rawConn)                               // after notifications/initialized
 	// methods answers other requests by method (resources/list, ...).
@@ -101,6 +102,8 @@ func runRaw(h rawHandlers, ev *eventLog) error {
 		case strings.HasPrefix(m.Method, "notifications/"):
 		case m.Method == "ping":
 			c.result(id, `{}`)
+		case m.Method == "tools/list" && h.listError != "":
+			c.errorResp(id, h.listError)
 		case m.Method == "tools/list":
 			c.result(id, h.toolsList)
 		case m.Method == "tools/call":
