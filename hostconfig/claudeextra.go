@@ -346,7 +346,7 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	if err != nil {
 		return nil, "", ""
 	}
-	for _, e := range m.Get("plugins").Elems {
+	for _, e := range m.Get("plugins").Items() {
 		if e.Get("name").String() == name {
 			if src := e.Get("source").String(); src != "" && !filepath.IsAbs(src) {
 				if p := filepath.Join(loc, src); strings.HasPrefix(p, filepath.Clean(loc)+string(filepath.Separator)) {
