@@ -15,7 +15,9 @@ func TestClaudePluginFilesMalformedNoPanic(t *testing.T) {
 		`{"mcpServers":[null,1,"x.json",{"a":null}]}`, `{"plugins":[{"name":"pl","source":{"x":1}},null]}`}
 	files := []func(o Options) string{
 		func(o Options) string { return filepath.Join(o.Home, ".claude", "plugins", "installed_plugins.json") },
-		func(o Options) string { return filepath.Join(o.Home, ".claude", "plugins", "installed_plugins_v2.json") },
+		func(o Options) string {
+			return filepath.Join(o.Home, ".claude", "plugins", "installed_plugins_v2.json")
+		},
 		func(o Options) string { return filepath.Join(o.Home, ".claude", "plugins", "known_marketplaces.json") },
 		func(o Options) string { return filepath.Join(o.Home, ".claude", "settings.json") },
 		func(o Options) string { return filepath.Join(o.Cwd, ".claude", "settings.json") },
