@@ -326,8 +326,9 @@ func declaredServers(plugin, file, dir string, decl *Node) (servers []PluginServ
 // The entry's own mcpServers start servers as the plugin's manifest's do
 // (a "strict": false entry has no manifest at all). source is the
 // plugin's directory inside the marketplace when the entry names one
-// ("source": "./plugins/NAME"): the pinned CLI reads a local
-// marketplace's plugin from there, copy or no copy in the cache.
+// ("source": "./plugins/NAME", or a bare "NAME" under the marketplace's
+// metadata.pluginRoot): the pinned CLI reads a local marketplace's plugin
+// from there, copy or no copy in the cache.
 func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	name, mp, ok := strings.Cut(plugin, "@")
 	if !ok {
@@ -346,9 +347,14 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	if err != nil {
 		return nil, "", ""
 	}
+	root := marketplacePluginRoot(m.Get("metadata").Get("pluginRoot").String())
 	for _, e := range m.Get("plugins").Items() {
 		if e.Get("name").String() == name {
-			if src := e.Get("source").String(); src != "" && !filepath.IsAbs(src) {
+			src := e.Get("source").String()
+			if root != "" && bareSourceName(src) {
+				src = root + "/" + src
+			}
+			if src != "" && !filepath.IsAbs(src) {
 				if p := filepath.Join(loc, src); strings.HasPrefix(p, filepath.Clean(loc)+string(filepath.Separator)) {
 					source = p
 				}
@@ -357,6 +363,44 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 		}
 	}
 	return nil, "", ""
+}
+
+// marketplacePluginRoot is a marketplace's metadata.pluginRoot as the
+// pinned CLI takes it, the directory (relative to the marketplace's root,
+// "." for the root itself) a bare source name resolves under ("pluginRoot":
+// "./plugins" makes "source": "pl" ./plugins/pl); "" when unset or not a
+// plain relative path (absolute, with a backslash, a colon, or an empty,
+// "." or ".." element), which the CLI ignores.
+func marketplacePluginRoot(root string) string {
+	if root == "" || strings.HasPrefix(root, "/") || strings.ContainsAny(root, `\:`) {
+		return ""
+	}
+	root = strings.TrimRight(strings.TrimPrefix(root, "./"), "/")
+	if root == "" || root == "." {
+		return "."
+	}
+	for _, el := range strings.Split(root, "/") {
+		if el == "" || el == "." || el == ".." {
+			return ""
+		}
+	}
+	return root
+}
+
+// bareSourceName says whether a marketplace entry's source is a bare name
+// (a letter or digit, then letters, digits, '-', '.' and '_', no ".."),
+// which the pinned CLI resolves under metadata.pluginRoot.
+func bareSourceName(src string) bool {
+	if src == "" || strings.Contains(src, "..") {
+		return false
+	}
+	for i, c := range src {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("-._", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // claudeDenied are the serverName entries of deniedMcpServers in files

@@ -2,6 +2,8 @@ package hostconfig
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +48,48 @@ func TestClaudePluginFilesMalformedNoPanic(t *testing.T) {
 				Scan(o)
 				_, _ = PlanInstall(o, "claude-code")
 			}()
+		}
+	}
+}
+
+// A local marketplace may name its plugins bare ("source": "pl") under
+// metadata.pluginRoot ("./plugins"): the pinned CLI starts such a plugin,
+// enabled and not installed, from ./plugins/pl, while install and doctor
+// looked in ./pl and found nothing, so its server ran beside the gate
+// unreported. A pluginRoot the CLI ignores (outside the marketplace) or a
+// source that is not a bare name leaves the source as written.
+func TestClaudeMarketplacePluginRoot(t *testing.T) {
+	o := testOptions(t)
+	home := filepath.Join(o.Home, ".claude")
+	lm := filepath.Join(o.Home, "lm")
+	write(t, filepath.Join(lm, ".claude-plugin", "marketplace.json"), `{"name":"lm","metadata":{"pluginRoot":"./plugins/"},"plugins":[{"name":"pl","source":"pl"}]}`)
+	write(t, filepath.Join(lm, "plugins", "pl", ".mcp.json"), `{"mcpServers":{"s":{"command":"s"}}}`)
+	write(t, filepath.Join(home, "plugins", "known_marketplaces.json"), `{"lm":{"source":{"source":"directory","path":`+strconvQuote(lm)+`},"installLocation":`+strconvQuote(lm)+`}}`)
+	write(t, filepath.Join(home, "settings.json"), `{"enabledPlugins":{"pl@lm":true}}`)
+	write(t, ClaudeCodeConfigPath(o), `{"mcpServers":{"u":{"command":"x"}}}`)
+	servers, _ := ClaudePluginServers(o)
+	if len(servers) != 1 || servers[0].Name != "plugin:pl:s" {
+		t.Fatalf("plugin servers: %+v; want plugin:pl:s", servers)
+	}
+	if scanned := directNames(claudeReport(t, o)); !slices.Contains(scanned, "plugin:pl:s") {
+		t.Errorf("scan: %v; plugin:pl:s missing", scanned)
+	}
+	install(t, o, "claude-code")
+	if got := read(t, filepath.Join(home, "settings.json")); !strings.Contains(got, `"serverName": "plugin:pl:s"`) {
+		t.Errorf("install did not deny plugin:pl:s:\n%s", got)
+	}
+
+	for _, c := range []struct{ root, want string }{
+		{"./plugins", "plugins"}, {"plugins/", "plugins"}, {".", "."}, {"./", "."}, {"", ""},
+		{"/abs", ""}, {"../up", ""}, {"a/../b", ""}, {`a\b`, ""}, {"c:x", ""}, {"a//b", ""},
+	} {
+		if got := marketplacePluginRoot(c.root); got != c.want {
+			t.Errorf("pluginRoot %q: %q; want %q", c.root, got, c.want)
+		}
+	}
+	for src, want := range map[string]bool{"pl": true, "p-l.v_2": true, "./pl": false, "a/b": false, "a..b": false, "-pl": false, "": false} {
+		if got := bareSourceName(src); got != want {
+			t.Errorf("bare %q: %v", src, got)
 		}
 	}
 }
