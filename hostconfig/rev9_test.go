@@ -93,3 +93,57 @@ func TestClaudeMarketplacePluginRoot(t *testing.T) {
 		}
 	}
 }
+
+// Uninstall left every denial install added, each with a note calling it
+// the user's, once the user added an entry at the top of the list or
+// edited one of their own before install's: any entry install had not
+// seen, anywhere before install's, was taken for a sign that the user
+// wrote install's entry again. Only entries written after the ones that
+// preceded install's are.
+func TestUninstallOwnEntryAfterEditsBeforeIt(t *testing.T) {
+	o := testOptions(t)
+	settings := claudePlugin(t, o)
+	write(t, ClaudeCodeConfigPath(o), `{}`)
+	write(t, settings, `{"enabledPlugins":{"pl@mp":true},"deniedMcpServers":[{"serverName":"mine"},{"serverName":"other"}]}`)
+	install(t, o, "claude-code")
+	s := read(t, settings)
+	s = strings.Replace(s, `"deniedMcpServers": [`, `"deniedMcpServers": [{"serverName":"new"},`, 1)
+	s = strings.Replace(s, `"other"`, `"other2"`, 1)
+	write(t, settings, s)
+	_, notes, err := Uninstall(o, "claude-code", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, settings), "{\"enabledPlugins\":{\"pl@mp\":true},\"deniedMcpServers\":[{\"serverName\":\"new\"},{\"serverName\":\"mine\"},{\"serverName\":\"other2\"}]}"; strings.Join(strings.Fields(got), "") != want {
+		t.Errorf("settings.json after uninstall:\n%s\nwant %s\nnotes: %v", got, want, notes)
+	}
+
+	nodes := func(elems ...string) []*Node {
+		var out []*Node
+		for _, e := range elems {
+			out = append(out, Leaf(e))
+		}
+		return out
+	}
+	q := func(s string) string { return Leaf(s).Compact() }
+	wasC := []string{q("a"), q("b"), q("X"), q("Y")}
+	for _, c := range []struct {
+		list []string
+		want int
+	}{
+		{[]string{"a", "b", "X", "Y"}, 2},            // as install left it
+		{[]string{"n", "a", "b", "X", "Y"}, 3},       // one added at the top
+		{[]string{"a", "b2", "X", "Y"}, 2},           // one before it edited
+		{[]string{"a2", "b2", "X", "Y"}, 2},          // all before it edited
+		{[]string{"a", "X", "Y"}, 1},                 // one before it taken away
+		{[]string{"a", "b", "Y", "X"}, -1},           // taken away, written again at the end
+		{[]string{"a", "b", "n", "X"}, -1},           // written again after one of the user's
+		{[]string{"a", "b", "Y", "n", "X", "X"}, -1}, // and a copy
+		{[]string{"a", "b", "Y"}, -1},                // gone
+		{[]string{"n", "a2", "b", "X", "Y", "X"}, 3}, // top, edit, and a copy after
+	} {
+		if got := ownEntry(nodes(c.list...), q("X"), wasC); got != c.want {
+			t.Errorf("ownEntry(%v): %d; want %d", c.list, got, c.want)
+		}
+	}
+}
