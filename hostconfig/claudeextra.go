@@ -57,8 +57,17 @@ func ClaudeManagedMCPPath(o Options) string {
 }
 
 // readTree is the JSON object at path, or nil when the file is absent,
-// unreadable or not an object.
+// unreadable or not an object. Plugins' and marketplaces' files are often
+// a cloned repository's: one that is not a regular file (a link to
+// /dev/zero, a FIFO) is refused rather than read without end.
 func readTree(path string) (*Node, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

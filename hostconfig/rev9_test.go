@@ -1,10 +1,12 @@
 package hostconfig
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every file the plugin reader follows may be malformed (a marketplace is
@@ -145,5 +147,35 @@ func TestUninstallOwnEntryAfterEditsBeforeIt(t *testing.T) {
 		if got := ownEntry(nodes(c.list...), q("X"), wasC); got != c.want {
 			t.Errorf("ownEntry(%v): %d; want %d", c.list, got, c.want)
 		}
+	}
+}
+
+// A marketplace is often a cloned repository, and a link in it may name
+// /dev/zero: doctor and install read it until memory ran out. A plugin's
+// or marketplace's file that is not a regular file is refused, and a note
+// says so.
+func TestClaudePluginFileNotRegularRefused(t *testing.T) {
+	o := testOptions(t)
+	claudePlugin(t, o)
+	mkt := filepath.Join(o.Home, "mkt")
+	write(t, filepath.Join(o.Home, ".claude", "plugins", "known_marketplaces.json"), `{"mp":{"installLocation":`+strconvQuote(mkt)+`}}`)
+	if err := os.MkdirAll(filepath.Join(mkt, ".claude-plugin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(mkt, ".claude-plugin", "marketplace.json")); err != nil {
+		t.Skip(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(o.Home, ".claude", "plugins", "installed_plugins_v2.json")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { _, notes := ClaudePluginServers(o); done <- notes }()
+	select {
+	case notes := <-done:
+		if !strings.Contains(strings.Join(notes, "\n"), "not a regular file") {
+			t.Errorf("notes: %v", notes)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ClaudePluginServers still reading /dev/zero after 10s")
 	}
 }
