@@ -134,8 +134,7 @@ func claudeManagedSettingsFiles(o Options) []string {
 // leaves it off" is not relied on).
 func enabledClaudePlugins(o Options) []string {
 	var out []string
-	files := append(append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
-	for _, path := range files {
+	for _, path := range claudeSettingsFiles(o) {
 		tree, err := readTree(path)
 		if err != nil {
 			continue
@@ -155,22 +154,55 @@ func enabledClaudePlugins(o Options) []string {
 }
 
 // claudePluginDirs are the directories Claude Code keeps plugins in:
-// CLAUDE_CODE_PLUGIN_CACHE_DIR when set, else plugins and cowork_plugins
-// in its config directory; and each of CLAUDE_CODE_PLUGIN_SEED_DIR
-// (pre-installed plugins).
+// plugins and cowork_plugins in its config directory, each
+// CLAUDE_CODE_PLUGIN_CACHE_DIR (which a session uses in their place), and
+// each of CLAUDE_CODE_PLUGIN_SEED_DIR (pre-installed plugins). The
+// variables are read from the environment and from the env of every
+// settings file a session may read (the pinned CLI applies a settings
+// file's env, a project's included, before it reads its plugins), with a
+// leading ~ as the user's home (the CLI expands it): a session in a
+// project whose settings name a cache directory reads that one.
 func claudePluginDirs(o Options) []string {
-	var dirs []string
-	if d := o.getenv("CLAUDE_CODE_PLUGIN_CACHE_DIR"); d != "" {
-		dirs = append(dirs, d)
-	} else {
-		dirs = append(dirs, filepath.Join(claudeSettingsDir(o), "plugins"), filepath.Join(claudeSettingsDir(o), "cowork_plugins"))
-	}
-	for _, d := range filepath.SplitList(o.getenv("CLAUDE_CODE_PLUGIN_SEED_DIR")) {
-		if d != "" {
-			dirs = append(dirs, d)
+	dirs := []string{filepath.Join(claudeSettingsDir(o), "plugins"), filepath.Join(claudeSettingsDir(o), "cowork_plugins")}
+	for _, name := range []string{"CLAUDE_CODE_PLUGIN_CACHE_DIR", "CLAUDE_CODE_PLUGIN_SEED_DIR"} {
+		values := []string{o.getenv(name)}
+		for _, path := range claudeSettingsFiles(o) {
+			if tree, err := readTree(path); err == nil {
+				values = append(values, tree.Get("env").Get(name).String())
+			}
+		}
+		for _, v := range values {
+			for _, d := range filepath.SplitList(v) {
+				if d = claudeExpandHome(o, d); d != "" && !slices.Contains(dirs, d) {
+					dirs = append(dirs, d)
+				}
+			}
 		}
 	}
 	return dirs
+}
+
+// claudeSettingsFiles are every settings file a Claude Code session may
+// read: the user's, the project's and the administrator's.
+func claudeSettingsFiles(o Options) []string {
+	return append(append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
+}
+
+// claudeExpandHome is a directory a Claude Code variable names, with a
+// leading ~ as the user's home and a relative path taken from the
+// project; "" for none.
+func claudeExpandHome(o Options, d string) string {
+	switch {
+	case d == "":
+		return ""
+	case d == "~":
+		return o.Home
+	case strings.HasPrefix(d, "~/"), o.GOOS == "windows" && strings.HasPrefix(d, `~\`):
+		return filepath.Join(o.Home, d[2:])
+	case !filepath.IsAbs(d) && o.Cwd != "":
+		return filepath.Join(o.Cwd, d)
+	}
+	return d
 }
 
 // claudePluginRegistry is the file that lists the installed copies of a

@@ -179,3 +179,39 @@ func TestClaudePluginFileNotRegularRefused(t *testing.T) {
 		t.Fatal("ClaudePluginServers still reading /dev/zero after 10s")
 	}
 }
+
+// CLAUDE_CODE_PLUGIN_CACHE_DIR moves Claude Code's plugins directory, and
+// the pinned CLI takes it from a settings file's env as from its own
+// environment, with a leading ~ as the home (checked: a plugin installed
+// under "~/pc" started beside the gate with the variable only in the
+// user's settings.json env). The gate read the variable from its own
+// environment only, without ~: install and doctor did not see the
+// plugin. A project's settings may name one too.
+func TestClaudePluginCacheDirFromSettingsEnv(t *testing.T) {
+	for _, c := range []struct{ settings, value, dir string }{
+		{".claude/settings.json", `~/pc`, "pc"},
+		{"proj/.claude/settings.json", `/ABS/elsewhere`, "elsewhere"},
+	} {
+		o := testOptions(t)
+		dir := filepath.Join(o.Home, c.dir, "cache", "mp", "pl", "1.0.0")
+		write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers":{"a":{"command":"a"}}}`)
+		write(t, filepath.Join(o.Home, c.dir, "installed_plugins.json"), `{"version":2,"plugins":{"pl@mp":[{"installPath":`+strconvQuote(dir)+`}]}}`)
+		value := strings.Replace(c.value, "/ABS", o.Home, 1)
+		write(t, filepath.Join(o.Home, c.settings), `{"env":{"CLAUDE_CODE_PLUGIN_CACHE_DIR":`+strconvQuote(value)+`}}`)
+		servers, _ := ClaudePluginServers(o)
+		if len(servers) != 1 || servers[0].Name != "plugin:pl:a" {
+			t.Errorf("%s env %s: plugin servers %+v; want plugin:pl:a", c.settings, value, servers)
+		}
+	}
+	// The environment's own value, with ~.
+	o := testOptions(t)
+	o.Getenv = func(k string) string {
+		if k == "CLAUDE_CODE_PLUGIN_CACHE_DIR" {
+			return "~/pc"
+		}
+		return ""
+	}
+	if got := claudePluginDirs(o); !slices.Contains(got, filepath.Join(o.Home, "pc")) {
+		t.Errorf("plugin dirs: %v", got)
+	}
+}
