@@ -593,10 +593,7 @@ func claudeManaged(o Options) (direct []Entry, notes []string) {
 			notes = append(notes, fmt.Sprintf("%s exists: it has exclusive control of MCP servers, so Claude Code starts only the servers it lists and none of yours, the gate install registers included", path))
 		}
 	}
-	settings := []string{filepath.Join(ClaudeManagedDir(o), "managed-settings.json")}
-	dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
-	slices.Sort(dropIns)
-	for _, sp := range append(settings, dropIns...) {
+	for _, sp := range claudeManagedSettingsFiles(o) {
 		tree, err := readTree(sp)
 		if err != nil {
 			continue
