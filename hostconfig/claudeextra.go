@@ -57,8 +57,17 @@ func ClaudeManagedMCPPath(o Options) string {
 }
 
 // readTree is the JSON object at path, or nil when the file is absent,
-// unreadable or not an object.
+// unreadable or not an object. Plugins' and marketplaces' files are often
+// a cloned repository's: one that is not a regular file (a link to
+// /dev/zero, a FIFO) is refused rather than read without end.
 func readTree(path string) (*Node, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -125,8 +134,7 @@ func claudeManagedSettingsFiles(o Options) []string {
 // leaves it off" is not relied on).
 func enabledClaudePlugins(o Options) []string {
 	var out []string
-	files := append(append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
-	for _, path := range files {
+	for _, path := range claudeSettingsFiles(o) {
 		tree, err := readTree(path)
 		if err != nil {
 			continue
@@ -146,22 +154,55 @@ func enabledClaudePlugins(o Options) []string {
 }
 
 // claudePluginDirs are the directories Claude Code keeps plugins in:
-// CLAUDE_CODE_PLUGIN_CACHE_DIR when set, else plugins and cowork_plugins
-// in its config directory; and each of CLAUDE_CODE_PLUGIN_SEED_DIR
-// (pre-installed plugins).
+// plugins and cowork_plugins in its config directory, each
+// CLAUDE_CODE_PLUGIN_CACHE_DIR (which a session uses in their place), and
+// each of CLAUDE_CODE_PLUGIN_SEED_DIR (pre-installed plugins). The
+// variables are read from the environment and from the env of every
+// settings file a session may read (the pinned CLI applies a settings
+// file's env, a project's included, before it reads its plugins), with a
+// leading ~ as the user's home (the CLI expands it): a session in a
+// project whose settings name a cache directory reads that one.
 func claudePluginDirs(o Options) []string {
-	var dirs []string
-	if d := o.getenv("CLAUDE_CODE_PLUGIN_CACHE_DIR"); d != "" {
-		dirs = append(dirs, d)
-	} else {
-		dirs = append(dirs, filepath.Join(claudeSettingsDir(o), "plugins"), filepath.Join(claudeSettingsDir(o), "cowork_plugins"))
-	}
-	for _, d := range filepath.SplitList(o.getenv("CLAUDE_CODE_PLUGIN_SEED_DIR")) {
-		if d != "" {
-			dirs = append(dirs, d)
+	dirs := []string{filepath.Join(claudeSettingsDir(o), "plugins"), filepath.Join(claudeSettingsDir(o), "cowork_plugins")}
+	for _, name := range []string{"CLAUDE_CODE_PLUGIN_CACHE_DIR", "CLAUDE_CODE_PLUGIN_SEED_DIR"} {
+		values := []string{o.getenv(name)}
+		for _, path := range claudeSettingsFiles(o) {
+			if tree, err := readTree(path); err == nil {
+				values = append(values, tree.Get("env").Get(name).String())
+			}
+		}
+		for _, v := range values {
+			for _, d := range filepath.SplitList(v) {
+				if d = claudeExpandHome(o, d); d != "" && !slices.Contains(dirs, d) {
+					dirs = append(dirs, d)
+				}
+			}
 		}
 	}
 	return dirs
+}
+
+// claudeSettingsFiles are every settings file a Claude Code session may
+// read: the user's, the project's and the administrator's.
+func claudeSettingsFiles(o Options) []string {
+	return append(append(claudeUserSettingsFiles(o), claudeProjectSettingsFiles(o)...), claudeManagedSettingsFiles(o)...)
+}
+
+// claudeExpandHome is a directory a Claude Code variable names, with a
+// leading ~ as the user's home and a relative path taken from the
+// project; "" for none.
+func claudeExpandHome(o Options, d string) string {
+	switch {
+	case d == "":
+		return ""
+	case d == "~":
+		return o.Home
+	case strings.HasPrefix(d, "~/"), o.GOOS == "windows" && strings.HasPrefix(d, `~\`):
+		return filepath.Join(o.Home, d[2:])
+	case !filepath.IsAbs(d) && o.Cwd != "":
+		return filepath.Join(o.Cwd, d)
+	}
+	return d
 }
 
 // claudePluginRegistry is the file that lists the installed copies of a
@@ -326,8 +367,9 @@ func declaredServers(plugin, file, dir string, decl *Node) (servers []PluginServ
 // The entry's own mcpServers start servers as the plugin's manifest's do
 // (a "strict": false entry has no manifest at all). source is the
 // plugin's directory inside the marketplace when the entry names one
-// ("source": "./plugins/NAME"): the pinned CLI reads a local
-// marketplace's plugin from there, copy or no copy in the cache.
+// ("source": "./plugins/NAME", or a bare "NAME" under the marketplace's
+// metadata.pluginRoot): the pinned CLI reads a local marketplace's plugin
+// from there, copy or no copy in the cache.
 func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	name, mp, ok := strings.Cut(plugin, "@")
 	if !ok {
@@ -346,9 +388,14 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 	if err != nil {
 		return nil, "", ""
 	}
-	for _, e := range m.Get("plugins").Elems {
+	root := marketplacePluginRoot(m.Get("metadata").Get("pluginRoot").String())
+	for _, e := range m.Get("plugins").Items() {
 		if e.Get("name").String() == name {
-			if src := e.Get("source").String(); src != "" && !filepath.IsAbs(src) {
+			src := e.Get("source").String()
+			if root != "" && bareSourceName(src) {
+				src = root + "/" + src
+			}
+			if src != "" && !filepath.IsAbs(src) {
 				if p := filepath.Join(loc, src); strings.HasPrefix(p, filepath.Clean(loc)+string(filepath.Separator)) {
 					source = p
 				}
@@ -357,6 +404,44 @@ func marketplaceEntry(dir, plugin string) (entry *Node, file, source string) {
 		}
 	}
 	return nil, "", ""
+}
+
+// marketplacePluginRoot is a marketplace's metadata.pluginRoot as the
+// pinned CLI takes it, the directory (relative to the marketplace's root,
+// "." for the root itself) a bare source name resolves under ("pluginRoot":
+// "./plugins" makes "source": "pl" ./plugins/pl); "" when unset or not a
+// plain relative path (absolute, with a backslash, a colon, or an empty,
+// "." or ".." element), which the CLI ignores.
+func marketplacePluginRoot(root string) string {
+	if root == "" || strings.HasPrefix(root, "/") || strings.ContainsAny(root, `\:`) {
+		return ""
+	}
+	root = strings.TrimRight(strings.TrimPrefix(root, "./"), "/")
+	if root == "" || root == "." {
+		return "."
+	}
+	for _, el := range strings.Split(root, "/") {
+		if el == "" || el == "." || el == ".." {
+			return ""
+		}
+	}
+	return root
+}
+
+// bareSourceName says whether a marketplace entry's source is a bare name
+// (a letter or digit, then letters, digits, '-', '.' and '_', no ".."),
+// which the pinned CLI resolves under metadata.pluginRoot.
+func bareSourceName(src string) bool {
+	if src == "" || strings.Contains(src, "..") {
+		return false
+	}
+	for i, c := range src {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("-._", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // claudeDenied are the serverName entries of deniedMcpServers in files
@@ -508,10 +593,7 @@ func claudeManaged(o Options) (direct []Entry, notes []string) {
 			notes = append(notes, fmt.Sprintf("%s exists: it has exclusive control of MCP servers, so Claude Code starts only the servers it lists and none of yours, the gate install registers included", path))
 		}
 	}
-	settings := []string{filepath.Join(ClaudeManagedDir(o), "managed-settings.json")}
-	dropIns, _ := filepath.Glob(filepath.Join(ClaudeManagedDir(o), "managed-settings.d", "*.json"))
-	slices.Sort(dropIns)
-	for _, sp := range append(settings, dropIns...) {
+	for _, sp := range claudeManagedSettingsFiles(o) {
 		tree, err := readTree(sp)
 		if err != nil {
 			continue

@@ -126,6 +126,15 @@ func (n *Node) Get(k string) *Node {
 	return nil
 }
 
+// Items are an array's elements; nil for anything else, nil included
+// (a key a malformed file lacks).
+func (n *Node) Items() []*Node {
+	if n == nil || n.Kind != '[' {
+		return nil
+	}
+	return n.Elems
+}
+
 // Index is the position of key k in an object, or -1.
 func (n *Node) Index(k string) int {
 	for i, key := range n.Keys {

@@ -155,7 +155,7 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 		if i := ownEntry(list.Elems, want, r.List); i >= 0 {
 			list.Elems = slices.Delete(list.Elems, i, i+1)
 		} else if slices.ContainsFunc(list.Elems, func(e *Node) bool { return e.Compact() == want }) {
-			notes = append(notes, fmt.Sprintf("%s: %s in %s was added again after install (it comes after an entry that was not there when install added it), so it is yours and stays; remove it by hand if you no longer want it", path, want, strings.Join(r.Path, ".")))
+			notes = append(notes, fmt.Sprintf("%s: %s in %s was added again after install (it comes after entries written since install, or after one install added after it), so it is yours and stays; remove it by hand if you no longer want it", path, want, strings.Join(r.Path, ".")))
 		}
 	}
 	return tree.Encode(style.indent, style.newline), notes, nil
@@ -163,24 +163,38 @@ func undoJSON(cur []byte, path string, st *State) ([]byte, []string, error) {
 
 // ownEntry is the index of the element of list that install added as
 // want, or -1. The list as install left it (was; nil in records of older
-// installs) tells it from an equal entry the user wrote after install:
-// entries are added at a list's end, so an element that comes after one
-// that was not in the list when install left it was added after install
-// (the user's, even when the user took install's away and wrote it
-// again), and a second equal element is the user's copy. An entry taken
-// away and written again in the same place is indistinguishable from
-// install's own, and goes.
+// installs) tells it from an equal entry the user wrote after install.
+// Entries are written at a list's end, so want's first equal element is
+// the user's when it comes after an element that followed install's entry
+// in was (install's was taken away and written again at the end), or
+// after more entries was did not hold than can stand for the ones between
+// it and the last entry still there of those that preceded install's (the
+// user wrote others after install, then want again). An entry the user
+// added before those, or one of them the user edited, is not such a sign.
+// An entry taken away and written again in the same place is
+// indistinguishable from install's own, and goes.
 func ownEntry(list []*Node, want string, was []string) int {
-	for i, e := range list {
+	i := slices.IndexFunc(list, func(e *Node) bool { return e.Compact() == want })
+	k := slices.Index(was, want)
+	if i < 0 || was == nil || k < 0 {
+		return i
+	}
+	q, added := -1, 0 // was's index of the last of its entries before want, and the new ones since
+	for _, e := range list[:i] {
 		c := e.Compact()
-		if c == want {
-			return i
-		}
-		if was != nil && !slices.Contains(was, c) {
+		switch j := slices.Index(was, c); {
+		case j > k:
 			return -1
+		case j >= 0:
+			q, added = j, 0
+		default:
+			added++
 		}
 	}
-	return -1
+	if added > k-q-1 {
+		return -1
+	}
+	return i
 }
 
 func undoTOML(cur []byte, path string, st *State) ([]byte, []string, error) {
