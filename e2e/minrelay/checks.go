@@ -56,17 +56,8 @@ func newChecks(policyPath, auditPath, strip string) (*checks, error) {
 // one burst of whole lines, appending the lines to forward to out. The
 // burst's records are written before it returns.
 func (c *checks) requests(out, whole []byte) ([]byte, error) {
-	for len(whole) > 0 {
-		eol := bytes.IndexByte(whole, '\n') + 1
-		if eol == 0 {
-			eol = len(whole)
-		}
-		line := whole[:eol]
-		whole = whole[eol:]
-		// Decode rewrites line breaks in what it reads to spaces: the
-		// line's own end is not given to it.
-		body := bytes.TrimSuffix(line, []byte("\n"))
-		msg, err := rpc.Decode(body)
+	for line := range bytes.Lines(whole) {
+		msg, err := rpc.Decode(body(line))
 		if err != nil || msg.Method != "tools/call" {
 			out = append(out, line...)
 			continue
@@ -112,17 +103,8 @@ func (c *checks) requests(out, whole []byte) ([]byte, error) {
 // responses guards the results of one burst of whole lines, appending them
 // to out as they came.
 func (c *checks) responses(out, whole []byte) ([]byte, error) {
-	for len(whole) > 0 {
-		eol := bytes.IndexByte(whole, '\n') + 1
-		if eol == 0 {
-			eol = len(whole)
-		}
-		line := whole[:eol]
-		whole = whole[eol:]
-		// Decode rewrites line breaks in what it reads to spaces: the
-		// line's own end is not given to it.
-		body := bytes.TrimSuffix(line, []byte("\n"))
-		if msg, err := rpc.Decode(body); err == nil && msg.Result != nil {
+	for line := range bytes.Lines(whole) {
+		if msg, err := rpc.Decode(body(line)); err == nil && msg.Result != nil {
 			if sc := guard.ScanResult(msg.Result); !sc.Clean() && len(guard.InspectScanned(msg.Result, sc)) > 0 {
 				c.flagged++
 			}
@@ -131,3 +113,7 @@ func (c *checks) responses(out, whole []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// body is a line without its end: Decode rewrites the line breaks in what
+// it reads to spaces.
+func body(line []byte) []byte { return bytes.TrimSuffix(line, []byte("\n")) }

@@ -174,19 +174,13 @@ func copyLines(w io.Writer, r io.Reader, transform func(out, whole []byte) ([]by
 // stripped appends the lines of whole to out, each with from's prefix
 // dropped in the first quoted string that starts with it.
 func stripped(out, whole, from, to []byte) []byte {
-	for len(whole) > 0 {
-		eol := bytes.IndexByte(whole, '\n') + 1
-		if eol == 0 {
-			eol = len(whole)
-		}
-		line := whole[:eol]
+	for line := range bytes.Lines(whole) {
 		if i := bytes.Index(line, from); i >= 0 {
 			out = append(out, line[:i+len(to)]...)
 			out = append(out, line[i+len(from):]...)
 		} else {
 			out = append(out, line...)
 		}
-		whole = whole[eol:]
 	}
 	return out
 }
