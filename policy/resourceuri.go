@@ -88,14 +88,16 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	// file://secrets/key.pem, file://src/../.env or file://~/.ssh/id_rsa,
 	// which URI parsers read as a host and such a server as the project's
 	// secrets/key.pem, its .env, or a home's key. Only the authority
-	// localhost, which file URIs name the local machine with, stays
-	// decided as the path it is to every other reader; read whole it
-	// names a directory localhost that the path cannot leave without a
-	// ".." segment, which no such URI needs.
+	// localhost, which file URIs name the local machine with, and a URI
+	// template's expression (file://{path}, decided when it is completed)
+	// stay decided as the path they are to every other reader: read whole
+	// they name a directory no working directory has (localhost, {path}),
+	// which the path cannot leave without a ".." segment, which no such
+	// URI needs.
 	if u.hasAuthority && u.authority != "" {
 		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) {
 			paths = append(paths, q)
-		} else if !strings.EqualFold(percentDecodeAll(u.authority), "localhost") || hasDotDotSegment(paths[0]) {
+		} else if a := percentDecodeAll(u.authority); !strings.EqualFold(a, "localhost") && !isTemplateExpression(a) || hasDotDotSegment(paths[0]) {
 			return errRelativeFile
 		}
 	}
@@ -165,6 +167,12 @@ func whatwgReading(uri string) string {
 		s = s[:i+1] + "///" + s[i+1:]
 	}
 	return s
+}
+
+// isTemplateExpression reports whether s is one RFC 6570 expression,
+// {name} or {+name}: the authority of a template such as file://{path}.
+func isTemplateExpression(s string) bool {
+	return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}/\\.")
 }
 
 // hasDotDotSegment reports whether a decoded path has a ".." segment,

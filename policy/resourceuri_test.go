@@ -90,6 +90,7 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file://h:22/tmp/x",
 		"file://localhost/../tmp/etclink/passwd", // a directory localhost in the working directory
 		"file://localhost%2F..%2Fetc%2Fpasswd",
+		"file://{x}/../tmp/etclink/passwd",                         // a directory {x} in the working directory
 		"file://" + root + "/tmp/etclink/passwd",                   // a symlink into etc
 		"file://" + root + "/etc/localtime/../passwd",              // /etc/<file>/../passwd: lexical reading
 		"file://" + root + "/tmp/deep/../etc/passwd",               // kernel: zoneinfo/../etc
@@ -103,6 +104,8 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file://localhost" + root + "/tmp/x",
 		"file://LocalHost" + root + "/tmp/x",
 		"file:" + root + "/tmp/x",
+		"file://{path}", // a template, decided when it is completed
+		"file://{+path}",
 		"file://" + root + "/etcetera/x",
 		"file://" + root + "/zoneinfo/UTC",
 		"https://public.example/a",
