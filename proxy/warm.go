@@ -45,7 +45,7 @@ func (g *Gate) Warm(ctx context.Context, hostCaps json.RawMessage, opts ...Sessi
 	}
 	var errs []error
 	for _, server := range g.pool.Names() {
-		if err := g.pool.LastError(sess.childKey(), server); err != nil {
+		if err := g.pool.LastError(g.childKeyFor(sess.childKey(), server), server); err != nil { // a shared server's child is under the shared key
 			// The reason carries the server's own stderr, and mcp-gate warm
 			// prints it to the terminal of whoever runs it.
 			errs = append(errs, fmt.Errorf("%s: %s", server, TerminalReason(err)))

@@ -175,3 +175,26 @@ func TestWarmReportHasNoCarriageReturn(t *testing.T) {
 		t.Fatalf("Warm's report of a server whose stderr holds carriage returns: %q", err)
 	}
 }
+
+// A shared server's child is kept under the shared key (childKeyFor), and
+// Warm looked its failure up under the session's own key: a shared server
+// that could not be started was not reported, and warm said all was well.
+func TestWarmReportsFailedSharedServer(t *testing.T) {
+	t.Parallel()
+	a := &recorder{}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"alpha": a.server("echo"), "broken": a.server("echo")}}
+	l.FailLaunches("broken", errors.New("exec: no such file"))
+	servers := l.Configs()
+	for i := range servers {
+		servers[i].Shared = servers[i].Name == "broken"
+	}
+	g, err := New(Options{Servers: servers, Launcher: l, Policy: static(t, allowAll), CatalogCache: catalogcache.Open(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	err = g.Warm(ctx10(t), nil)
+	if err == nil || !strings.Contains(err.Error(), "broken: ") || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("Warm with a broken shared server: %v", err)
+	}
+}
