@@ -80,16 +80,24 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	// file://%2Fetc/passwd is /etc/passwd to it, where every URI parser
 	// reads the host %2Fetc (or refuses it) and the path /passwd. When that
 	// reading names an absolute path, it is decided too.
-	// When it names a relative path instead (file://..%2F..%2Fetc/passwd,
-	// which a URI template file://{path} produces from the value
-	// ../../etc/passwd), the file it opens depends on the server's working
-	// directory, which the decision does not know: an authority that reads
-	// as a path (a slash or backslash in it, or a leading dot), which no
-	// host name has, fails closed (errRelativeFile).
+	// When it names a relative path instead, the file it opens depends on
+	// the server's working directory, which the decision does not know,
+	// and the URI fails closed (errRelativeFile), whatever the authority
+	// looks like: file://..%2F..%2Fetc/passwd (what a URI template
+	// file://{path} makes of ../../etc/passwd) as much as
+	// file://secrets/key.pem, file://src/../.env or file://~/.ssh/id_rsa,
+	// which URI parsers read as a host and such a server as the project's
+	// secrets/key.pem, its .env, or a home's key. Only the authority
+	// localhost, which file URIs name the local machine with, and a URI
+	// template's expression (file://{path}, decided when it is completed)
+	// stay decided as the path they are to every other reader: read whole
+	// they name a directory no working directory has (localhost, {path}),
+	// which the path cannot leave without a ".." segment, which no such
+	// URI needs.
 	if u.hasAuthority && u.authority != "" {
-		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) && q != paths[0] {
+		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) {
 			paths = append(paths, q)
-		} else if a := percentDecodeAll(u.authority); strings.ContainsAny(a, `/\`) || strings.HasPrefix(a, ".") {
+		} else if a := percentDecodeAll(u.authority); !strings.EqualFold(a, "localhost") && !isTemplateExpression(a) || hasDotDotSegment(paths[0]) {
 			return errRelativeFile
 		}
 	}
@@ -159,6 +167,23 @@ func whatwgReading(uri string) string {
 		s = s[:i+1] + "///" + s[i+1:]
 	}
 	return s
+}
+
+// isTemplateExpression reports whether s is one RFC 6570 expression,
+// {name} or {+name}: the authority of a template such as file://{path}.
+func isTemplateExpression(s string) bool {
+	return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}/\\.")
+}
+
+// hasDotDotSegment reports whether a decoded path has a ".." segment,
+// with a slash or a backslash for a separator.
+func hasDotDotSegment(p string) bool {
+	for seg := range strings.FieldsFuncSeq(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // endsAsDirectory reports whether a path ends at a segment boundary: with

@@ -81,6 +81,16 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 		"file:.ssh/id_rsa", // relative to a working directory (Python's urlparse reads the path as it is): fails closed
 		"file:x/../../../../../../../../../etc/passwd",
 		"file://..%5C..%5Cetc%5Cpasswd",
+		"file://etc/passwd", // read whole after file:// by a server whose working directory is /
+		"file://tmp/../etc/passwd",
+		"file://tmp/etclink/passwd",
+		"file://%252Fetc/passwd", // decoded once: the relative %2Fetc/passwd
+		"file://~/.ssh/id_rsa",   // a server that expands ~
+		"file://[::1]/tmp/x",
+		"file://h:22/tmp/x",
+		"file://localhost/../tmp/etclink/passwd", // a directory localhost in the working directory
+		"file://localhost%2F..%2Fetc%2Fpasswd",
+		"file://{x}/../tmp/etclink/passwd",                         // a directory {x} in the working directory
 		"file://" + root + "/tmp/etclink/passwd",                   // a symlink into etc
 		"file://" + root + "/etc/localtime/../passwd",              // /etc/<file>/../passwd: lexical reading
 		"file://" + root + "/tmp/deep/../etc/passwd",               // kernel: zoneinfo/../etc
@@ -91,6 +101,11 @@ deny: ["resource:fs:file://`+root+`/etc/**", "resource:web:https://secret.exampl
 	}
 	allowed := []string{
 		"file://" + root + "/tmp/x",
+		"file://localhost" + root + "/tmp/x",
+		"file://LocalHost" + root + "/tmp/x",
+		"file:" + root + "/tmp/x",
+		"file://{path}", // a template, decided when it is completed
+		"file://{+path}",
 		"file://" + root + "/etcetera/x",
 		"file://" + root + "/zoneinfo/UTC",
 		"https://public.example/a",

@@ -163,13 +163,21 @@ func (g *Session) afterList(ctx context.Context, method string, res json.RawMess
 	key := g.childKey()
 	names := g.pool.Names()
 	var failed []string
+	var down []child // the children that did not start, why[i] why
+	var why []error
 	g.Gate.mu.Lock()
 	for _, server := range names {
 		if e := g.startFailed[child{key, server}]; e != nil {
-			failed = append(failed, fmt.Sprintf("server %q did not start: %s", server, g.guardedTail(server, e.Error())))
+			down, why = append(down, child{key, server}), append(why, e)
 		}
 	}
 	g.Gate.mu.Unlock()
+	// The tails are guarded, and what the guard finds audited, outside
+	// Gate.mu: every call's forward takes it (enter), and an audit write
+	// may wait on its disk.
+	for i, c := range down {
+		failed = append(failed, fmt.Sprintf("server %q did not start: %s", c.server, g.guardedTail(c.server, why[i].Error())))
+	}
 	if len(failed) == 0 {
 		return res, nil
 	}

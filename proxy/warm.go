@@ -45,15 +45,10 @@ func (g *Gate) Warm(ctx context.Context, hostCaps json.RawMessage, opts ...Sessi
 	}
 	var errs []error
 	for _, server := range g.pool.Names() {
-		if err := g.pool.LastError(sess.childKey(), server); err != nil {
+		if err := g.pool.LastError(g.childKeyFor(sess.childKey(), server), server); err != nil { // a shared server's child is under the shared key
 			// The reason carries the server's own stderr, and mcp-gate warm
-			// prints it to the terminal of whoever runs it: escape
-			// sequences (a clipboard write, a cleared screen) and line
-			// breaks (a line of its own, "ok: …") are made visible and the
-			// report kept to one line per server, as in the gate's
-			// messages to a host.
-			why, _ := guard.Neutralize(lastLines(err.Error(), 5, 1000))
-			errs = append(errs, fmt.Errorf("%s: %s", server, why))
+			// prints it to the terminal of whoever runs it.
+			errs = append(errs, fmt.Errorf("%s: %s", server, TerminalReason(err)))
 		}
 	}
 	_ = host.Close()
@@ -71,3 +66,17 @@ func (rejectAllHost) HandleCall(context.Context, *rpc.Message) (json.RawMessage,
 }
 
 func (rejectAllHost) HandleNotification(*rpc.Message) {}
+
+// TerminalReason is why a server could not be started or listed, for a
+// terminal (mcp-gate warm, check, doctor): its end, where the server's
+// stderr tail is (lastLines), on one line and quoted (guard.Quote), so
+// that the server's escape sequences (a clipboard write, a cleared
+// screen) and line breaks (\n, a carriage return that goes back over the
+// line, U+2028) are shown, not acted on, and no line of its own ("ok: …")
+// reads as the gate's.
+func TerminalReason(err error) string {
+	return guard.Quote(lastLines(err.Error(), 5, 1000), shownTerminalReason)
+}
+
+// shownTerminalReason bounds TerminalReason's rendering, escapes counted.
+const shownTerminalReason = 2000

@@ -153,3 +153,48 @@ func TestWarmReportHasNoEscapes(t *testing.T) {
 		t.Fatalf("Warm's report of a server whose stderr holds escapes and line breaks: %q", err)
 	}
 }
+
+// A carriage return inside a line of the stderr tail (a CRLF line end,
+// or one before a line of the server's own) returned the terminal's cursor
+// to the start of the report's line, and what followed was written over
+// "broken: ": the report read "mcp-gate warm: ok, all servers listed".
+// Neutralize keeps \r, \n and U+2028 as they are; Quote, as check uses,
+// escapes them.
+func TestWarmReportHasNoCarriageReturn(t *testing.T) {
+	t.Parallel()
+	a := &recorder{}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"alpha": a.server("echo"), "broken": a.server("echo")}}
+	l.FailLaunches("broken", errors.New("exit status 1; stderr: starting\r\nx\rmcp-gate warm: ok, all servers listed\u2028done"))
+	g, err := New(Options{Servers: l.Configs(), Launcher: l, Policy: static(t, allowAll), CatalogCache: catalogcache.Open(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	err = g.Warm(ctx10(t), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "broken: ") || strings.ContainsAny(err.Error(), "\r\n\u2028") {
+		t.Fatalf("Warm's report of a server whose stderr holds carriage returns: %q", err)
+	}
+}
+
+// A shared server's child is kept under the shared key (childKeyFor), and
+// Warm looked its failure up under the session's own key: a shared server
+// that could not be started was not reported, and warm said all was well.
+func TestWarmReportsFailedSharedServer(t *testing.T) {
+	t.Parallel()
+	a := &recorder{}
+	l := &upstreamtest.Launcher{Servers: map[string]upstreamtest.ServeFunc{"alpha": a.server("echo"), "broken": a.server("echo")}}
+	l.FailLaunches("broken", errors.New("exec: no such file"))
+	servers := l.Configs()
+	for i := range servers {
+		servers[i].Shared = servers[i].Name == "broken"
+	}
+	g, err := New(Options{Servers: servers, Launcher: l, Policy: static(t, allowAll), CatalogCache: catalogcache.Open(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	err = g.Warm(ctx10(t), nil)
+	if err == nil || !strings.Contains(err.Error(), "broken: ") || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("Warm with a broken shared server: %v", err)
+	}
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mcp-gate/mcp-gate/guard"
 	"github.com/mcp-gate/mcp-gate/naming"
 	"github.com/mcp-gate/mcp-gate/policy"
 	"github.com/mcp-gate/mcp-gate/proxy"
@@ -159,9 +158,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // start or list is reported and left out of the catalog, so its globs are
 // not judged: that is not a failure by itself, since the machine that runs
 // the check may lack what the server needs.
-// shownReason is how many characters of a server's failure check prints.
-const shownReason = 1000
-
 func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.Duration, out io.Writer) map[string]policy.ServerNames {
 	stdio := servers // every type: remote ones are reached as serve reaches them
 	log := slog.New(slog.DiscardHandler)
@@ -201,10 +197,8 @@ func learnCatalog(ctx context.Context, servers []upstream.Config, timeout time.D
 		r := results[i]
 		if r.err != nil {
 			// Why carries the server's words (its stderr's tail, its
-			// list's error), printed to a terminal: quoted, so that its
-			// escape sequences and line breaks are shown, not acted on
-			// (a clipboard write, a line of its own saying all is well).
-			fmt.Fprintf(out, "note: server %q "+unstartableNote+" (%s); globs over it are not checked\n", cfg.Name, guard.Quote(r.err.Error(), shownReason))
+			// list's error), printed to a terminal: proxy.TerminalReason.
+			fmt.Fprintf(out, "note: server %q "+unstartableNote+" (%s); globs over it are not checked\n", cfg.Name, proxy.TerminalReason(r.err))
 			continue
 		}
 		catalog[cfg.Name] = r.names
