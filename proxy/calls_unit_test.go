@@ -8,7 +8,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/mcp-gate/mcp-gate/elicitation"
-	"github.com/mcp-gate/mcp-gate/upstream"
 )
 
 // Call params the gate cannot read unambiguously are invalid params, and
@@ -164,16 +162,7 @@ func TestCompletionDecidedOnContextArguments(t *testing.T) {
 			}
 		}
 	}
-	h := startParamsHost(t, Options{
-		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
-		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": up}},
-		StartTimeout: 10 * time.Second,
-		Policy:       static(t, "version: 1\nfallback: deny\ndeny: [\"resource:s:file:///etc/**\"]\n"),
-		Logger:       slog.New(slog.DiscardHandler),
-	})
-	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
-		t.Fatal(r.Error)
-	}
+	h := scriptedHost(t, up, "version: 1\nfallback: deny\ndeny: [\"resource:s:file:///etc/**\"]\n")
 	h.call("resources/templates/list", `{}`)
 	tmpl := `"ref":{"type":"ref/resource","uri":"file:///{dir}/{name}"}`
 	if r := h.call("completion/complete", `{`+tmpl+`,"argument":{"name":"name","value":"pa"},"context":{"arguments":{"dir":"etc"}}}`); r.Error == nil || r.Error.Code != CodeDenied {

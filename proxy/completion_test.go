@@ -112,16 +112,7 @@ func TestCompletionAndAckResultsInspected(t *testing.T) {
 		if logOnly {
 			pol += "guard:\n  log_only: [s]\n"
 		}
-		h := startParamsHost(t, Options{
-			Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
-			Launcher:     &scriptLauncher{servers: map[string]scripted{"s": up}},
-			StartTimeout: 10 * time.Second,
-			Policy:       static(t, pol),
-			Logger:       slog.New(slog.DiscardHandler),
-		})
-		if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
-			t.Fatal(r.Error)
-		}
+		h := scriptedHost(t, up, pol)
 		for _, m := range []string{"prompts/list", "resources/list"} {
 			if r := h.call(m, `{}`); r.Error != nil {
 				t.Fatalf("%s: %+v", m, r.Error)

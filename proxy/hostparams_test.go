@@ -51,6 +51,23 @@ func startParamsHost(t *testing.T, o Options) *paramsHost {
 	return &paramsHost{t: t, g: g, w: hostW, sc: sc}
 }
 
+// scriptedHost is the host of a gate whose one server, s, is up, under
+// policy, once initialize is answered.
+func scriptedHost(t *testing.T, up scripted, policy string) *paramsHost {
+	t.Helper()
+	h := startParamsHost(t, Options{
+		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
+		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": up}},
+		StartTimeout: 10 * time.Second,
+		Policy:       static(t, policy),
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	return h
+}
+
 type rawResponse struct {
 	Result json.RawMessage
 	Error  *struct {

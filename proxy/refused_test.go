@@ -297,16 +297,7 @@ func TestUnknownNameQuotesUpstreamFailure(t *testing.T) {
 			}
 		}
 	}
-	h := startParamsHost(t, Options{
-		Servers:      []upstream.Config{{Name: "s", Type: upstream.TypeStdio, Command: "scripted"}},
-		Launcher:     &scriptLauncher{servers: map[string]scripted{"s": up}},
-		StartTimeout: 10 * time.Second,
-		Policy:       static(t, "version: 1\nfallback: deny\nallow: [\"mcp:**\"]\n"),
-		Logger:       slog.New(slog.DiscardHandler),
-	})
-	if r := h.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
-		t.Fatal(r.Error)
-	}
+	h := scriptedHost(t, up, "version: 1\nfallback: deny\nallow: [\"mcp:**\"]\n")
 	h.call("tools/list", `{}`)
 	r := h.call("tools/call", `{"name":"s__x","arguments":{}}`)
 	if r.Error == nil {
