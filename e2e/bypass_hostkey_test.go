@@ -121,22 +121,29 @@ func localPlugin(t *testing.T, h *hostHome, claude string, entry map[string]any,
 		all[filepath.Join(mp, "plugins", entry["name"].(string), filepath.FromSlash(rel))] = v
 	}
 	for path, v := range all {
-		data, ok := v.(string)
-		if !ok {
-			b, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data = string(b)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeJSON(t, path, v)
 	}
 	h.run(t, claude, "plugin", "marketplace", "add", mp)
+}
+
+// writeJSON writes v to path, its directories made: a string as it is,
+// anything else as JSON.
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = string(b)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Host set-up: doctor read the plugins the settings of the directory it

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,16 +145,7 @@ func TestBypassHostCodexPluginServer(t *testing.T) {
 		filepath.Join(mp, "plugins", "pl", ".claude-plugin", "plugin.json"): map[string]any{"name": "pl", "version": "1.0.0", "description": "x"},
 		filepath.Join(mp, "plugins", "pl", ".mcp.json"):                     map[string]any{"mcpServers": map[string]any{"plev": map[string]any{"command": ts.Command, "args": ts.Args}}},
 	} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeJSON(t, path, v)
 	}
 	h.run(t, codex, "plugin", "marketplace", "add", mp)
 	h.run(t, codex, "plugin", "add", "pl@localmp")

@@ -51,17 +51,3 @@ func TestBypassHostMarketplacePluginRoot(t *testing.T) {
 		}
 	}
 }
-
-func writeJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
