@@ -97,7 +97,7 @@ func addURIForms(uri, note string, add func(u, how string)) error {
 	if u.hasAuthority && u.authority != "" {
 		if q := percentDecodeAll(u.authority + u.path); filepath.IsAbs(q) {
 			paths = append(paths, q)
-		} else if a := percentDecodeAll(u.authority); !strings.EqualFold(a, "localhost") && !isTemplateExpression(a) || hasDotDotSegment(paths[0]) {
+		} else if a := percentDecodeAll(u.authority); !(strings.EqualFold(a, "localhost") || isTemplateExpression(a)) || hasDotDotSegment(paths[0]) {
 			return errRelativeFile
 		}
 	}
